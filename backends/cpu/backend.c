@@ -1,0 +1,192 @@
+/* backends/cpu/backend.c — the CPU backend: host memory, the per-node
+ * dispatcher (with the f16/bf16 -> f32 compute wrapper) and the vtable. */
+#include "cpu_impl.h"
+
+#ifdef LOOM_HAVE_OPENBLAS
+#include <cblas.h>
+void openblas_set_num_threads(int n);
+char *openblas_get_config(void);
+#endif
+
+static bool cpu_available(loom_ctx *ctx, const char **why) {
+    (void)ctx;
+    if (why) *why = "always available";
+    return true;
+}
+
+static loom_status cpu_create(loom_backend *be, const loom_backend_desc *desc) {
+    loom__cpu *cpu = calloc(1, sizeof *cpu);
+    if (!cpu) return loom__err(be->ctx, LOOM_ERR_OOM, "cpu backend: out of memory");
+    int threads = desc && desc->threads > 0 ? desc->threads : loom_ctx_threads(be->ctx);
+    loom_status st = loom__cpu_pool_create(cpu, threads);
+    if (st != LOOM_OK) {
+        free(cpu);
+        return loom__err(be->ctx, st, "cpu backend: cannot start %d threads", threads);
+    }
+#ifdef LOOM_HAVE_OPENBLAS
+    openblas_set_num_threads(cpu->threads);
+#endif
+    be->impl = cpu;
+    return LOOM_OK;
+}
+
+static void cpu_destroy(loom_backend *be) {
+    loom__cpu *cpu = be->impl;
+    if (!cpu) return;
+    loom__cpu_pool_destroy(cpu);
+    free(cpu);
+}
+
+static void cpu_describe(const loom_backend *be, FILE *out) {
+    const loom__cpu *cpu = be->impl;
+    fprintf(out, "  device 0: host CPU, %d threads\n", cpu->threads);
+#ifdef LOOM_HAVE_OPENBLAS
+    fprintf(out, "  GEMM: OpenBLAS (%s)\n", openblas_get_config());
+#else
+    fprintf(out, "  GEMM: built-in blocked loops (no OpenBLAS)\n");
+#endif
+    fprintf(out, "  dtypes: f32 f64 (reference), f16 bf16 (stored 16-bit, computed in f32)\n");
+}
+
+static loom_status cpu_buffer_alloc(loom_backend *be, size_t bytes, loom__buffer **out) {
+    loom__buffer *b = malloc(sizeof *b);
+    void *data = NULL;
+    if (b && posix_memalign(&data, 64, bytes ? bytes : 64) != 0) data = NULL;
+    if (!b || !data) {
+        free(b);
+        return loom__err(be->ctx, LOOM_ERR_OOM, "cpu backend: cannot allocate %zu bytes", bytes);
+    }
+    b->bytes = bytes;
+    b->data = data;
+    *out = b;
+    return LOOM_OK;
+}
+
+static void cpu_buffer_free(loom_backend *be, loom__buffer *b) {
+    (void)be;
+    if (!b) return;
+    free(b->data);
+    free(b);
+}
+
+static loom_status cpu_buffer_write(loom_backend *be, loom__buffer *b, size_t off, const void *src, size_t n) {
+    (void)be;
+    LOOM__ASSERT(off + n <= b->bytes);
+    if (n) memcpy((char *)b->data + off, src, n);
+    return LOOM_OK;
+}
+
+static loom_status cpu_buffer_read(loom_backend *be, loom__buffer *b, size_t off, void *dst, size_t n) {
+    (void)be;
+    LOOM__ASSERT(off + n <= b->bytes);
+    if (n) memcpy(dst, (char *)b->data + off, n);
+    return LOOM_OK;
+}
+
+/* Per-plan scratch for the 16-bit wrapper: f32 copies of a node's inputs
+ * and output. */
+typedef struct cpu_plan {
+    float *scratch;
+    size_t scratch_floats;
+} cpu_plan;
+
+static bool is16(loom_dtype dt) { return dt == LOOM_F16 || dt == LOOM_BF16; }
+
+static size_t wrap_floats(const loom_tensor *t) {
+    if (!is16(t->dtype)) return 0;
+    size_t n = (size_t)loom_tensor_numel(t);
+    for (int k = 0; k < t->nsrc; k++)
+        if (is16(t->src[k]->dtype)) n += (size_t)loom_tensor_numel(t->src[k]);
+    return n;
+}
+
+static loom_status cpu_plan_prepare(loom_backend *be, loom_plan *p) {
+    cpu_plan *cp = calloc(1, sizeof *cp);
+    if (!cp) return loom__err(be->ctx, LOOM_ERR_OOM, "cpu backend: out of memory");
+    for (int e = 0; e < p->n_exec; e++) {
+        size_t n = wrap_floats(p->exec[e]);
+        if (n > cp->scratch_floats) cp->scratch_floats = n;
+    }
+    if (cp->scratch_floats && !(cp->scratch = malloc(cp->scratch_floats * sizeof(float)))) {
+        free(cp);
+        return loom__err(be->ctx, LOOM_ERR_OOM, "cpu backend: out of memory for 16-bit scratch");
+    }
+    p->impl = cp;
+    return LOOM_OK;
+}
+
+static void cpu_plan_release(loom_backend *be, loom_plan *p) {
+    (void)be;
+    cpu_plan *cp = p->impl;
+    if (!cp) return;
+    free(cp->scratch);
+    free(cp);
+    p->impl = NULL;
+}
+
+static void *addr_of(const loom_plan *p, const loom_tensor *t) {
+    loom__addr a = p->addr[t->id];
+    return (char *)a.buf->data + a.off;
+}
+
+static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
+    loom__cpu *cpu = be->impl;
+    cpu_plan *cp = p->impl;
+    for (int e = 0; e < p->n_exec; e++) {
+        const loom_tensor *t = p->exec[e];
+        loom__cpu_args a = {.cpu = cpu, .node = t, .dt = t->dtype, .seed = p->g->seed, .step = p->step};
+        a.y = addr_of(p, t);
+        for (int k = 0; k < t->nsrc; k++) {
+            a.x[k] = addr_of(p, t->src[k]);
+            a.xdt[k] = t->src[k]->dtype;
+        }
+        loom__cpu_fn fn = (loom__cpu_fn)loom__cpu_kernels[t->op].fn;
+        loom_status st;
+        if (is16(t->dtype)) {
+            /* compute in f32: convert 16-bit inputs, run, convert the output back */
+            float *s = cp->scratch;
+            a.dt = LOOM_F32;
+            for (int k = 0; k < t->nsrc; k++) {
+                if (!is16(t->src[k]->dtype)) continue;
+                size_t n = (size_t)loom_tensor_numel(t->src[k]);
+                loom_convert(a.x[k], t->src[k]->dtype, s, LOOM_F32, n);
+                a.x[k] = s;
+                a.xdt[k] = LOOM_F32;
+                s += n;
+            }
+            a.y = s;
+            st = fn(&a);
+            if (st == LOOM_OK) loom_convert(s, LOOM_F32, addr_of(p, t), t->dtype, (size_t)loom_tensor_numel(t));
+        } else {
+            st = fn(&a);
+        }
+        if (st != LOOM_OK) {
+            if (loom_last_status(be->ctx) != st)
+                loom__err(be->ctx, st, "cpu backend: op '%s' (node '%s') failed", loom_op_name(t->op), t->name);
+            return st;
+        }
+    }
+    return LOOM_OK;
+}
+
+static loom_status cpu_synchronize(loom_backend *be) {
+    (void)be;
+    return LOOM_OK;
+}
+
+const loom__backend_vtbl loom__cpu_backend = {
+    .name = "cpu",
+    .available = cpu_available,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .describe = cpu_describe,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .buffer_write = cpu_buffer_write,
+    .buffer_read = cpu_buffer_read,
+    .plan_prepare = cpu_plan_prepare,
+    .plan_run = cpu_plan_run,
+    .plan_release = cpu_plan_release,
+    .synchronize = cpu_synchronize,
+    .kernels = loom__cpu_kernels,
+};

@@ -1,0 +1,50 @@
+/* backends/cpu/cpu.h — the CPU backend's private interface: kernel arguments,
+ * the thread pool, and the kernel entry points of every op family.
+ *
+ * Kernels compute in the dtype a->dt: F32 or F64 for float ops (16-bit nodes
+ * are computed in F32: the dispatcher converts 16-bit inputs to F32 scratch
+ * and the F32 result back), I32/U8 where an op supports them. Float inputs
+ * arrive in a->dt unless the op's builder allows other dtypes (cast; index
+ * inputs are I32). All tensors are contiguous, row-major.
+ */
+#ifndef LOOM_CPU_H
+#define LOOM_CPU_H
+
+#include "../../core/backend_impl.h"
+
+typedef struct loom__cpu loom__cpu;
+
+typedef struct loom__cpu_args {
+    loom__cpu *cpu;
+    const loom_tensor *node; /* shape and op parameters */
+    loom_dtype dt;           /* compute dtype of the output and float inputs */
+    void *y;                 /* output */
+    void *x[LOOM_MAX_SRC];   /* inputs (x[i] for node->src[i]); writable for effect ops */
+    loom_dtype xdt[LOOM_MAX_SRC]; /* the dtype each x[i] actually has */
+    uint64_t seed;           /* graph seed */
+    uint64_t step;           /* plan step (dropout) */
+} loom__cpu_args;
+
+typedef loom_status (*loom__cpu_fn)(const loom__cpu_args *a);
+
+/* ---- thread pool ---- */
+/* Run fn(arg, begin, end) over [0, n) split into chunks of at least `grain`
+ * items across the pool; returns when all are done. Serial when n is small. */
+typedef void (*loom__cpu_range_fn)(void *arg, int64_t begin, int64_t end);
+void loom__cpu_parallel(loom__cpu *cpu, int64_t n, int64_t grain, loom__cpu_range_fn fn, void *arg);
+int loom__cpu_threads(const loom__cpu *cpu);
+
+/* f32 GEMM: C[M,N] = alpha * op(A) op(B) + beta * C, row-major, lda/ldb/ldc
+ * in elements. OpenBLAS when built with it, else a blocked threaded loop. */
+void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* f64 GEMM: plain reference loops (the oracle). */
+void loom__cpu_dgemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+                         int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
+
+/* ---- kernels: one per op, named loom__cpu_<op name>, in ops/<family>.c ---- */
+#define LOOM_OP(e, stem, bw, fl) loom_status loom__cpu_##stem(const loom__cpu_args *a);
+#include "../../core/ops.def"
+#undef LOOM_OP
+
+#endif

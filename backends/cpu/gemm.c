@@ -1,0 +1,67 @@
+/* backends/cpu/gemm.c — GEMM for the CPU backend: f32 fast path (OpenBLAS
+ * sgemm, or a threaded blocked loop when built without it) and the f64
+ * reference loops. Row-major throughout. */
+#include "cpu_impl.h"
+
+#ifdef LOOM_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#define AT(M, ld, r, c, tr) ((tr) ? (M)[(int64_t)(c) * (ld) + (r)] : (M)[(int64_t)(r) * (ld) + (c)])
+
+void loom__cpu_dgemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+                         int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc) {
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++) acc += AT(A, lda, i, k, ta) * AT(B, ldb, k, j, tb);
+            C[i * ldc + j] = alpha * acc + (beta == 0 ? 0 : beta * C[i * ldc + j]);
+        }
+}
+
+#ifndef LOOM_HAVE_OPENBLAS
+typedef struct sg {
+    bool ta, tb;
+    int64_t N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int64_t lda, ldb, ldc;
+    float *C;
+} sg;
+
+/* rows [b, e) of C; the k loop is outermost per row so B is read in rows */
+static void sgemm_rows(void *v, int64_t b, int64_t e) {
+    const sg *s = v;
+    for (int64_t i = b; i < e; i++) {
+        float *c = s->C + i * s->ldc;
+        for (int64_t j = 0; j < s->N; j++) c[j] = s->beta == 0 ? 0 : s->beta * c[j];
+        for (int64_t k = 0; k < s->K; k++) {
+            float a = s->alpha * AT(s->A, s->lda, i, k, s->ta);
+            if (!s->tb) {
+                const float *bk = s->B + k * s->ldb;
+                for (int64_t j = 0; j < s->N; j++) c[j] += a * bk[j];
+            } else {
+                for (int64_t j = 0; j < s->N; j++) c[j] += a * s->B[j * s->ldb + k];
+            }
+        }
+    }
+}
+#endif
+
+void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+#ifdef LOOM_HAVE_OPENBLAS
+    (void)cpu;
+    if (K <= 0) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+#else
+    sg s = {ta, tb, N, K, alpha, beta, A, B, lda, ldb, ldc, C};
+    loom__cpu_parallel(cpu, M, 4, sgemm_rows, &s);
+#endif
+}

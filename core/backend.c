@@ -1,0 +1,87 @@
+/* core/backend.c — the registry of compiled-in backends. */
+#include "backend_impl.h"
+
+const loom__backend_vtbl *const loom__backends[] = {
+#ifdef LOOM_HAVE_CUDA
+    &loom__cuda_backend,
+#endif
+#ifdef LOOM_HAVE_VULKAN
+    &loom__vulkan_backend,
+#endif
+#ifdef LOOM_HAVE_OPENCL
+    &loom__opencl_backend,
+#endif
+    &loom__cpu_backend,
+    NULL,
+};
+
+static const loom__backend_vtbl *find(const char *name) {
+    for (int i = 0; loom__backends[i]; i++)
+        if (name && strcmp(loom__backends[i]->name, name) == 0) return loom__backends[i];
+    return NULL;
+}
+
+int loom_backend_list(const char **names, int max) {
+    int n = 0;
+    for (; loom__backends[n]; n++)
+        if (n < max && names) names[n] = loom__backends[n]->name;
+    return n;
+}
+
+bool loom_backend_available(loom_ctx *ctx, const char *name, const char **why) {
+    const loom__backend_vtbl *vt = find(name);
+    if (!vt) {
+        if (why) *why = "not built into this library";
+        return false;
+    }
+    return vt->available(ctx, why);
+}
+
+loom_status loom_backend_create(loom_ctx *ctx, const char *name, const loom_backend_desc *desc, loom_backend **out) {
+    *out = NULL;
+    const loom__backend_vtbl *vt = find(name);
+    if (!vt) {
+        char list[256] = "";
+        for (int i = 0; loom__backends[i]; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, loom__backends[i]->name, sizeof list - strlen(list) - 1);
+        }
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' is not built into this library (built: %s)",
+                         name ? name : "(null)", list);
+    }
+    const char *why = NULL;
+    if (!vt->available(ctx, &why))
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' is built but cannot run here: %s", vt->name,
+                         why ? why : "unknown reason");
+    loom_backend *be = calloc(1, sizeof *be);
+    if (!be) return loom__err(ctx, LOOM_ERR_OOM, "backend: out of memory");
+    be->ctx = ctx;
+    be->vt = vt;
+    loom_status st = vt->create(be, desc);
+    if (st != LOOM_OK) {
+        free(be);
+        return st;
+    }
+    *out = be;
+    return LOOM_OK;
+}
+
+void loom_backend_destroy(loom_backend *be) {
+    if (!be) return;
+    be->vt->destroy(be);
+    free(be);
+}
+
+const char *loom_backend_name(const loom_backend *be) { return be->vt->name; }
+
+bool loom_backend_supports(const loom_backend *be, int op, loom_dtype dt) {
+    if ((unsigned)op >= LOOM_OP_COUNT || (unsigned)dt >= LOOM_DTYPE_COUNT) return false;
+    const loom__kernel *k = &be->vt->kernels[op];
+    if (loom__ops[op].flags & LOOM__OPF_VIEW) return true;
+    return k->fn && (k->dtypes & (1u << dt));
+}
+
+void loom_backend_describe(const loom_backend *be, FILE *out) {
+    fprintf(out, "backend %s\n", be->vt->name);
+    if (be->vt->describe) be->vt->describe(be, out);
+}

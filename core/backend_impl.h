@@ -1,0 +1,88 @@
+/* core/backend_impl.h — the backend interface (a table of function pointers)
+ * and the compiled plan that backends execute.
+ *
+ * defines: loom__backend_vtbl, loom__kernel, struct loom_backend,
+ *          struct loom_plan, loom__plan_addr.
+ *
+ * A backend fills one loom__backend_vtbl. Its op table `kernels` is indexed by
+ * op; an entry with fn == NULL, or without the dtype's bit in `dtypes`, means
+ * "unsupported": there is no second list. The kernel function's type is the
+ * backend's own (the core never calls it); the core only reads the mask.
+ */
+#ifndef LOOM_CORE_BACKEND_IMPL_H
+#define LOOM_CORE_BACKEND_IMPL_H
+
+#include "impl.h"
+
+typedef void (*loom__fnptr)(void);
+typedef struct loom__kernel {
+    loom__fnptr fn;  /* backend-specific kernel (or recorder); NULL = unsupported */
+    uint32_t dtypes; /* bit (1u << loom_dtype) per supported output dtype */
+} loom__kernel;
+
+#define LOOM__DT(d) (1u << LOOM_##d)
+#define LOOM__DT_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16) | LOOM__DT(F64))
+#define LOOM__DT_ALL (LOOM__DT_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
+
+typedef struct loom__backend_vtbl {
+    const char *name;
+    /* Can this backend run here? If not, *why says why. */
+    bool (*available)(loom_ctx *ctx, const char **why);
+    loom_status (*create)(loom_backend *be, const loom_backend_desc *desc);
+    void (*destroy)(loom_backend *be);
+    void (*describe)(const loom_backend *be, FILE *out);
+
+    /* device memory */
+    loom_status (*buffer_alloc)(loom_backend *be, size_t bytes, loom__buffer **out);
+    void (*buffer_free)(loom_backend *be, loom__buffer *buf);
+    loom_status (*buffer_write)(loom_backend *be, loom__buffer *buf, size_t off, const void *src, size_t n);
+    loom_status (*buffer_read)(loom_backend *be, loom__buffer *buf, size_t off, void *dst, size_t n);
+    /* pinned / staging host memory for the data loader (may be NULL: malloc is used) */
+    loom_status (*host_alloc)(loom_backend *be, size_t bytes, void **out);
+    void (*host_free)(loom_backend *be, void *p);
+
+    /* plans: prepare once after memory planning (record command buffers,
+     * capture graphs...), run once per step, release before the plan's memory */
+    loom_status (*plan_prepare)(loom_backend *be, loom_plan *p);
+    loom_status (*plan_run)(loom_backend *be, loom_plan *p);
+    void (*plan_release)(loom_backend *be, loom_plan *p);
+    loom_status (*synchronize)(loom_backend *be);
+
+    const loom__kernel *kernels; /* [LOOM_OP_COUNT] */
+} loom__backend_vtbl;
+
+struct loom_backend {
+    loom_ctx *ctx;
+    const loom__backend_vtbl *vt;
+    void *impl; /* backend-private */
+};
+
+/* Where a tensor lives in a plan. */
+typedef struct loom__addr {
+    loom__buffer *buf;
+    size_t off;
+} loom__addr;
+
+struct loom_plan {
+    loom_graph *g;
+    loom_backend *be;
+    loom_ctx *ctx;
+    int n_exec;
+    loom_tensor **exec;       /* nodes to run, in order (no leaves, no views) */
+    loom__addr *addr;         /* by node id; buf NULL for removed nodes */
+    bool *inplace;            /* by node id: output shares src[0]'s memory */
+    loom__buffer *arena;      /* intermediates */
+    loom__buffer **owned;     /* persistent buffers this plan allocated */
+    int n_owned;
+    const loom_plan *share;
+    loom_plan_memory mem;
+    uint64_t step;
+    void *impl;               /* backend-private per-plan data */
+};
+
+/* The backends compiled in (NULL-terminated). */
+extern const loom__backend_vtbl *const loom__backends[];
+
+extern const loom__backend_vtbl loom__cpu_backend;
+
+#endif

@@ -1,0 +1,158 @@
+/* core/impl.h — library-private structures shared by core and backends.
+ *
+ * defines: struct loom_ctx, loom_graph, loom_tensor (a graph node), the op
+ *          enum and op table, error helpers, LOOM__ASSERT, node constructors
+ *          used by builders and backward rules.
+ */
+#ifndef LOOM_CORE_IMPL_H
+#define LOOM_CORE_IMPL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/loom.h"
+
+/* ---- ops ---- */
+#define LOOM__OPF_INPLACE 1u
+#define LOOM__OPF_VIEW 2u
+#define LOOM__OPF_EFFECT 4u
+
+typedef enum loom__op {
+    LOOM__OP_LEAF = -1, /* inputs, params, states, constants */
+#define LOOM_OP(e, name, bw, fl) LOOM_OP_##e,
+#include "ops.def"
+#undef LOOM_OP
+    LOOM_OP_COUNT
+} loom__op;
+
+/* A backward rule: given node y = op(src...) and dy (same shape as y), set
+ * dx[i] to the gradient w.r.t. src[i] for each i with loom__needs_grad(src[i])
+ * (others may be left NULL). dx[i] must have src[i]'s shape and dtype. */
+typedef loom_status (*loom__bw_fn)(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx);
+
+typedef struct loom__op_info {
+    const char *name;
+    loom__bw_fn backward;
+    unsigned flags;
+} loom__op_info;
+
+extern const loom__op_info loom__ops[LOOM_OP_COUNT];
+
+#define LOOM_OP(e, name, bw, fl) loom_status bw(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx);
+#include "ops.def"
+#undef LOOM_OP
+
+/* ---- context ---- */
+struct loom_ctx {
+    int threads;
+    int log_level;
+    void (*log)(void *user, loom_log_level level, const char *msg);
+    void *log_user;
+    loom_status last_status;
+    char last_error[1024];
+};
+
+/* Record a failure on ctx and return st. fmt may be NULL. */
+loom_status loom__err(loom_ctx *ctx, loom_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void loom__log(loom_ctx *ctx, loom_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Broken invariants inside the library: abort loudly with file and line. */
+#define LOOM__ASSERT(cond)                                                                              \
+    do {                                                                                                \
+        if (!(cond)) {                                                                                  \
+            fprintf(stderr, "loom: internal error at %s:%d: assertion `%s` failed\n", __FILE__, __LINE__, \
+                    #cond);                                                                             \
+            abort();                                                                                    \
+        }                                                                                               \
+    } while (0)
+
+void *loom__xmalloc(size_t n); /* NULL on failure */
+void *loom__xcalloc(size_t n, size_t sz);
+
+/* ---- graph ---- */
+typedef enum loom__leaf_kind {
+    LOOM__NOT_LEAF = 0,
+    LOOM__INPUT,
+    LOOM__PARAM,
+    LOOM__STATE,
+    LOOM__CONST
+} loom__leaf_kind;
+
+#define LOOM_MAX_SRC 8
+#define LOOM__NPARAM 12
+#define LOOM__NFPARAM 4
+
+struct loom_tensor {
+    loom_graph *g;
+    int id;        /* index in g->nodes; also the execution order */
+    int op;        /* loom__op, or LOOM__OP_LEAF */
+    loom__leaf_kind leaf;
+    loom_dtype dtype;
+    int ndim;
+    int64_t dims[LOOM_MAX_DIMS];
+    int nsrc;
+    loom_tensor *src[LOOM_MAX_SRC];
+    int64_t p[LOOM__NPARAM];  /* integer op parameters, meaning per op (see core/ops/<family>.c) */
+    double f[LOOM__NFPARAM];  /* float op parameters */
+    bool requires_grad;
+    bool keep;
+    loom_tensor *grad;        /* set by loom_backward */
+    char name[64];
+    loom_init init;           /* params and states */
+    void *data;               /* constants: owned copy */
+};
+
+struct loom_graph {
+    loom_ctx *ctx;
+    uint64_t seed;
+    loom_status status; /* sticky: first failure */
+    loom_tensor **nodes;
+    int n, cap;
+    uint64_t next_stream; /* dropout streams */
+    bool has_backward;
+};
+
+/* Append a node (op, dtype, shape, srcs). Sets requires_grad from the srcs.
+ * Returns NULL (status recorded) on allocation failure. */
+loom_tensor *loom__node(loom_graph *g, int op, loom_dtype dt, int ndim, const int64_t *dims, int nsrc,
+                        loom_tensor *const *src);
+/* Record a builder failure on the graph (sticky) and its context; returns NULL. */
+loom_tensor *loom__fail(loom_graph *g, loom_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* True if the builder may go on: graph not failed and every listed input non-NULL
+ * (optional inputs are passed as the count excluding them). */
+bool loom__ok(loom_graph *g, int n, ...);
+int64_t loom__numel(int ndim, const int64_t *dims);
+size_t loom__nbytes(const loom_tensor *t);
+/* "[2, 3]" formatting into a caller buffer. */
+char *loom__shape_str(int ndim, const int64_t *dims, char *buf, size_t n);
+bool loom__same_shape(const loom_tensor *a, const loom_tensor *b);
+/* numpy broadcast of two shapes; false if incompatible. */
+bool loom__broadcast_shape(const loom_tensor *a, const loom_tensor *b, int *ndim, int64_t *dims);
+/* Reduce grad (broadcast result shape) back to the shape of `like` by summing
+ * over broadcast axes. Returns grad itself if shapes already match. */
+loom_tensor *loom__sum_to(loom_graph *g, loom_tensor *grad, const loom_tensor *like);
+static inline bool loom__needs_grad(const loom_tensor *t) { return t && t->requires_grad; }
+/* Normalise a possibly negative axis; -1 if out of range. */
+int loom__axis(int axis, int ndim);
+
+/* Initial values of a param/state (numel doubles) from its init and name. */
+loom_status loom__init_values(const loom_tensor *t, uint64_t seed, double *out);
+
+/* Device memory, defined by each backend. */
+typedef struct loom__buffer loom__buffer;
+
+#endif

@@ -1,0 +1,383 @@
+/* core/plan.c — compiling a graph for a backend: dead-node removal, support
+ * checks, liveness-based memory planning with in-place reuse, allocation and
+ * initialisation; running and host access. */
+#include "backend_impl.h"
+
+#define ALIGN 256u
+
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+static const loom_tensor *view_root(const loom_tensor *t) {
+    while (t->op >= 0 && (loom__ops[t->op].flags & LOOM__OPF_VIEW)) t = t->src[0];
+    return t;
+}
+
+static bool is_leaf(const loom_tensor *t) { return t->op == LOOM__OP_LEAF; }
+
+/* ---- greedy best-fit offset assignment ---- */
+typedef struct block {
+    size_t off, size;
+} block;
+
+typedef struct arena_planner {
+    block *free;
+    int nfree, capfree;
+    size_t end;
+} arena_planner;
+
+static bool planner_release(arena_planner *ap, size_t off, size_t size) {
+    if (ap->nfree == ap->capfree) {
+        int cap = ap->capfree ? ap->capfree * 2 : 32;
+        block *nb = realloc(ap->free, (size_t)cap * sizeof *nb);
+        if (!nb) return false;
+        ap->free = nb, ap->capfree = cap;
+    }
+    /* keep sorted by offset and merge neighbours */
+    int i = 0;
+    while (i < ap->nfree && ap->free[i].off < off) i++;
+    memmove(ap->free + i + 1, ap->free + i, (size_t)(ap->nfree - i) * sizeof *ap->free);
+    ap->free[i] = (block){off, size};
+    ap->nfree++;
+    if (i + 1 < ap->nfree && ap->free[i].off + ap->free[i].size == ap->free[i + 1].off) {
+        ap->free[i].size += ap->free[i + 1].size;
+        memmove(ap->free + i + 1, ap->free + i + 2, (size_t)(ap->nfree - i - 2) * sizeof *ap->free);
+        ap->nfree--;
+    }
+    if (i > 0 && ap->free[i - 1].off + ap->free[i - 1].size == ap->free[i].off) {
+        ap->free[i - 1].size += ap->free[i].size;
+        memmove(ap->free + i, ap->free + i + 1, (size_t)(ap->nfree - i - 1) * sizeof *ap->free);
+        ap->nfree--;
+    }
+    /* a free block at the end shrinks the arena */
+    if (ap->nfree && ap->free[ap->nfree - 1].off + ap->free[ap->nfree - 1].size == ap->end) {
+        ap->end = ap->free[ap->nfree - 1].off;
+        ap->nfree--;
+    }
+    return true;
+}
+
+static size_t planner_alloc(arena_planner *ap, size_t size, size_t *peak) {
+    int best = -1;
+    for (int i = 0; i < ap->nfree; i++)
+        if (ap->free[i].size >= size && (best < 0 || ap->free[i].size < ap->free[best].size)) best = i;
+    size_t off;
+    if (best >= 0) {
+        off = ap->free[best].off;
+        ap->free[best].off += size;
+        ap->free[best].size -= size;
+        if (!ap->free[best].size) {
+            memmove(ap->free + best, ap->free + best + 1, (size_t)(ap->nfree - best - 1) * sizeof *ap->free);
+            ap->nfree--;
+        }
+    } else {
+        off = ap->end;
+        ap->end += size;
+    }
+    if (ap->end > *peak) *peak = ap->end;
+    return off;
+}
+
+/* ---- compile ---- */
+static loom_status alloc_persistent(loom_plan *p, loom_tensor *t) {
+    loom_backend *be = p->be;
+    if (p->share && (t->leaf == LOOM__PARAM || t->leaf == LOOM__STATE)) {
+        const loom_graph *sg = p->share->g;
+        for (int i = 0; i < sg->n; i++) {
+            const loom_tensor *o = sg->nodes[i];
+            if (o->leaf != t->leaf || strcmp(o->name, t->name) != 0) continue;
+            if (!loom__same_shape(o, t) || o->dtype != t->dtype) {
+                char a[96], b[96];
+                return loom__err(p->ctx, LOOM_ERR_SHAPE, "plan: shared '%s' is %s %s in the other plan but %s %s here",
+                                 t->name, loom_tensor_shape_str(o, a, sizeof a), loom_dtype_name(o->dtype),
+                                 loom_tensor_shape_str(t, b, sizeof b), loom_dtype_name(t->dtype));
+            }
+            p->addr[t->id] = p->share->addr[o->id];
+            return LOOM_OK;
+        }
+    }
+    loom__buffer *buf;
+    size_t bytes = loom__nbytes(t);
+    loom_status st = be->vt->buffer_alloc(be, bytes, &buf);
+    if (st != LOOM_OK) return st;
+    p->owned[p->n_owned++] = buf;
+    p->addr[t->id] = (loom__addr){buf, 0};
+    p->mem.persistent_bytes += bytes;
+
+    void *host = NULL;
+    if (t->leaf == LOOM__CONST) {
+        host = t->data;
+    } else if (t->leaf == LOOM__PARAM || t->leaf == LOOM__STATE) {
+        size_t n = (size_t)loom_tensor_numel(t);
+        double *v = malloc(n * sizeof *v);
+        void *conv = malloc(bytes ? bytes : 1);
+        if (!v || !conv) {
+            free(v), free(conv);
+            return loom__err(p->ctx, LOOM_ERR_OOM, "plan: out of memory initialising '%s'", t->name);
+        }
+        st = loom__init_values(t, p->g->seed, v);
+        if (st == LOOM_OK) {
+            loom_convert(v, LOOM_F64, conv, t->dtype, n);
+            st = be->vt->buffer_write(be, buf, 0, conv, bytes);
+        }
+        free(v), free(conv);
+        return st;
+    } else {
+        host = calloc(1, bytes ? bytes : 1); /* inputs and kept outputs start as zeros */
+        if (!host) return loom__err(p->ctx, LOOM_ERR_OOM, "plan: out of memory");
+        st = be->vt->buffer_write(be, buf, 0, host, bytes);
+        free(host);
+        return st;
+    }
+    return be->vt->buffer_write(be, buf, 0, host, bytes);
+}
+
+static loom_status check_support(loom_plan *p, const loom_tensor *t) {
+    const loom__kernel *k = &p->be->vt->kernels[t->op];
+    if (k->fn && (k->dtypes & (1u << t->dtype))) return LOOM_OK;
+    return loom__err(p->ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' has no kernel for op '%s' with dtype %s (node '%s')",
+                     p->be->vt->name, loom_op_name(t->op), loom_dtype_name(t->dtype), t->name);
+}
+
+loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out) {
+    *out = NULL;
+    if (!g || !be) return LOOM_ERR_INVALID_ARG;
+    loom_ctx *ctx = g->ctx;
+    if (g->status != LOOM_OK)
+        return loom__err(ctx, g->status, "plan: the graph has a failed builder: %s", loom_last_error(ctx));
+    loom_plan_desc d = {0};
+    if (desc) d = *desc;
+    if (d.share && d.share->be != be) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "plan: shared plan is on another backend");
+
+    int n = g->n;
+    loom_plan *p = calloc(1, sizeof *p);
+    bool *needed = calloc((size_t)n, 1);
+    bool *persistent = calloc((size_t)n, 1);
+    int *def = malloc((size_t)n * sizeof *def), *last = malloc((size_t)n * sizeof *last);
+    int *alias = malloc((size_t)n * sizeof *alias); /* arena slot owner (in-place / view chains) */
+    arena_planner ap = {0};
+    loom_status st = LOOM_OK;
+    if (!p || !needed || !persistent || !def || !last || !alias) {
+        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
+        goto fail_early;
+    }
+    p->g = g, p->be = be, p->ctx = ctx, p->share = d.share;
+    p->exec = malloc((size_t)n * sizeof *p->exec);
+    p->addr = calloc((size_t)n, sizeof *p->addr);
+    p->inplace = calloc((size_t)n, 1);
+    p->owned = malloc((size_t)n * sizeof *p->owned);
+    if (!p->exec || !p->addr || !p->inplace || !p->owned) {
+        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
+        goto fail_early;
+    }
+
+    /* 1. which nodes matter: kept tensors, effects, and everything they read */
+    for (int i = n - 1; i >= 0; i--) {
+        loom_tensor *t = g->nodes[i];
+        if (t->keep || (!is_leaf(t) && (loom__ops[t->op].flags & LOOM__OPF_EFFECT)) ||
+            (is_leaf(t) && t->leaf != LOOM__CONST))
+            needed[i] = true;
+        if (!needed[i]) continue;
+        for (int k = 0; k < t->nsrc; k++) needed[t->src[k]->id] = true;
+    }
+    /* 2. persistent storage: leaves and kept tensors (a kept view keeps its root) */
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (!needed[i]) continue;
+        if (is_leaf(t) || t->keep) persistent[view_root(t)->id] = true;
+    }
+    /* 3. execution order, support checks, liveness */
+    for (int i = 0; i < n; i++) def[i] = last[i] = -1, alias[i] = i;
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (!needed[i] || is_leaf(t)) continue;
+        bool view = loom__ops[t->op].flags & LOOM__OPF_VIEW;
+        int pos = p->n_exec;
+        if (!view) {
+            if ((st = check_support(p, t)) != LOOM_OK) goto fail;
+            p->exec[p->n_exec++] = t;
+        }
+        def[i] = pos;
+        for (int k = 0; k < t->nsrc; k++) {
+            int r = view_root(t->src[k])->id;
+            if (last[r] < pos) last[r] = pos;
+        }
+    }
+    /* a view's own uses count as uses of its root */
+    for (int i = n - 1; i >= 0; i--) {
+        loom_tensor *t = g->nodes[i];
+        if (!needed[i] || is_leaf(t) || !(loom__ops[t->op].flags & LOOM__OPF_VIEW)) continue;
+        int r = view_root(t)->id;
+        if (last[i] > last[r]) last[r] = last[i];
+    }
+    /* 4. persistent buffers */
+    for (int i = 0; i < n && st == LOOM_OK; i++)
+        if (persistent[i]) st = alloc_persistent(p, g->nodes[i]);
+    if (st != LOOM_OK) goto fail;
+
+    /* 5. arena: walk the execution order; each arena tensor belongs to a slot
+     * (its own, or its in-place source's); a slot is freed after the last
+     * position that reads any of its members */
+    size_t peak = 0;
+    size_t *slot_off = calloc((size_t)n, sizeof *slot_off);
+    if (!slot_off) {
+        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
+        goto fail;
+    }
+    int *slot_end = def; /* reuse: def is not needed past step 3 */
+    for (int e = 0; e < p->n_exec && st == LOOM_OK; e++) {
+        loom_tensor *t = p->exec[e];
+        int id = t->id;
+        int use_end = last[id] > e ? last[id] : e;
+        if (!persistent[id]) {
+            size_t bytes = align_up(loom__nbytes(t));
+            p->mem.naive_bytes += bytes;
+            const loom_tensor *s0 = t->nsrc ? view_root(t->src[0]) : NULL;
+            if (!d.no_reuse && (loom__ops[t->op].flags & LOOM__OPF_INPLACE) && s0 && !is_leaf(s0) &&
+                !persistent[s0->id] && s0->dtype == t->dtype && loom__nbytes(s0) == loom__nbytes(t) &&
+                slot_end[alias[s0->id]] == e) {
+                int sl = alias[s0->id];
+                alias[id] = sl;
+                slot_end[sl] = use_end;
+                p->inplace[id] = true;
+                p->mem.inplace_count++;
+            } else {
+                slot_off[id] = planner_alloc(&ap, bytes, &peak);
+                slot_end[id] = use_end;
+            }
+            p->addr[id].off = slot_off[alias[id]];
+        }
+        /* free slots that end here (the output was placed first, so it never
+         * overlaps an input it reads) */
+        for (int k = 0; k <= t->nsrc && st == LOOM_OK; k++) {
+            const loom_tensor *m = k < t->nsrc ? view_root(t->src[k]) : t;
+            if (persistent[m->id] || is_leaf(m)) continue;
+            int sl = alias[m->id];
+            if (slot_end[sl] != e) continue;
+            if (!planner_release(&ap, slot_off[sl], align_up(loom__nbytes(g->nodes[sl])))) st = LOOM_ERR_OOM;
+            slot_end[sl] = -1;
+        }
+    }
+    if (st != LOOM_OK) {
+        free(slot_off);
+        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
+        goto fail;
+    }
+    p->mem.arena_bytes = peak;
+    if (peak) {
+        if ((st = be->vt->buffer_alloc(be, peak, &p->arena)) != LOOM_OK) {
+            free(slot_off);
+            goto fail;
+        }
+    }
+    for (int e = 0; e < p->n_exec; e++) {
+        int id = p->exec[e]->id;
+        if (!persistent[id]) p->addr[id].buf = p->arena;
+    }
+    free(slot_off);
+    /* views share their root's address */
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (needed[i] && !is_leaf(t) && (loom__ops[t->op].flags & LOOM__OPF_VIEW))
+            p->addr[i] = p->addr[view_root(t)->id];
+    }
+    p->mem.nodes_run = p->n_exec;
+    if (be->vt->plan_prepare && (st = be->vt->plan_prepare(be, p)) != LOOM_OK) goto fail;
+
+    free(needed), free(persistent), free(def), free(last), free(alias), free(ap.free);
+    *out = p;
+    return LOOM_OK;
+
+fail:
+    loom_plan_destroy(p);
+    p = NULL;
+fail_early:
+    if (p) {
+        free(p->exec), free(p->addr), free(p->inplace), free(p->owned), free(p);
+    }
+    free(needed), free(persistent), free(def), free(last), free(alias), free(ap.free);
+    return st;
+}
+
+void loom_plan_destroy(loom_plan *p) {
+    if (!p) return;
+    loom_backend *be = p->be;
+    if (be->vt->plan_release) be->vt->plan_release(be, p);
+    for (int i = 0; i < p->n_owned; i++) be->vt->buffer_free(be, p->owned[i]);
+    if (p->arena) be->vt->buffer_free(be, p->arena);
+    free(p->exec), free(p->addr), free(p->inplace), free(p->owned);
+    free(p);
+}
+
+/* ---- running and host access ---- */
+loom_status loom_plan_run(loom_plan *p) {
+    loom_status st = p->be->vt->plan_run(p->be, p);
+    if (st == LOOM_OK) p->step++;
+    return st;
+}
+
+uint64_t loom_plan_step(const loom_plan *p) { return p->step; }
+void loom_plan_set_step(loom_plan *p, uint64_t step) { p->step = step; }
+void loom_plan_memory_stats(const loom_plan *p, loom_plan_memory *out) { *out = p->mem; }
+
+static loom_status host_access(loom_plan *p, const loom_tensor *t, size_t bytes, const char *what, bool write) {
+    if (!t || t->g != p->g) return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "%s: tensor is NULL or not from this plan's graph", what);
+    const loom_tensor *r = view_root(t);
+    bool ok = is_leaf(r) || t->keep || r->keep;
+    if (write && !(is_leaf(r) && r->leaf != LOOM__CONST)) ok = false;
+    if (!ok || !p->addr[r->id].buf)
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG,
+                         write ? "%s: '%s' is not an input, parameter or state"
+                               : "%s: '%s' is not readable (call loom_keep on it before compiling)",
+                         what, t->name);
+    if (bytes != loom__nbytes(t))
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "%s: '%s' holds %zu bytes, %zu given", what, t->name,
+                         loom__nbytes(t), bytes);
+    return LOOM_OK;
+}
+
+loom_status loom_plan_write(loom_plan *p, const loom_tensor *t, const void *data, size_t bytes) {
+    loom_status st = host_access(p, t, bytes, "plan write", true);
+    if (st != LOOM_OK) return st;
+    loom__addr a = p->addr[t->id];
+    return p->be->vt->buffer_write(p->be, a.buf, a.off, data, bytes);
+}
+
+loom_status loom_plan_read(loom_plan *p, const loom_tensor *t, void *data, size_t bytes) {
+    loom_status st = host_access(p, t, bytes, "plan read", false);
+    if (st != LOOM_OK) return st;
+    loom__addr a = p->addr[t->id];
+    return p->be->vt->buffer_read(p->be, a.buf, a.off, data, bytes);
+}
+
+static loom_status read_as(loom_plan *p, const loom_tensor *t, void *data, loom_dtype dt, size_t count) {
+    if (!t) return LOOM_ERR_INVALID_ARG;
+    if (count != (size_t)loom_tensor_numel(t))
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "plan read: '%s' has %lld elements, %zu requested", t->name,
+                         (long long)loom_tensor_numel(t), count);
+    void *tmp = malloc(loom__nbytes(t) ? loom__nbytes(t) : 1);
+    if (!tmp) return loom__err(p->ctx, LOOM_ERR_OOM, "plan read: out of memory");
+    loom_status st = loom_plan_read(p, t, tmp, loom__nbytes(t));
+    if (st == LOOM_OK) loom_convert(tmp, t->dtype, data, dt, count);
+    free(tmp);
+    return st;
+}
+
+loom_status loom_plan_read_f32(loom_plan *p, const loom_tensor *t, float *data, size_t count) {
+    return read_as(p, t, data, LOOM_F32, count);
+}
+loom_status loom_plan_read_f64(loom_plan *p, const loom_tensor *t, double *data, size_t count) {
+    return read_as(p, t, data, LOOM_F64, count);
+}
+
+loom_status loom_plan_write_f64(loom_plan *p, const loom_tensor *t, const double *data, size_t count) {
+    if (!t) return LOOM_ERR_INVALID_ARG;
+    if (count != (size_t)loom_tensor_numel(t))
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "plan write: '%s' has %lld elements, %zu given", t->name,
+                         (long long)loom_tensor_numel(t), count);
+    void *tmp = malloc(loom__nbytes(t) ? loom__nbytes(t) : 1);
+    if (!tmp) return loom__err(p->ctx, LOOM_ERR_OOM, "plan write: out of memory");
+    loom_convert(data, LOOM_F64, tmp, t->dtype, count);
+    loom_status st = loom_plan_write(p, t, tmp, loom__nbytes(t));
+    free(tmp);
+    return st;
+}

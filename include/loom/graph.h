@@ -1,0 +1,193 @@
+/* loom/graph.h — define-then-run graphs: leaves, op builders, autodiff.
+ *
+ * defines: loom_graph, loom_tensor, leaf constructors (input, param, state,
+ *          constant), the op builders, loom_backward, loom_grad.
+ *
+ * Builders only record nodes and check shapes; nothing is computed until a
+ * plan made from the graph runs (loom/plan.h). A builder that fails returns
+ * NULL, records a message naming the op and the shapes on the graph's context,
+ * and makes the graph's status sticky: every later builder given a NULL input
+ * returns NULL too, so a chain of builders can be checked once with
+ * loom_graph_status(). Tensors are owned by their graph and live until
+ * loom_graph_destroy. Shapes are row-major, outermost dimension first; images
+ * are NCHW.
+ */
+#ifndef LOOM_GRAPH_H
+#define LOOM_GRAPH_H
+
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_graph loom_graph;
+typedef struct loom_tensor loom_tensor;
+
+typedef struct loom_graph_desc {
+    uint64_t seed; /* base seed for parameter init and dropout; 0 is a valid seed */
+} loom_graph_desc;
+
+loom_status loom_graph_create(loom_ctx *ctx, const loom_graph_desc *desc, loom_graph **out);
+void loom_graph_destroy(loom_graph *g);
+/* LOOM_OK, or the status of the first builder that failed. */
+loom_status loom_graph_status(const loom_graph *g);
+loom_ctx *loom_graph_ctx(const loom_graph *g);
+int loom_graph_node_count(const loom_graph *g);
+
+/* ---- tensor queries ---- */
+int loom_tensor_ndim(const loom_tensor *t);
+int64_t loom_tensor_dim(const loom_tensor *t, int axis); /* negative axis counts from the end */
+int64_t loom_tensor_numel(const loom_tensor *t);
+loom_dtype loom_tensor_dtype(const loom_tensor *t);
+const char *loom_tensor_name(const loom_tensor *t);
+/* "[2, 3, 4]" into buf; returns buf. */
+char *loom_tensor_shape_str(const loom_tensor *t, char *buf, size_t n);
+/* Keep t's value readable after a plan runs (outputs, losses, gradients you
+ * want to inspect). Parameters, states and inputs are always readable. */
+void loom_keep(loom_tensor *t);
+
+/* ---- leaves ---- */
+typedef enum loom_init_kind {
+    LOOM_INIT_ZEROS,           /* default */
+    LOOM_INIT_ONES,
+    LOOM_INIT_CONST,           /* a */
+    LOOM_INIT_UNIFORM,         /* U(a, b) */
+    LOOM_INIT_NORMAL,          /* N(mean a, std b) */
+    LOOM_INIT_KAIMING_UNIFORM, /* gain sqrt(2/(1+a^2)) (a: leaky slope), fan_in */
+    LOOM_INIT_KAIMING_NORMAL,
+    LOOM_INIT_XAVIER_UNIFORM,  /* gain a (0 means 1) */
+    LOOM_INIT_XAVIER_NORMAL
+} loom_init_kind;
+
+typedef struct loom_init {
+    loom_init_kind kind;
+    double a, b;
+} loom_init;
+
+/* Data fed by the host before each run (loom_plan_set_input). */
+loom_tensor *loom_input(loom_graph *g, const char *name, loom_dtype dt, int ndim, const int64_t *dims);
+/* A trainable parameter, initialised from (graph seed, hash of name) with
+ * init (NULL = zeros). requires_grad is true unless frozen. Names must be
+ * unique within a graph. */
+loom_tensor *loom_param(loom_graph *g, const char *name, loom_dtype dt, int ndim, const int64_t *dims,
+                        const loom_init *init);
+/* Persistent non-trainable state (batch-norm running statistics). */
+loom_tensor *loom_state(loom_graph *g, const char *name, loom_dtype dt, int ndim, const int64_t *dims,
+                        const loom_init *init);
+/* A constant; data (numel * dtype size bytes) is copied. */
+loom_tensor *loom_constant(loom_graph *g, const char *name, loom_dtype dt, int ndim, const int64_t *dims,
+                           const void *data);
+/* Freeze (requires_grad = false) or unfreeze a parameter. Only before loom_backward. */
+loom_status loom_set_requires_grad(loom_tensor *t, bool on);
+bool loom_requires_grad(const loom_tensor *t);
+
+/* ---- elementwise (numpy broadcasting) ---- */
+loom_tensor *loom_add(loom_graph *g, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_sub(loom_graph *g, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_mul(loom_graph *g, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_div(loom_graph *g, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_scale(loom_graph *g, loom_tensor *x, double s); /* s * x */
+loom_tensor *loom_relu(loom_graph *g, loom_tensor *x);
+loom_tensor *loom_leaky_relu(loom_graph *g, loom_tensor *x, double slope);
+loom_tensor *loom_gelu(loom_graph *g, loom_tensor *x); /* exact (erf) form, like torch's default */
+loom_tensor *loom_silu(loom_graph *g, loom_tensor *x);
+loom_tensor *loom_tanh(loom_graph *g, loom_tensor *x);
+loom_tensor *loom_sigmoid(loom_graph *g, loom_tensor *x);
+loom_tensor *loom_cast(loom_graph *g, loom_tensor *x, loom_dtype to);
+
+/* ---- linear algebra ---- */
+/* a: (..., M, K) (or (..., K, M) if trans_a), b: (..., K, N) (or (..., N, K)).
+ * Batch dims broadcast. Result (..., M, N). */
+loom_tensor *loom_matmul(loom_graph *g, loom_tensor *a, loom_tensor *b, bool trans_a, bool trans_b);
+/* x: (..., IN), w: (OUT, IN), bias: (OUT) or NULL -> (..., OUT). */
+loom_tensor *loom_linear(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias);
+
+/* ---- softmax and losses (over the last axis) ---- */
+loom_tensor *loom_softmax(loom_graph *g, loom_tensor *x);
+loom_tensor *loom_log_softmax(loom_graph *g, loom_tensor *x);
+/* logits (N, C), targets i32 (N) -> scalar mean loss over targets != ignore_index.
+ * label_smoothing eps in [0,1): the target class gets 1-eps+eps/C, others eps/C. */
+loom_tensor *loom_cross_entropy(loom_graph *g, loom_tensor *logits, loom_tensor *targets, double label_smoothing,
+                                int ignore_index);
+/* mean((a - b)^2) -> scalar. */
+loom_tensor *loom_mse(loom_graph *g, loom_tensor *a, loom_tensor *b);
+
+/* ---- convolution and pooling (NCHW) ---- */
+typedef struct loom_conv2d_desc {
+    int stride_h, stride_w;     /* 0 = 1 */
+    int pad_h, pad_w;           /* zero padding */
+    int dilation_h, dilation_w; /* 0 = 1 */
+    int groups;                 /* 0 = 1 */
+} loom_conv2d_desc;
+/* x (N, C, H, W), w (O, C/groups, KH, KW), bias (O) or NULL. desc NULL = defaults. */
+loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias,
+                         const loom_conv2d_desc *desc);
+
+typedef struct loom_pool2d_desc {
+    int kernel_h, kernel_w;
+    int stride_h, stride_w; /* 0 = kernel size */
+    int pad_h, pad_w;
+    int count_include_pad;  /* avg pool: include padding in the divisor (torch default 1) */
+} loom_pool2d_desc;
+loom_tensor *loom_max_pool2d(loom_graph *g, loom_tensor *x, const loom_pool2d_desc *desc);
+loom_tensor *loom_avg_pool2d(loom_graph *g, loom_tensor *x, const loom_pool2d_desc *desc);
+/* torch's adaptive_avg_pool2d bins; (1,1) is global average pooling. */
+loom_tensor *loom_adaptive_avg_pool2d(loom_graph *g, loom_tensor *x, int out_h, int out_w);
+loom_tensor *loom_global_avg_pool2d(loom_graph *g, loom_tensor *x); /* (N,C,H,W) -> (N,C,1,1) */
+
+/* ---- normalisation and regularisation ---- */
+/* x (N, C, ...) ; gamma, beta (C) or NULL; running_mean/var (C) states or NULL.
+ * train: normalise with batch statistics (biased variance) and, if running
+ * statistics are given, update them with momentum (unbiased variance), like
+ * torch. eval: normalise with the running statistics. */
+loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, loom_tensor *beta,
+                             loom_tensor *running_mean, loom_tensor *running_var, bool train, double momentum,
+                             double eps);
+/* Normalise over the last `norm_dims` axes; gamma/beta have those axes' shape, or NULL. */
+loom_tensor *loom_layer_norm(loom_graph *g, loom_tensor *x, int norm_dims, loom_tensor *gamma, loom_tensor *beta,
+                             double eps);
+/* Inverted dropout with probability p. The mask comes from Philox keyed by
+ * (graph seed, this node's stream, plan step), so it changes every step and is
+ * recomputed, not stored, for the backward pass. p = 0 returns x. */
+loom_tensor *loom_dropout(loom_graph *g, loom_tensor *x, double p);
+/* weight (V, D), idx i32 (...) -> (..., D). */
+loom_tensor *loom_embedding(loom_graph *g, loom_tensor *weight, loom_tensor *idx);
+
+/* ---- shape ---- */
+/* One dim may be -1 (inferred). The result shares x's memory. */
+loom_tensor *loom_reshape(loom_graph *g, loom_tensor *x, int ndim, const int64_t *dims);
+/* Flatten axes [start, end] (inclusive, negative counts from the end) into one. */
+loom_tensor *loom_flatten(loom_graph *g, loom_tensor *x, int start, int end);
+/* out.dims[i] = x.dims[perm[i]] */
+loom_tensor *loom_permute(loom_graph *g, loom_tensor *x, const int *perm);
+loom_tensor *loom_transpose(loom_graph *g, loom_tensor *x, int axis0, int axis1);
+/* Concatenate n (<= LOOM_MAX_CONCAT) tensors along axis. */
+#define LOOM_MAX_CONCAT 8
+loom_tensor *loom_concat(loom_graph *g, loom_tensor *const *xs, int n, int axis);
+/* Elements [start, end) along axis (negative values count from the end). */
+loom_tensor *loom_slice(loom_graph *g, loom_tensor *x, int axis, int64_t start, int64_t end);
+/* Reduce over the axes whose bit is set in axes_mask (bit i = axis i; 0 = all). */
+loom_tensor *loom_sum(loom_graph *g, loom_tensor *x, unsigned axes_mask, bool keepdim);
+loom_tensor *loom_mean(loom_graph *g, loom_tensor *x, unsigned axes_mask, bool keepdim);
+/* Broadcast x to the given shape (numpy rules). */
+loom_tensor *loom_expand(loom_graph *g, loom_tensor *x, int ndim, const int64_t *dims);
+/* A tensor of the given shape filled with value. */
+loom_tensor *loom_fill(loom_graph *g, loom_dtype dt, int ndim, const int64_t *dims, double value);
+
+/* ---- autodiff ---- */
+/* Append the nodes computing d loss / d t for every tensor t on a path from a
+ * requires_grad leaf to loss (a tensor with one element). Call once per graph. */
+loom_status loom_backward(loom_graph *g, loom_tensor *loss);
+/* The gradient of t after loom_backward (NULL if t does not need one). */
+loom_tensor *loom_grad(const loom_tensor *t);
+
+/* ---- op table ---- */
+int loom_op_count(void);
+const char *loom_op_name(int op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* loom/loom.h — umbrella header: everything public. */
+#ifndef LOOM_H
+#define LOOM_H
+
+#include "status.h"
+#include "tensor.h"
+#include "graph.h"
+#include "backend.h"
+#include "plan.h"
+#include "rng.h"
+
+#endif

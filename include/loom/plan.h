@@ -1,0 +1,65 @@
+/* loom/plan.h — compiling a graph for a backend and running it.
+ *
+ * defines: loom_plan, loom_plan_desc, loom_plan_compile/destroy, set_input,
+ *          run, read/write, memory statistics.
+ *
+ * Compiling runs the graph passes (dead-node removal, memory planning with
+ * buffer reuse and in-place ops) and allocates device memory. Running a plan
+ * executes every node once: with a graph that contains a backward pass and
+ * optimizer updates, one run is one training step. Parameters and states live
+ * in the plan and persist across runs; they are initialised at compile time
+ * (or shared with another plan, see loom_plan_desc.share).
+ */
+#ifndef LOOM_PLAN_H
+#define LOOM_PLAN_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_plan loom_plan;
+
+typedef struct loom_plan_desc {
+    /* Bind parameters and states to the buffers of this plan (same backend)
+     * by name instead of allocating them: e.g. an eval graph sharing the
+     * training graph's weights. Shapes and dtypes must match. */
+    const loom_plan *share;
+    /* Do not reuse memory between nodes (for debugging the planner). */
+    bool no_reuse;
+} loom_plan_desc;
+
+typedef struct loom_plan_memory {
+    size_t arena_bytes;      /* planned peak bytes of intermediate tensors */
+    size_t naive_bytes;      /* their total without reuse */
+    size_t persistent_bytes; /* parameters, states, inputs, kept tensors */
+    int nodes_run;           /* nodes executed per run (after dead-node removal) */
+    int inplace_count;       /* nodes that write over their input */
+} loom_plan_memory;
+
+loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out);
+void loom_plan_destroy(loom_plan *p);
+
+/* Copy host data (numel * dtype size bytes, the tensor's dtype) into an input,
+ * parameter or state. */
+loom_status loom_plan_write(loom_plan *p, const loom_tensor *t, const void *data, size_t bytes);
+#define loom_plan_set_input loom_plan_write
+/* Run every node once. */
+loom_status loom_plan_run(loom_plan *p);
+/* Copy a readable tensor (input, parameter, state, constant, or kept) to the host. */
+loom_status loom_plan_read(loom_plan *p, const loom_tensor *t, void *data, size_t bytes);
+/* Convenience: read any float tensor converted to f32 / f64. */
+loom_status loom_plan_read_f32(loom_plan *p, const loom_tensor *t, float *data, size_t count);
+loom_status loom_plan_read_f64(loom_plan *p, const loom_tensor *t, double *data, size_t count);
+loom_status loom_plan_write_f64(loom_plan *p, const loom_tensor *t, const double *data, size_t count);
+
+void loom_plan_memory_stats(const loom_plan *p, loom_plan_memory *out);
+/* Steps run so far (dropout masks are keyed by it). */
+uint64_t loom_plan_step(const loom_plan *p);
+void loom_plan_set_step(loom_plan *p, uint64_t step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,72 @@
+/* tests/ops/binary.c — op cases: add/sub/mul/div (same shape and broadcast),
+ * scale, expand, cast. */
+#include "cases.h"
+
+/* variants: 0 same shape, 1 row broadcast, 2 channel broadcast (N,C,H,W)+(1,C,1,1),
+ * 3 both sides broadcast, 4 scalar operand */
+static loom_tensor *pair(loom_graph *g, loom_dtype dt, int v, loom_tensor **b, double blo, double bhi) {
+    static const int64_t A[][4] = {{3, 5, 0, 0}, {4, 7, 0, 0}, {2, 3, 4, 5}, {3, 1, 0, 0}, {2, 3, 0, 0}};
+    static const int64_t B[][4] = {{3, 5, 0, 0}, {7, 0, 0, 0}, {1, 3, 1, 1}, {1, 4, 0, 0}, {0}};
+    static const int na[] = {2, 2, 4, 2, 2}, nb[] = {2, 1, 4, 2, 0};
+    *b = tc_param(g, "b", dt, nb[v], B[v], blo, bhi);
+    return tc_param(g, "a", dt, na[v], A[v], -1, 1);
+}
+
+static loom_tensor *add(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *b, *a = pair(g, dt, v, &b, -1, 1);
+    return loom_add(g, a, b);
+}
+static loom_tensor *sub(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *b, *a = pair(g, dt, v, &b, -1, 1);
+    return loom_sub(g, a, b);
+}
+static loom_tensor *mul(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *b, *a = pair(g, dt, v, &b, -1, 1);
+    return loom_mul(g, a, b);
+}
+static loom_tensor *div_(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *b, *a = pair(g, dt, v, &b, 0.5, 2.0);
+    return loom_div(g, a, b);
+}
+/* a tensor used twice: gradients must accumulate */
+static loom_tensor *square_plus(loom_graph *g, loom_dtype dt, int v) {
+    (void)v;
+    loom_tensor *a = tc_param(g, "a", dt, TC_DIMS(4, 6), -1, 1);
+    return loom_add(g, loom_mul(g, a, a), a);
+}
+static loom_tensor *scale(loom_graph *g, loom_dtype dt, int v) {
+    (void)v;
+    return loom_scale(g, tc_param(g, "x", dt, TC_DIMS(5, 3, 2), -2, 2), -0.75);
+}
+static loom_tensor *expand(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *x = v == 0 ? tc_param(g, "x", dt, TC_DIMS(3, 1), -1, 1) : tc_param(g, "x", dt, TC_DIMS(1, 4, 1), -1, 1);
+    return v == 0 ? loom_expand(g, x, TC_DIMS(2, 3, 5)) : loom_expand(g, x, TC_DIMS(3, 4, 2));
+}
+/* to the other float dtype and back (exercises both directions) */
+static loom_tensor *cast(loom_graph *g, loom_dtype dt, int v) {
+    (void)v;
+    loom_tensor *x = tc_param(g, "x", dt, TC_DIMS(4, 9), -3, 3);
+    loom_dtype mid = dt == LOOM_F32 ? LOOM_F64 : LOOM_F32;
+    return loom_scale(g, loom_cast(g, loom_cast(g, x, mid), dt), 2.0);
+}
+
+const loom_op_case loom_cases_binary[] = {
+    {"add same shape", add, 0, 0, 0},
+    {"add row broadcast", add, 1, 0, 0},
+    {"add channel broadcast", add, 2, 0, 0},
+    {"add both broadcast", add, 3, 0, 0},
+    {"add scalar", add, 4, 0, 0},
+    {"sub channel broadcast", sub, 2, 0, 0},
+    {"sub both broadcast", sub, 3, 0, 0},
+    {"mul row broadcast", mul, 1, 0, 0},
+    {"mul both broadcast", mul, 3, 0, 0},
+    {"mul scalar", mul, 4, 0, 0},
+    {"div same shape", div_, 0, 0, 0},
+    {"div channel broadcast", div_, 2, 0, 0},
+    {"a*a + a (reuse)", square_plus, 0, 0, 0},
+    {"scale", scale, 0, 0, 0},
+    {"expand (3,1)->(2,3,5)", expand, 0, 0, 0},
+    {"expand (1,4,1)->(3,4,2)", expand, 1, 0, 0},
+    {"cast round trip", cast, 0, 0, 0},
+    {0},
+};

@@ -1,0 +1,66 @@
+/* tools/info.c — `loom info`: version, backends (built / available / why
+ * not), their devices and capabilities, and the op table per backend. */
+#include <stdio.h>
+#include <string.h>
+
+#include "loom/loom.h"
+
+int loom_cmd_info(int argc, char **argv) {
+    bool ops = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-ops")) {
+            ops = false;
+        } else {
+            fprintf(stderr, "loom info: unknown option '%s'\nusage: loom info [--no-ops]\n", argv[i]);
+            return 2;
+        }
+    }
+    loom_ctx *ctx;
+    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) {
+        fprintf(stderr, "loom info: out of memory\n");
+        return 1;
+    }
+    printf("loom %s\n", loom_version());
+    const char *names[16];
+    int n = loom_backend_list(names, 16);
+    printf("backends built:");
+    for (int i = 0; i < n; i++) printf(" %s", names[i]);
+    printf("\nbackends not built: %s\n", "cuda vulkan opencl (not part of this version yet)");
+    loom_backend *bes[16] = {0};
+    for (int i = 0; i < n; i++) {
+        const char *why = NULL;
+        if (!loom_backend_available(ctx, names[i], &why)) {
+            printf("\n%s: built, not available (%s)\n", names[i], why);
+            continue;
+        }
+        if (loom_backend_create(ctx, names[i], NULL, &bes[i]) != LOOM_OK) {
+            printf("\n%s: built, failed to start: %s\n", names[i], loom_last_error(ctx));
+            continue;
+        }
+        printf("\n");
+        loom_backend_describe(bes[i], stdout);
+    }
+    if (ops) {
+        printf("\nop table (dtypes per backend):\n%-26s", "op");
+        for (int i = 0; i < n; i++)
+            if (bes[i]) printf(" %-22s", names[i]);
+        printf("\n");
+        for (int op = 0; op < loom_op_count(); op++) {
+            printf("%-26s", loom_op_name(op));
+            for (int i = 0; i < n; i++) {
+                if (!bes[i]) continue;
+                char buf[64] = "";
+                for (int dt = 0; dt < LOOM_DTYPE_COUNT; dt++)
+                    if (loom_backend_supports(bes[i], op, (loom_dtype)dt)) {
+                        if (*buf) strcat(buf, ",");
+                        strcat(buf, loom_dtype_name((loom_dtype)dt));
+                    }
+                printf(" %-22s", *buf ? buf : "not supported");
+            }
+            printf("\n");
+        }
+    }
+    for (int i = 0; i < n; i++) loom_backend_destroy(bes[i]);
+    loom_ctx_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/* tools/loom.c — the `loom` command-line tool: subcommand dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "loom/loom.h"
+
+int loom_cmd_info(int argc, char **argv);
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: loom <command> [options]\n"
+            "commands:\n"
+            "  info      version, backends built and available, devices, op table\n"
+            "  help      this message\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "info")) return loom_cmd_info(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "loom: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
