@@ -25,8 +25,8 @@ static loom_status accumulate(loom_graph *g, loom_tensor **slot, loom_tensor *co
 
 loom_status loom_backward(loom_graph *g, loom_tensor *loss) {
     if (!g) return LOOM_ERR_INVALID_ARG;
-    if (g->status != LOOM_OK) return loom__err(g->ctx, g->status, "backward: the graph has a failed builder: %s",
-                                               loom_last_error(g->ctx));
+    if (g->status != LOOM_OK)
+        return loom__err(g->ctx, g->status, "backward: the graph has a failed builder: %s", g->error);
     if (!loss || loss->g != g) return loom__err(g->ctx, LOOM_ERR_INVALID_ARG, "backward: loss is NULL or foreign");
     if (g->has_backward) return loom__err(g->ctx, LOOM_ERR_STATE, "backward: already called on this graph");
     if (loom_tensor_numel(loss) != 1 || !loom_dtype_is_float(loss->dtype)) {
@@ -67,6 +67,9 @@ loom_status loom_backward(loom_graph *g, loom_tensor *loss) {
         }
     }
     free(grads);
-    if (st != LOOM_OK && g->status == LOOM_OK) g->status = st;
+    if (st != LOOM_OK && g->status == LOOM_OK) {
+        g->status = st;
+        snprintf(g->error, sizeof g->error, "%s", loom_last_error(g->ctx));
+    }
     return st;
 }

@@ -48,7 +48,10 @@ loom_tensor *loom__fail(loom_graph *g, loom_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (g->status == LOOM_OK) g->status = st;
+    if (g->status == LOOM_OK) {
+        g->status = st;
+        snprintf(g->error, sizeof g->error, "%s", msg);
+    }
     loom__err(g->ctx, st, "%s", msg);
     return NULL;
 }
@@ -138,7 +141,7 @@ loom_tensor *loom__node(loom_graph *g, int op, loom_dtype dt, int ndim, const in
     t->op = op;
     t->dtype = dt;
     t->ndim = ndim;
-    memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
+    if (ndim) memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
     t->nsrc = nsrc;
     for (int i = 0; i < nsrc; i++) {
         t->src[i] = src[i];

@@ -116,6 +116,7 @@ struct loom_graph {
     loom_ctx *ctx;
     uint64_t seed;
     loom_status status; /* sticky: first failure */
+    char error[1024];   /* its message */
     loom_tensor **nodes;
     int n, cap;
     uint64_t next_stream; /* dropout streams */

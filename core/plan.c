@@ -143,7 +143,7 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
     if (!g || !be) return LOOM_ERR_INVALID_ARG;
     loom_ctx *ctx = g->ctx;
     if (g->status != LOOM_OK)
-        return loom__err(ctx, g->status, "plan: the graph has a failed builder: %s", loom_last_error(ctx));
+        return loom__err(ctx, g->status, "plan: the graph has a failed builder: %s", g->error);
     loom_plan_desc d = {0};
     if (desc) d = *desc;
     if (d.share && d.share->be != be) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "plan: shared plan is on another backend");
@@ -250,7 +250,7 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
          * overlaps an input it reads) */
         for (int k = 0; k <= t->nsrc && st == LOOM_OK; k++) {
             const loom_tensor *m = k < t->nsrc ? view_root(t->src[k]) : t;
-            if (persistent[m->id] || is_leaf(m)) continue;
+            if (persistent[m->id] || is_leaf(m) || d.no_reuse) continue;
             int sl = alias[m->id];
             if (slot_end[sl] != e) continue;
             if (!planner_release(&ap, slot_off[sl], align_up(loom__nbytes(g->nodes[sl])))) st = LOOM_ERR_OOM;

@@ -1,10 +1,123 @@
-/* core/ops/conv2d.c — PLACEHOLDER: builders and backward rules of the conv2d family. */
+/* core/ops/conv2d.c — 2-D convolution (NCHW, torch semantics): the builder,
+ * its shape checks, the backward rule and the two backward-only ops.
+ *
+ *   y = conv2d(x (N,C,H,W), w (O,C/groups,KH,KW), bias (O) or NULL) -> (N,O,OH,OW)
+ *   OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1   (same for W)
+ *   y[n,o,i,j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw]
+ *                                        * w[o, c, kh, kw]       with g = o / (O/groups)
+ *
+ * Parameters (node->p[]), the same on all three ops:
+ *   p[0], p[1]  stride_h, stride_w     (>= 1; a 0 in the desc means 1)
+ *   p[2], p[3]  pad_h, pad_w           (zero padding, >= 0)
+ *   p[4], p[5]  dilation_h, dilation_w (>= 1; a 0 in the desc means 1)
+ *   p[6]        groups                 (>= 1; a 0 in the desc means 1)
+ *   p[7..10]    CONV2D_GRAD_INPUT:  x's shape (N,C,H,W)   — also the node's shape
+ *               CONV2D_GRAD_WEIGHT: w's shape (O,C/groups,KH,KW) — also the node's shape
+ *
+ * Ops:
+ *   CONV2D(x, w[, bias])            nsrc 2 without bias, 3 with
+ *   CONV2D_GRAD_INPUT(dy, w) -> dx  (N,C,H,W)
+ *   CONV2D_GRAD_WEIGHT(dy, x) -> dw (O,C/groups,KH,KW)
+ * The bias gradient is sum(dy) over axes N, H, W.
+ */
 #include "../impl.h"
 
-loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias, const loom_conv2d_desc *desc) {
-    return loom__fail(g, LOOM_ERR_UNSUPPORTED, "conv2d: not implemented yet");
+/* p[0..6] from a desc (NULL = defaults); false and a message if a field is negative */
+static bool conv_params(loom_graph *g, const loom_conv2d_desc *d, int64_t *p) {
+    loom_conv2d_desc z = {0};
+    if (!d) d = &z;
+    if (d->stride_h < 0 || d->stride_w < 0 || d->pad_h < 0 || d->pad_w < 0 || d->dilation_h < 0 ||
+        d->dilation_w < 0 || d->groups < 0) {
+        loom__fail(g, LOOM_ERR_INVALID_ARG,
+                   "conv2d: negative parameter in desc (stride %d,%d pad %d,%d dilation %d,%d groups %d); "
+                   "all must be >= 0 (0 = default)",
+                   d->stride_h, d->stride_w, d->pad_h, d->pad_w, d->dilation_h, d->dilation_w, d->groups);
+        return false;
+    }
+    p[0] = d->stride_h ? d->stride_h : 1;
+    p[1] = d->stride_w ? d->stride_w : 1;
+    p[2] = d->pad_h;
+    p[3] = d->pad_w;
+    p[4] = d->dilation_h ? d->dilation_h : 1;
+    p[5] = d->dilation_w ? d->dilation_w : 1;
+    p[6] = d->groups ? d->groups : 1;
+    return true;
+}
+
+/* output length along one axis; < 1 when the dilated kernel does not fit */
+static int64_t out_len(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+    int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+    return span < 0 ? 0 : span / stride + 1;
+}
+
+loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias,
+                         const loom_conv2d_desc *desc) {
+    if (!loom__ok(g, 2, x, w)) return NULL;
+    if (bias && !loom__ok(g, 1, bias)) return NULL;
+    char sx[96], sw[96], sb[96];
+    loom_tensor_shape_str(x, sx, sizeof sx);
+    loom_tensor_shape_str(w, sw, sizeof sw);
+    if (!loom_dtype_is_float(x->dtype) || w->dtype != x->dtype || (bias && bias->dtype != x->dtype))
+        return loom__fail(g, LOOM_ERR_DTYPE, "conv2d: x '%s' (%s), w '%s' (%s)%s%s%s%s%s must share a float dtype",
+                          x->name, loom_dtype_name(x->dtype), w->name, loom_dtype_name(w->dtype),
+                          bias ? " and bias '" : "", bias ? bias->name : "", bias ? "' (" : "",
+                          bias ? loom_dtype_name(bias->dtype) : "", bias ? ")" : "");
+    if (x->ndim != 4)
+        return loom__fail(g, LOOM_ERR_SHAPE, "conv2d: x '%s' has shape %s, expected 4 dimensions (N, C, H, W)",
+                          x->name, sx);
+    if (w->ndim != 4)
+        return loom__fail(g, LOOM_ERR_SHAPE,
+                          "conv2d: w '%s' has shape %s, expected 4 dimensions (O, C/groups, KH, KW)", w->name, sw);
+    int64_t p[7];
+    if (!conv_params(g, desc, p)) return NULL;
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t O = w->dims[0], KH = w->dims[2], KW = w->dims[3], G = p[6];
+    if (C % G != 0)
+        return loom__fail(g, LOOM_ERR_SHAPE, "conv2d: x '%s' %s has %lld channels, not divisible by groups = %lld",
+                          x->name, sx, (long long)C, (long long)G);
+    if (O % G != 0)
+        return loom__fail(g, LOOM_ERR_SHAPE,
+                          "conv2d: w '%s' %s has %lld output channels, not divisible by groups = %lld", w->name, sw,
+                          (long long)O, (long long)G);
+    if (w->dims[1] != C / G)
+        return loom__fail(g, LOOM_ERR_SHAPE,
+                          "conv2d: w '%s' has shape %s, its dimension 1 must be C/groups = %lld/%lld = %lld "
+                          "(x '%s' %s)",
+                          w->name, sw, (long long)C, (long long)G, (long long)(C / G), x->name, sx);
+    if (bias && (bias->ndim != 1 || bias->dims[0] != O))
+        return loom__fail(g, LOOM_ERR_SHAPE, "conv2d: bias '%s' has shape %s, expected [%lld] (w '%s' %s)",
+                          bias->name, loom_tensor_shape_str(bias, sb, sizeof sb), (long long)O, w->name, sw);
+    int64_t OH = out_len(H, KH, p[0], p[2], p[4]), OW = out_len(W, KW, p[1], p[3], p[5]);
+    if (OH < 1 || OW < 1)
+        return loom__fail(g, LOOM_ERR_SHAPE,
+                          "conv2d: kernel of w '%s' %s (dilation %lld,%lld) does not fit x '%s' %s with padding "
+                          "%lld,%lld: output would be %lldx%lld",
+                          w->name, sw, (long long)p[4], (long long)p[5], x->name, sx, (long long)p[2],
+                          (long long)p[3], (long long)OH, (long long)OW);
+    int64_t dims[4] = {N, O, OH, OW};
+    loom_tensor *src[3] = {x, w, bias};
+    loom_tensor *y = loom__node(g, LOOM_OP_CONV2D, x->dtype, 4, dims, bias ? 3 : 2, src);
+    if (y) memcpy(y->p, p, sizeof p);
+    return y;
+}
+
+/* ---- backward ---- */
+
+/* A backward-only node of shape `like` with y's conv parameters. */
+static loom_tensor *grad_node(loom_graph *g, int op, const loom_tensor *y, loom_tensor *a, loom_tensor *b,
+                              const loom_tensor *like) {
+    loom_tensor *src[2] = {a, b};
+    loom_tensor *t = loom__node(g, op, like->dtype, 4, like->dims, 2, src);
+    if (!t) return NULL;
+    memcpy(t->p, y->p, 7 * sizeof y->p[0]);
+    memcpy(t->p + 7, like->dims, 4 * sizeof like->dims[0]);
+    return t;
 }
 
 loom_status loom__bw_conv2d(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    return loom__err(g->ctx, LOOM_ERR_UNSUPPORTED, "conv2d: backward not implemented yet");
+    loom_tensor *x = y->src[0], *w = y->src[1], *bias = y->nsrc > 2 ? y->src[2] : NULL;
+    if (loom__needs_grad(x)) dx[0] = grad_node(g, LOOM_OP_CONV2D_GRAD_INPUT, y, dy, w, x);
+    if (loom__needs_grad(w)) dx[1] = grad_node(g, LOOM_OP_CONV2D_GRAD_WEIGHT, y, dy, x, w);
+    if (loom__needs_grad(bias)) dx[2] = loom_sum(g, dy, (1u << 0) | (1u << 2) | (1u << 3), false);
+    return g->status;
 }

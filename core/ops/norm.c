@@ -1,18 +1,251 @@
-/* core/ops/norm.c — PLACEHOLDER: builders and backward rules of the norm family. */
+/* core/ops/norm.c — batch norm and layer norm (torch semantics) and their
+ * backward-only gradient ops: builders and backward rules.
+ *
+ * Optional inputs are packed: src[0] is always x, the optional inputs that
+ * are present follow in a fixed order, and p[] records the src index of each
+ * one (-1 = absent). Kernels find their inputs through these indices only.
+ *
+ * batch_norm and its gradient ops; x (N, C, ...), statistics per channel C
+ * over M = N * prod(dims[2:]) elements:
+ *   p[0] train (1) or eval (0)
+ *   p[1] src index of gamma (C)          or -1
+ *   p[2] src index of beta (C)           or -1
+ *   p[3] src index of running_mean (C)   or -1
+ *   p[4] src index of running_var (C)    or -1
+ *   p[5] src index of dy (x's shape)     or -1 (gradient ops only)
+ *   f[0] eps, f[1] momentum
+ *   batch_norm(x, gamma?, beta?, running_mean?, running_var?) -> x's shape.
+ *       train: normalise with the batch mean and biased variance; if running
+ *       stats are given, update them in place (an effect op): running =
+ *       (1 - momentum) * running + momentum * batch stat, with the unbiased
+ *       variance (M / (M - 1)) for running_var. eval: normalise with the
+ *       running stats. Running stats are states of dtype f32 (x f32/f16/bf16)
+ *       or f64 (x f64), so a 16-bit x never rounds them.
+ *   batch_norm_grad(x, gamma?, running_var? (eval only), dy) -> dx (x's shape)
+ *       train: dx = gamma invstd / M (M dy - sum(dy) - xhat sum(dy xhat)),
+ *       batch statistics recomputed from x; eval: dx = dy gamma invstd_running.
+ *   batch_norm_grad_params(x, running_mean?, running_var? (eval only), dy)
+ *       -> (2, C), x's dtype: row 0 = dgamma = sum(dy xhat), row 1 = dbeta =
+ *       sum(dy); xhat uses batch statistics (train) or running ones (eval).
+ *
+ * layer_norm and its gradient ops; the last norm_dims axes (D elements) are
+ * normalised, the leading ones (R rows) are independent:
+ *   p[0] norm_dims
+ *   p[1] src index of gamma (x's last norm_dims dims) or -1
+ *   p[2] src index of beta (same shape)               or -1
+ *   p[3] src index of dy                              or -1 (gradient ops only)
+ *   f[0] eps
+ *   layer_norm(x, gamma?, beta?) -> x's shape (biased variance).
+ *   layer_norm_grad(x, gamma?, dy) -> dx:
+ *       dx = invstd / D (D g dy - sum(g dy) - xhat sum(g dy xhat)), g = gamma.
+ *   layer_norm_grad_params(x, dy) -> (2, D): dgamma (row 0), dbeta (row 1).
+ *
+ * Gradients reach x, gamma and beta; running statistics get none. */
+#include <math.h>
+
 #include "../impl.h"
 
-loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, loom_tensor *beta, loom_tensor *running_mean, loom_tensor *running_var, bool train, double momentum, double eps) {
-    return loom__fail(g, LOOM_ERR_UNSUPPORTED, "batch_norm: not implemented yet");
+enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5 };
+enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
+
+/* Append t to the packed src list, returning its index (-1 for NULL). */
+static int64_t pack(loom_tensor **src, int *n, loom_tensor *t) {
+    if (!t) return -1;
+    src[*n] = t;
+    return (*n)++;
 }
 
-loom_tensor *loom_layer_norm(loom_graph *g, loom_tensor *x, int norm_dims, loom_tensor *gamma, loom_tensor *beta, double eps) {
-    return loom__fail(g, LOOM_ERR_UNSUPPORTED, "layer_norm: not implemented yet");
+static bool vec_of(const loom_tensor *t, int64_t c) { return t->ndim == 1 && t->dims[0] == c; }
+
+/* ---- batch norm ---- */
+
+static void bn_check_affine(loom_graph *g, const loom_tensor *x, const loom_tensor *t, const char *what) {
+    char sx[96], st[96];
+    if (!t || g->status != LOOM_OK) return;
+    if (t->dtype != x->dtype)
+        loom__fail(g, LOOM_ERR_DTYPE, "batch_norm: %s '%s' has dtype %s, expected x's dtype %s", what, t->name,
+                   loom_dtype_name(t->dtype), loom_dtype_name(x->dtype));
+    else if (!vec_of(t, x->dims[1]))
+        loom__fail(g, LOOM_ERR_SHAPE, "batch_norm: %s '%s' has shape %s, expected [%lld] for x '%s' of shape %s", what,
+                   t->name, loom_tensor_shape_str(t, st, sizeof st), (long long)x->dims[1], x->name,
+                   loom_tensor_shape_str(x, sx, sizeof sx));
+}
+
+static void bn_check_running(loom_graph *g, const loom_tensor *x, const loom_tensor *t, const char *what) {
+    char sx[96], st[96];
+    if (g->status != LOOM_OK) return;
+    loom_dtype want = x->dtype == LOOM_F64 ? LOOM_F64 : LOOM_F32;
+    if (t->leaf != LOOM__STATE)
+        loom__fail(g, LOOM_ERR_INVALID_ARG, "batch_norm: %s '%s' must be a state (loom_state), since it is updated in "
+                   "place and gets no gradient", what, t->name);
+    else if (t->dtype != want)
+        loom__fail(g, LOOM_ERR_DTYPE, "batch_norm: %s '%s' has dtype %s, expected %s for x '%s' of dtype %s", what,
+                   t->name, loom_dtype_name(t->dtype), loom_dtype_name(want), x->name, loom_dtype_name(x->dtype));
+    else if (!vec_of(t, x->dims[1]))
+        loom__fail(g, LOOM_ERR_SHAPE, "batch_norm: %s '%s' has shape %s, expected [%lld] for x '%s' of shape %s", what,
+                   t->name, loom_tensor_shape_str(t, st, sizeof st), (long long)x->dims[1], x->name,
+                   loom_tensor_shape_str(x, sx, sizeof sx));
+}
+
+loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, loom_tensor *beta,
+                             loom_tensor *running_mean, loom_tensor *running_var, bool train, double momentum,
+                             double eps) {
+    if (!loom__ok(g, 1, x)) return NULL;
+    loom_tensor *opt[4] = {gamma, beta, running_mean, running_var};
+    for (int i = 0; i < 4; i++)
+        if (opt[i] && !loom__ok(g, 1, opt[i])) return NULL;
+    char sx[96];
+    if (!loom_dtype_is_float(x->dtype))
+        return loom__fail(g, LOOM_ERR_DTYPE, "batch_norm: x '%s' has dtype %s, a float dtype is required", x->name,
+                          loom_dtype_name(x->dtype));
+    if (x->ndim < 2)
+        return loom__fail(g, LOOM_ERR_SHAPE, "batch_norm: x '%s' has shape %s, expected (N, C, ...) with 2 to %d dims",
+                          x->name, loom_tensor_shape_str(x, sx, sizeof sx), LOOM_MAX_DIMS);
+    if (!(eps >= 0) || !isfinite(eps))
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "batch_norm: eps must be finite and >= 0, got %g", eps);
+    if (!(momentum >= 0 && momentum <= 1))
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "batch_norm: momentum must be in [0, 1], got %g", momentum);
+    bn_check_affine(g, x, gamma, "gamma");
+    bn_check_affine(g, x, beta, "beta");
+    if (g->status != LOOM_OK) return NULL;
+    if (!running_mean != !running_var)
+        return loom__fail(g, LOOM_ERR_INVALID_ARG,
+                          "batch_norm: running_mean and running_var must be given together (got only %s '%s')",
+                          running_mean ? "running_mean" : "running_var",
+                          running_mean ? running_mean->name : running_var->name);
+    if (running_mean) {
+        bn_check_running(g, x, running_mean, "running_mean");
+        bn_check_running(g, x, running_var, "running_var");
+        if (g->status != LOOM_OK) return NULL;
+    }
+    if (!train && !running_mean)
+        return loom__fail(g, LOOM_ERR_INVALID_ARG,
+                          "batch_norm: eval mode (train = false) on x '%s' needs running_mean and running_var",
+                          x->name);
+    int64_t m = loom_tensor_numel(x) / x->dims[1];
+    if (train && m < 2)
+        return loom__fail(g, LOOM_ERR_SHAPE,
+                          "batch_norm: x '%s' of shape %s has %lld value per channel; training needs more than 1",
+                          x->name, loom_tensor_shape_str(x, sx, sizeof sx), (long long)m);
+
+    loom_tensor *src[5] = {x};
+    int n = 1;
+    int64_t ig = pack(src, &n, gamma), ib = pack(src, &n, beta);
+    int64_t im = pack(src, &n, running_mean), iv = pack(src, &n, running_var);
+    loom_tensor *y = loom__node(g, LOOM_OP_BATCH_NORM, x->dtype, x->ndim, x->dims, n, src);
+    if (!y) return NULL;
+    y->p[BN_TRAIN] = train;
+    y->p[BN_GAMMA] = ig, y->p[BN_BETA] = ib, y->p[BN_RMEAN] = im, y->p[BN_RVAR] = iv, y->p[BN_DY] = -1;
+    y->f[0] = eps, y->f[1] = momentum;
+    return y;
+}
+
+/* A batch-norm gradient op of forward node y: srcs x, [gamma], [running
+ * stats (eval)], dy, as the op needs them. */
+static loom_tensor *bn_grad_node(loom_graph *g, int op, loom_tensor *y, loom_tensor *dy) {
+    loom_tensor *x = y->src[0];
+    bool train = y->p[BN_TRAIN] != 0, params = op == LOOM_OP_BATCH_NORM_GRAD_PARAMS;
+    loom_tensor *src[5] = {x};
+    int n = 1;
+    int64_t ig = -1, im = -1, iv = -1;
+    if (!params && y->p[BN_GAMMA] >= 0) ig = pack(src, &n, y->src[y->p[BN_GAMMA]]);
+    if (!train && params) im = pack(src, &n, y->src[y->p[BN_RMEAN]]);
+    if (!train) iv = pack(src, &n, y->src[y->p[BN_RVAR]]);
+    int64_t idy = pack(src, &n, dy);
+    int64_t dims[2] = {2, x->dims[1]};
+    loom_tensor *t = params ? loom__node(g, op, x->dtype, 2, dims, n, src)
+                            : loom__node(g, op, x->dtype, x->ndim, x->dims, n, src);
+    if (!t) return NULL;
+    t->p[BN_TRAIN] = train;
+    t->p[BN_GAMMA] = ig, t->p[BN_BETA] = -1, t->p[BN_RMEAN] = im, t->p[BN_RVAR] = iv, t->p[BN_DY] = idy;
+    t->f[0] = y->f[0], t->f[1] = y->f[1];
+    return t;
+}
+
+/* Row r of a (2, K) gradient-params tensor, reshaped to like's shape. */
+static loom_tensor *params_row(loom_graph *g, loom_tensor *gp, int r, const loom_tensor *like) {
+    return loom_reshape(g, loom_slice(g, gp, 0, r, r + 1), like->ndim, like->dims);
 }
 
 loom_status loom__bw_batch_norm(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    return loom__err(g->ctx, LOOM_ERR_UNSUPPORTED, "batch_norm: backward not implemented yet");
+    int64_t ig = y->p[BN_GAMMA], ib = y->p[BN_BETA];
+    loom_tensor *gamma = ig >= 0 ? y->src[ig] : NULL, *beta = ib >= 0 ? y->src[ib] : NULL;
+    if (loom__needs_grad(y->src[0])) dx[0] = bn_grad_node(g, LOOM_OP_BATCH_NORM_GRAD, y, dy);
+    if (loom__needs_grad(gamma) || loom__needs_grad(beta)) {
+        loom_tensor *gp = bn_grad_node(g, LOOM_OP_BATCH_NORM_GRAD_PARAMS, y, dy);
+        if (loom__needs_grad(gamma)) dx[ig] = params_row(g, gp, 0, gamma);
+        if (loom__needs_grad(beta)) dx[ib] = params_row(g, gp, 1, beta);
+    }
+    return g->status;
+}
+
+/* ---- layer norm ---- */
+
+loom_tensor *loom_layer_norm(loom_graph *g, loom_tensor *x, int norm_dims, loom_tensor *gamma, loom_tensor *beta,
+                             double eps) {
+    if (!loom__ok(g, 1, x)) return NULL;
+    if ((gamma && !loom__ok(g, 1, gamma)) || (beta && !loom__ok(g, 1, beta))) return NULL;
+    char sx[96], st[96], sw[96];
+    if (!loom_dtype_is_float(x->dtype))
+        return loom__fail(g, LOOM_ERR_DTYPE, "layer_norm: x '%s' has dtype %s, a float dtype is required", x->name,
+                          loom_dtype_name(x->dtype));
+    if (norm_dims < 1 || norm_dims > x->ndim)
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "layer_norm: norm_dims = %d for x '%s' of shape %s (1..%d allowed)",
+                          norm_dims, x->name, loom_tensor_shape_str(x, sx, sizeof sx), x->ndim);
+    if (!(eps >= 0) || !isfinite(eps))
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "layer_norm: eps must be finite and >= 0, got %g", eps);
+    const int64_t *nd = x->dims + x->ndim - norm_dims;
+    loom_tensor *aff[2] = {gamma, beta};
+    const char *what[2] = {"gamma", "beta"};
+    for (int i = 0; i < 2; i++) {
+        loom_tensor *t = aff[i];
+        if (!t) continue;
+        if (t->dtype != x->dtype)
+            return loom__fail(g, LOOM_ERR_DTYPE, "layer_norm: %s '%s' has dtype %s, expected x's dtype %s", what[i],
+                              t->name, loom_dtype_name(t->dtype), loom_dtype_name(x->dtype));
+        if (t->ndim != norm_dims || memcmp(t->dims, nd, (size_t)norm_dims * sizeof *nd) != 0)
+            return loom__fail(g, LOOM_ERR_SHAPE,
+                              "layer_norm: %s '%s' has shape %s, expected %s (the last %d dims of x '%s' of shape %s)",
+                              what[i], t->name, loom_tensor_shape_str(t, st, sizeof st),
+                              loom__shape_str(norm_dims, nd, sw, sizeof sw), norm_dims, x->name,
+                              loom_tensor_shape_str(x, sx, sizeof sx));
+    }
+    loom_tensor *src[3] = {x};
+    int n = 1;
+    int64_t ig = pack(src, &n, gamma), ib = pack(src, &n, beta);
+    loom_tensor *y = loom__node(g, LOOM_OP_LAYER_NORM, x->dtype, x->ndim, x->dims, n, src);
+    if (!y) return NULL;
+    y->p[LN_DIMS] = norm_dims, y->p[LN_GAMMA] = ig, y->p[LN_BETA] = ib, y->p[LN_DY] = -1;
+    y->f[0] = eps;
+    return y;
+}
+
+/* layer_norm_grad(x, gamma?, dy) or layer_norm_grad_params(x, dy) of forward node y */
+static loom_tensor *ln_grad_node(loom_graph *g, int op, loom_tensor *y, loom_tensor *dy) {
+    loom_tensor *x = y->src[0];
+    bool params = op == LOOM_OP_LAYER_NORM_GRAD_PARAMS;
+    loom_tensor *src[3] = {x};
+    int n = 1;
+    int64_t ig = !params && y->p[LN_GAMMA] >= 0 ? pack(src, &n, y->src[y->p[LN_GAMMA]]) : -1;
+    int64_t idy = pack(src, &n, dy);
+    int nd = (int)y->p[LN_DIMS];
+    int64_t dims[2] = {2, loom__numel(nd, x->dims + x->ndim - nd)};
+    loom_tensor *t = params ? loom__node(g, op, x->dtype, 2, dims, n, src)
+                            : loom__node(g, op, x->dtype, x->ndim, x->dims, n, src);
+    if (!t) return NULL;
+    t->p[LN_DIMS] = nd, t->p[LN_GAMMA] = ig, t->p[LN_BETA] = -1, t->p[LN_DY] = idy;
+    t->f[0] = y->f[0];
+    return t;
 }
 
 loom_status loom__bw_layer_norm(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    return loom__err(g->ctx, LOOM_ERR_UNSUPPORTED, "layer_norm: backward not implemented yet");
+    int64_t ig = y->p[LN_GAMMA], ib = y->p[LN_BETA];
+    loom_tensor *gamma = ig >= 0 ? y->src[ig] : NULL, *beta = ib >= 0 ? y->src[ib] : NULL;
+    if (loom__needs_grad(y->src[0])) dx[0] = ln_grad_node(g, LOOM_OP_LAYER_NORM_GRAD, y, dy);
+    if (loom__needs_grad(gamma) || loom__needs_grad(beta)) {
+        loom_tensor *gp = ln_grad_node(g, LOOM_OP_LAYER_NORM_GRAD_PARAMS, y, dy);
+        if (loom__needs_grad(gamma)) dx[ig] = params_row(g, gp, 0, gamma);
+        if (loom__needs_grad(beta)) dx[ib] = params_row(g, gp, 1, beta);
+    }
+    return g->status;
 }

@@ -1,18 +1,58 @@
-/* core/ops/reduce.c — PLACEHOLDER: builders and backward rules of the reduce family. */
+/* core/ops/reduce.c — sum and mean over a set of axes: builders and backward
+ * rules.
+ *
+ * Parameters: p[0] = axes mask (bit i = input axis i; never 0 in a node: the
+ * builder turns 0 into "all axes"), p[1] = keepdim. */
 #include "../impl.h"
 
+static loom_tensor *reduce(loom_graph *g, int op, loom_tensor *x, unsigned mask, bool keepdim) {
+    if (!loom__ok(g, 1, x)) return NULL;
+    if (!loom_dtype_is_float(x->dtype))
+        return loom__fail(g, LOOM_ERR_DTYPE, "%s: '%s' has dtype %s, a float dtype is required", loom_op_name(op),
+                          x->name, loom_dtype_name(x->dtype));
+    unsigned all = x->ndim ? (1u << x->ndim) - 1 : 0;
+    if (mask == 0) mask = all;
+    if (mask & ~all) {
+        char s[96];
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "%s: axes mask 0x%x names axes beyond the %d of '%s' %s",
+                          loom_op_name(op), mask, x->ndim, x->name, loom_tensor_shape_str(x, s, sizeof s));
+    }
+    int nd = 0;
+    int64_t dims[LOOM_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) {
+        if (!(mask & (1u << i)))
+            dims[nd++] = x->dims[i];
+        else if (keepdim)
+            dims[nd++] = 1;
+    }
+    loom_tensor *y = loom__node(g, op, x->dtype, nd, dims, 1, &x);
+    if (y) y->p[0] = mask, y->p[1] = keepdim;
+    return y;
+}
+
 loom_tensor *loom_sum(loom_graph *g, loom_tensor *x, unsigned axes_mask, bool keepdim) {
-    return loom__fail(g, LOOM_ERR_UNSUPPORTED, "sum: not implemented yet");
+    return reduce(g, LOOM_OP_SUM, x, axes_mask, keepdim);
 }
 
 loom_tensor *loom_mean(loom_graph *g, loom_tensor *x, unsigned axes_mask, bool keepdim) {
-    return loom__fail(g, LOOM_ERR_UNSUPPORTED, "mean: not implemented yet");
+    return reduce(g, LOOM_OP_MEAN, x, axes_mask, keepdim);
+}
+
+/* dy reshaped to the keepdim shape, then broadcast back to x's shape */
+static loom_tensor *spread(loom_graph *g, loom_tensor *y, loom_tensor *dy) {
+    const loom_tensor *x = y->src[0];
+    int64_t kd[LOOM_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) kd[i] = (y->p[0] & (1u << i)) ? 1 : x->dims[i];
+    return loom_expand(g, loom_reshape(g, dy, x->ndim, kd), x->ndim, x->dims);
 }
 
 loom_status loom__bw_sum(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    return loom__err(g->ctx, LOOM_ERR_UNSUPPORTED, "sum: backward not implemented yet");
+    dx[0] = spread(g, y, dy);
+    return g->status;
 }
 
 loom_status loom__bw_mean(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    return loom__err(g->ctx, LOOM_ERR_UNSUPPORTED, "mean: backward not implemented yet");
+    double count = (double)loom_tensor_numel(y->src[0]) / (double)loom_tensor_numel(y);
+    dx[0] = loom_scale(g, spread(g, y, dy), 1.0 / count);
+    return g->status;
 }

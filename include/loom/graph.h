@@ -129,7 +129,8 @@ typedef struct loom_pool2d_desc {
     int kernel_h, kernel_w;
     int stride_h, stride_w; /* 0 = kernel size */
     int pad_h, pad_w;
-    int count_include_pad;  /* avg pool: include padding in the divisor (torch default 1) */
+    int exclude_pad;        /* avg pool: divide by the window's elements inside x only
+                             (torch count_include_pad=False); 0 = torch's default */
 } loom_pool2d_desc;
 loom_tensor *loom_max_pool2d(loom_graph *g, loom_tensor *x, const loom_pool2d_desc *desc);
 loom_tensor *loom_avg_pool2d(loom_graph *g, loom_tensor *x, const loom_pool2d_desc *desc);

@@ -8,5 +8,7 @@
 #include "backend.h"
 #include "plan.h"
 #include "rng.h"
+#include "data.h"
+#include "optim.h"
 
 #endif

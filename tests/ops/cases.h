@@ -30,6 +30,7 @@ typedef struct loom_op_case {
     int variant;
     double tol_scale; /* multiplies the per-dtype NMSE tolerance; 0 = 1 */
     unsigned flags;
+    double fd_step; /* gradient check: finite-difference step; 0 = 1e-6 * max(1, |x|) */
 } loom_op_case;
 
 /* A float parameter filled with U(lo, hi) (same values for any dtype). */

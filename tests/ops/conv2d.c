@@ -1,6 +1,76 @@
-/* tests/ops/conv2d.c — PLACEHOLDER: op cases of the conv2d family. */
+/* tests/ops/conv2d.c — op cases: conv2d with padding, strides, dilation,
+ * groups (2, depthwise, depthwise with multiplier), 1x1 (the F32 path that
+ * skips im2col, and a strided one that does not), non-square kernels on odd
+ * sizes, with and without bias. conv2d_grad_input, conv2d_grad_weight and the
+ * bias gradient (sum) run in the appended backward pass. */
 #include "cases.h"
 
+typedef struct conv_spec {
+    int64_t x[4], w[4];
+    loom_conv2d_desc d;
+    int bias;
+} conv_spec;
+
+/* desc fields: stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups */
+static const conv_spec specs[] = {
+    /* 0: 3x3 pad 1 stride 1, bias */
+    {{2, 3, 6, 5}, {4, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    /* 1: 3x3 stride 2 pad 1 on an odd size, no bias */
+    {{2, 3, 7, 7}, {5, 3, 3, 3}, {2, 2, 1, 1, 0, 0, 0}, 0},
+    /* 2: 3x3 dilation 2 pad 2, bias */
+    {{1, 2, 9, 8}, {3, 2, 3, 3}, {0, 0, 2, 2, 2, 2, 0}, 1},
+    /* 3: groups 2, pad 1, bias */
+    {{2, 4, 6, 6}, {6, 2, 3, 3}, {0, 0, 1, 1, 0, 0, 2}, 1},
+    /* 4: depthwise (groups = C), pad 1, no bias */
+    {{2, 3, 5, 6}, {3, 1, 3, 3}, {0, 0, 1, 1, 0, 0, 3}, 0},
+    /* 5: depthwise with multiplier 2, stride 2, bias */
+    {{2, 3, 7, 6}, {6, 1, 3, 3}, {2, 2, 1, 1, 0, 0, 3}, 1},
+    /* 6: 1x1 stride 1 (no im2col), bias */
+    {{2, 5, 4, 3}, {7, 5, 1, 1}, {0}, 1},
+    /* 7: 1x1 stride 2, groups 2, no bias */
+    {{2, 4, 5, 5}, {6, 2, 1, 1}, {2, 2, 0, 0, 0, 0, 2}, 0},
+    /* 8: non-square kernel on odd sizes, no padding, bias */
+    {{2, 3, 7, 5}, {4, 3, 3, 2}, {0}, 1},
+    /* 9: the same without bias */
+    {{2, 3, 7, 5}, {4, 3, 3, 2}, {0}, 0},
+    /* 10: asymmetric stride/pad/dilation: stride (2,1) pad (1,0) dilation (1,2) */
+    {{2, 2, 8, 9}, {3, 2, 3, 2}, {2, 1, 1, 0, 1, 2, 0}, 1},
+    /* 11: 5x5 kernel pad 2 stride 3 (windows reach into both pads), groups 2 */
+    {{1, 4, 10, 11}, {4, 2, 5, 5}, {3, 3, 2, 2, 0, 0, 2}, 1},
+};
+
+static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
+    const conv_spec *s = &specs[v];
+    loom_tensor *x = tc_param(g, "x", dt, 4, s->x, -1, 1);
+    loom_tensor *w = tc_param(g, "w", dt, 4, s->w, -0.5, 0.5);
+    loom_tensor *b = s->bias ? tc_param(g, "b", dt, TC_DIMS(s->w[0]), -1, 1) : NULL;
+    return loom_conv2d(g, x, w, b, &s->d);
+}
+
+/* conv -> conv: the second conv's grad_input feeds the first's grads */
+static loom_tensor *two_convs(loom_graph *g, loom_dtype dt, int v) {
+    (void)v;
+    loom_conv2d_desc d = {.pad_h = 1, .pad_w = 1};
+    loom_tensor *x = tc_param(g, "x", dt, TC_DIMS(2, 2, 6, 7), -1, 1);
+    loom_tensor *w1 = tc_param(g, "w1", dt, TC_DIMS(3, 2, 3, 3), -0.5, 0.5);
+    loom_tensor *w2 = tc_param(g, "w2", dt, TC_DIMS(4, 3, 3, 3), -0.5, 0.5);
+    loom_tensor *b2 = tc_param(g, "b2", dt, TC_DIMS(4), -1, 1);
+    return loom_conv2d(g, loom_conv2d(g, x, w1, NULL, &d), w2, b2, &d);
+}
+
 const loom_op_case loom_cases_conv2d[] = {
+    {"conv2d 3x3 pad 1 + bias", conv, 0, 0, 0, 0},
+    {"conv2d 3x3 stride 2 pad 1 (7x7)", conv, 1, 0, 0, 0},
+    {"conv2d 3x3 dilation 2 pad 2 + bias", conv, 2, 0, 0, 0},
+    {"conv2d groups 2 + bias", conv, 3, 0, 0, 0},
+    {"conv2d depthwise", conv, 4, 0, 0, 0},
+    {"conv2d depthwise x2 stride 2 + bias", conv, 5, 0, 0, 0},
+    {"conv2d 1x1 + bias", conv, 6, 0, 0, 0},
+    {"conv2d 1x1 stride 2 groups 2", conv, 7, 0, 0, 0},
+    {"conv2d 3x2 kernel on 7x5 + bias", conv, 8, 0, 0, 0},
+    {"conv2d 3x2 kernel on 7x5", conv, 9, 0, 0, 0},
+    {"conv2d stride (2,1) pad (1,0) dilation (1,2)", conv, 10, 0, 0, 0},
+    {"conv2d 5x5 stride 3 pad 2 groups 2", conv, 11, 0, 0, 0},
+    {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

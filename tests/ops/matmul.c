@@ -1,6 +1,51 @@
-/* tests/ops/matmul.c — PLACEHOLDER: op cases of the matmul family. */
+/* tests/ops/matmul.c — op cases: matmul (transposes, batched, broadcast
+ * batch) and linear (with/without bias, 1-D and 3-D inputs). */
 #include "cases.h"
 
+static loom_tensor *mm(loom_graph *g, loom_dtype dt, int v) {
+    bool ta = v & 1, tb = v & 2;
+    int64_t M = 5, K = 7, N = 3;
+    loom_tensor *a = ta ? tc_param(g, "a", dt, TC_DIMS(K, M), -1, 1) : tc_param(g, "a", dt, TC_DIMS(M, K), -1, 1);
+    loom_tensor *b = tb ? tc_param(g, "b", dt, TC_DIMS(N, K), -1, 1) : tc_param(g, "b", dt, TC_DIMS(K, N), -1, 1);
+    return loom_matmul(g, a, b, ta, tb);
+}
+static loom_tensor *bmm(loom_graph *g, loom_dtype dt, int v) {
+    switch (v) {
+    case 0: /* batched both */
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(3, 4, 6), -1, 1), tc_param(g, "b", dt, TC_DIMS(3, 6, 2), -1, 1),
+                           false, false);
+    case 1: /* shared 2-D b: folded into one gemm */
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(2, 3, 4, 6), -1, 1), tc_param(g, "b", dt, TC_DIMS(5, 6), -1, 1),
+                           false, true);
+    case 2: /* broadcast batch (2,1) x (3) with a transposed */
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(2, 1, 6, 4), -1, 1), tc_param(g, "b", dt, TC_DIMS(3, 6, 5), -1, 1),
+                           true, false);
+    default: /* 2-D a, batched b */
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(4, 6), -1, 1), tc_param(g, "b", dt, TC_DIMS(2, 6, 3), -1, 1),
+                           false, false);
+    }
+}
+static loom_tensor *linear(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *w = tc_param(g, "w", dt, TC_DIMS(6, 9), -0.5, 0.5);
+    loom_tensor *b = v & 1 ? tc_param(g, "bias", dt, TC_DIMS(6), -1, 1) : NULL;
+    loom_tensor *x = v & 2 ? tc_param(g, "x", dt, TC_DIMS(2, 3, 9), -1, 1)
+                   : v & 4 ? tc_param(g, "x", dt, TC_DIMS(9), -1, 1)
+                           : tc_param(g, "x", dt, TC_DIMS(5, 9), -1, 1);
+    return loom_linear(g, x, w, b);
+}
+
 const loom_op_case loom_cases_matmul[] = {
+    {"matmul NN", mm, 0, 0, 0},
+    {"matmul TN", mm, 1, 0, 0},
+    {"matmul NT", mm, 2, 0, 0},
+    {"matmul TT", mm, 3, 0, 0},
+    {"bmm batched", bmm, 0, 0, 0},
+    {"bmm shared b^T", bmm, 1, 0, 0},
+    {"bmm broadcast batch a^T", bmm, 2, 0, 0},
+    {"bmm 2-D a", bmm, 3, 0, 0},
+    {"linear no bias", linear, 0, 0, 0},
+    {"linear bias", linear, 1, 0, 0},
+    {"linear 3-D x bias", linear, 3, 0, 0},
+    {"linear 1-D x bias", linear, 5, 0, 0},
     {0},
 };

@@ -16,7 +16,8 @@
     X(dropout)      \
     X(embedding)    \
     X(shape)        \
-    X(reduce)
+    X(reduce)       \
+    X(optim)
 
 #define DECL(f) extern const loom_op_case loom_cases_##f[];
 FAMILIES(DECL)

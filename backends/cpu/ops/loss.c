@@ -1,17 +1,194 @@
-/* backends/cpu/ops/loss.c — PLACEHOLDER: CPU kernels of the loss family. */
+/* backends/cpu/ops/loss.c — CPU kernels for cross-entropy (fused
+ * log-softmax, label smoothing, ignore_index), its gradient, and mse.
+ * Reference loops that are also the fast path: rows are split into a fixed
+ * number of blocks (set by the size, not the thread count) whose partial sums
+ * are added in order, so results do not depend on the number of threads.
+ * Scalar losses accumulate in double for both dtypes. */
+#include <math.h>
+
 #include "../cpu_impl.h"
 
+#define MAX_BLOCKS 64
+
+/* blocks for n items of `cost` work each: about 16k operations per block */
+static int64_t block_count(int64_t n, int64_t cost) {
+    int64_t b = n * cost / (1 << 14);
+    if (b > MAX_BLOCKS) b = MAX_BLOCKS;
+    if (b > n) b = n;
+    return b < 1 ? 1 : b;
+}
+
+typedef struct cejob {
+    int64_t N, C, nblk;
+    const void *x;     /* logits (N, C) */
+    const int32_t *t;  /* targets (N) */
+    void *dx;          /* gradient (N, C), cross_entropy_grad only */
+    int32_t ignore;
+    double eps;
+    double scale;      /* gradient: dloss / count */
+    double part[MAX_BLOCKS];
+    int64_t count[MAX_BLOCKS];
+} cejob;
+
+/* Forward, rows of block b: part[b] = sum of loss_i, count[b] = rows used.
+ * logp[c] = x[c] - lse, lse = m + log sum exp(x - m);
+ * loss_i = -(1 - eps) logp[t] - eps/C sum_c logp[c]. Targets were
+ * range-checked before. */
+#define CE_BLOCKS(T, S)                                                                   \
+    static void ce_##T(void *v, int64_t b0, int64_t b1) {                                 \
+        cejob *j = v;                                                                     \
+        const int64_t C = j->C;                                                           \
+        for (int64_t b = b0; b < b1; b++) {                                               \
+            double sum = 0;                                                               \
+            int64_t cnt = 0;                                                              \
+            for (int64_t i = b * j->N / j->nblk; i < (b + 1) * j->N / j->nblk; i++) {     \
+                int32_t t = j->t[i];                                                      \
+                if (t == j->ignore) continue;                                             \
+                const T *x = (const T *)j->x + i * C;                                     \
+                T m = x[0];                                                               \
+                for (int64_t c = 1; c < C; c++) m = x[c] > m ? x[c] : m;                  \
+                double se = 0, sx = 0;                                                    \
+                for (int64_t c = 0; c < C; c++) {                                         \
+                    se += exp##S(x[c] - m);                                               \
+                    sx += x[c];                                                           \
+                }                                                                         \
+                double lse = (double)m + log(se);                                         \
+                sum += -(1.0 - j->eps) * ((double)x[t] - lse) - j->eps * (sx / (double)C - lse); \
+                cnt++;                                                                    \
+            }                                                                             \
+            j->part[b] = sum;                                                             \
+            j->count[b] = cnt;                                                            \
+        }                                                                                 \
+    }
+CE_BLOCKS(float, f)
+CE_BLOCKS(double, )
+
+/* Gradient, rows [r0, r1): dx = (softmax(x) - q) * scale, q the smoothed
+ * one-hot; zero rows where the target is ignore_index. */
+#define CE_GRAD_ROWS(T, S)                                                                \
+    static void ce_grad_##T(void *v, int64_t r0, int64_t r1) {                            \
+        const cejob *j = v;                                                               \
+        const int64_t C = j->C;                                                           \
+        const T off = (T)(j->eps / (double)C), on = (T)(1.0 - j->eps + j->eps / (double)C); \
+        for (int64_t i = r0; i < r1; i++) {                                               \
+            const T *x = (const T *)j->x + i * C;                                         \
+            T *dx = (T *)j->dx + i * C;                                                   \
+            int32_t t = j->t[i];                                                          \
+            if (t == j->ignore) {                                                         \
+                for (int64_t c = 0; c < C; c++) dx[c] = 0;                                \
+                continue;                                                                 \
+            }                                                                             \
+            T m = x[0];                                                                   \
+            for (int64_t c = 1; c < C; c++) m = x[c] > m ? x[c] : m;                      \
+            double se = 0;                                                                \
+            for (int64_t c = 0; c < C; c++) {                                             \
+                T e = exp##S(x[c] - m);                                                   \
+                dx[c] = e;                                                                \
+                se += e;                                                                  \
+            }                                                                             \
+            T inv = (T)(1.0 / se), k = (T)j->scale;                                       \
+            for (int64_t c = 0; c < C; c++) dx[c] = (dx[c] * inv - (c == t ? on : off)) * k; \
+        }                                                                                 \
+    }
+CE_GRAD_ROWS(float, f)
+CE_GRAD_ROWS(double, )
+
+/* Count the rows that are not ignored; fail on a target outside [0, C). */
+static loom_status ce_check(const loom__cpu_args *a, const cejob *j, int64_t *count) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < j->N; i++) {
+        int32_t t = j->t[i];
+        if (t == j->ignore) continue;
+        if (t < 0 || t >= j->C)
+            return loom__err(a->node->g->ctx, LOOM_ERR_INVALID_ARG,
+                             "%s (node '%s'): target %d at row %lld is outside [0, %lld) and is not ignore_index %d",
+                             loom_op_name(a->node->op), a->node->name, (int)t, (long long)i, (long long)j->C,
+                             (int)j->ignore);
+        n++;
+    }
+    *count = n;
+    return LOOM_OK;
+}
+
+static void ce_init(cejob *j, const loom__cpu_args *a) {
+    const loom_tensor *logits = a->node->src[0];
+    memset(j, 0, sizeof *j);
+    j->N = logits->dims[0];
+    j->C = logits->dims[1];
+    j->x = a->x[0];
+    j->t = a->x[1];
+    j->ignore = (int32_t)a->node->p[0];
+    j->eps = a->node->f[0];
+}
+
+/* logits (N, C), targets (N) i32 -> scalar */
 loom_status loom__cpu_cross_entropy(const loom__cpu_args *a) {
-    (void)a;
-    return LOOM_ERR_UNSUPPORTED;
+    cejob j;
+    ce_init(&j, a);
+    int64_t count;
+    loom_status st = ce_check(a, &j, &count);
+    if (st != LOOM_OK) return st;
+    j.nblk = block_count(j.N, j.C);
+    loom__cpu_parallel(a->cpu, j.nblk, 1, a->dt == LOOM_F64 ? ce_double : ce_float, &j);
+    double sum = 0;
+    for (int64_t b = 0; b < j.nblk; b++) sum += j.part[b];
+    double loss = count ? sum / (double)count : 0.0; /* all rows ignored: 0 (torch: NaN) */
+    if (a->dt == LOOM_F64) *(double *)a->y = loss;
+    else *(float *)a->y = (float)loss;
+    return LOOM_OK;
 }
 
+/* logits (N, C), targets (N) i32, dloss () -> dlogits (N, C) */
 loom_status loom__cpu_cross_entropy_grad(const loom__cpu_args *a) {
-    (void)a;
-    return LOOM_ERR_UNSUPPORTED;
+    cejob j;
+    ce_init(&j, a);
+    int64_t count;
+    loom_status st = ce_check(a, &j, &count);
+    if (st != LOOM_OK) return st;
+    double dloss = a->dt == LOOM_F64 ? *(const double *)a->x[2] : *(const float *)a->x[2];
+    j.scale = count ? dloss / (double)count : 0.0;
+    j.dx = a->y;
+    int64_t grain = j.C >= (1 << 13) ? 1 : (1 << 13) / j.C;
+    loom__cpu_parallel(a->cpu, j.N, grain, a->dt == LOOM_F64 ? ce_grad_double : ce_grad_float, &j);
+    return LOOM_OK;
 }
 
+typedef struct msejob {
+    int64_t n, nblk;
+    const void *a, *b;
+    double part[MAX_BLOCKS];
+} msejob;
+
+/* a, b flat (n): part[blk] = sum over the block of (a - b)^2 */
+#define MSE_BLOCKS(T)                                                             \
+    static void mse_##T(void *v, int64_t b0, int64_t b1) {                        \
+        msejob *j = v;                                                            \
+        const T *A = j->a, *B = j->b;                                             \
+        for (int64_t b = b0; b < b1; b++) {                                       \
+            double s = 0;                                                         \
+            for (int64_t i = b * j->n / j->nblk; i < (b + 1) * j->n / j->nblk; i++) { \
+                double d = (double)A[i] - (double)B[i];                           \
+                s += d * d;                                                       \
+            }                                                                     \
+            j->part[b] = s;                                                       \
+        }                                                                         \
+    }
+MSE_BLOCKS(float)
+MSE_BLOCKS(double)
+
+/* a, b (any shape, equal) -> scalar mean((a - b)^2) */
 loom_status loom__cpu_mse(const loom__cpu_args *a) {
-    (void)a;
-    return LOOM_ERR_UNSUPPORTED;
+    msejob j;
+    memset(&j, 0, sizeof j);
+    j.n = loom_tensor_numel(a->node->src[0]);
+    j.nblk = block_count(j.n, 1);
+    j.a = a->x[0];
+    j.b = a->x[1];
+    loom__cpu_parallel(a->cpu, j.nblk, 1, a->dt == LOOM_F64 ? mse_double : mse_float, &j);
+    double sum = 0;
+    for (int64_t b = 0; b < j.nblk; b++) sum += j.part[b];
+    double loss = sum / (double)j.n;
+    if (a->dt == LOOM_F64) *(double *)a->y = loss;
+    else *(float *)a->y = (float)loss;
+    return LOOM_OK;
 }

@@ -1,12 +1,78 @@
-/* backends/cpu/ops/reduce.c — PLACEHOLDER: CPU kernels of the reduce family. */
+/* backends/cpu/ops/reduce.c — CPU kernels for sum and mean over an axes mask.
+ * Reference loops, also the fast path: each output element accumulates (in
+ * double) over the reduced axes; outputs are split across the thread pool.
+ * The innermost reduced run is contiguous when the last axes are reduced. */
 #include "../cpu_impl.h"
 
-loom_status loom__cpu_sum(const loom__cpu_args *a) {
-    (void)a;
-    return LOOM_ERR_UNSUPPORTED;
+typedef struct rjob {
+    int nkeep, nred;
+    int64_t kdims[LOOM_MAX_DIMS], kstr[LOOM_MAX_DIMS]; /* kept axes: sizes, input strides */
+    int64_t rdims[LOOM_MAX_DIMS], rstr[LOOM_MAX_DIMS]; /* reduced axes */
+    int64_t rcount;
+    double div;
+    const void *x;
+    void *y;
+    bool f64;
+} rjob;
+
+static void reduce_range(void *v, int64_t o0, int64_t o1) {
+    const rjob *j = v;
+    for (int64_t o = o0; o < o1; o++) {
+        /* input offset of output element o */
+        int64_t base = 0, r = o;
+        for (int i = j->nkeep - 1; i >= 0; i--) {
+            base += (r % j->kdims[i]) * j->kstr[i];
+            r /= j->kdims[i];
+        }
+        double acc = 0;
+        int64_t idx[LOOM_MAX_DIMS] = {0};
+        int64_t inner = j->nred ? j->rdims[j->nred - 1] : 1;
+        int64_t istr = j->nred ? j->rstr[j->nred - 1] : 0;
+        for (int64_t c = 0; c < j->rcount; c += inner) {
+            int64_t off = base;
+            for (int i = 0; i < j->nred - 1; i++) off += idx[i] * j->rstr[i];
+            if (j->f64) {
+                const double *x = (const double *)j->x + off;
+                for (int64_t k = 0; k < inner; k++) acc += x[k * istr];
+            } else {
+                const float *x = (const float *)j->x + off;
+                for (int64_t k = 0; k < inner; k++) acc += x[k * istr];
+            }
+            for (int i = j->nred - 2; i >= 0; i--) { /* odometer over the outer reduced axes */
+                if (++idx[i] < j->rdims[i]) break;
+                idx[i] = 0;
+            }
+        }
+        acc /= j->div;
+        if (j->f64)
+            ((double *)j->y)[o] = acc;
+        else
+            ((float *)j->y)[o] = (float)acc;
+    }
 }
 
-loom_status loom__cpu_mean(const loom__cpu_args *a) {
-    (void)a;
-    return LOOM_ERR_UNSUPPORTED;
+/* x (d0..dn-1) -> y: the kept axes in order */
+static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
+    const loom_tensor *y = a->node, *x = y->src[0];
+    rjob j = {0};
+    int64_t st = 1, strides[LOOM_MAX_DIMS];
+    for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
+    j.rcount = 1;
+    for (int i = 0; i < x->ndim; i++) {
+        if (y->p[0] & (1u << i)) {
+            j.rdims[j.nred] = x->dims[i], j.rstr[j.nred++] = strides[i];
+            j.rcount *= x->dims[i];
+        } else {
+            j.kdims[j.nkeep] = x->dims[i], j.kstr[j.nkeep++] = strides[i];
+        }
+    }
+    j.div = mean ? (double)j.rcount : 1.0;
+    j.x = a->x[0], j.y = a->y, j.f64 = a->dt == LOOM_F64;
+    int64_t nout = loom_tensor_numel(y);
+    int64_t grain = j.rcount >= 4096 ? 1 : 4096 / j.rcount;
+    loom__cpu_parallel(a->cpu, nout, grain, reduce_range, &j);
+    return LOOM_OK;
 }
+
+loom_status loom__cpu_sum(const loom__cpu_args *a) { return run_reduce(a, false); }
+loom_status loom__cpu_mean(const loom__cpu_args *a) { return run_reduce(a, true); }

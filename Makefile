@@ -1,0 +1,37 @@
+# loom — quick-start targets. `make demo` and `make test` are all a user needs
+# on a fresh Debian machine (as root: missing packages are installed).
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build asan demo test test-release test-asan clean
+
+all: build
+
+deps:
+	@bash .ci/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) -DLOOM_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DLOOM_WERROR=ON -DLOOM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# The demo: train a small network through the C API (examples/train_mlp.c).
+demo: build
+	./$(BUILD)/examples/example-train_mlp
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+test: test-release test-asan
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,111 @@
+/* backends/cpu/ops/optim.c — CPU kernels of the optimizer ops (see
+ * core/ops/optim.c for the semantics and the hyper layout). Reference loops
+ * that are also the fast path: elementwise, split across the thread pool.
+ * Params and states are f32 or f64 (a->dt is the placeholder's f32, so the
+ * param's own dtype a->xdt[0] selects the path). */
+#include <math.h>
+
+#include "../cpu_impl.h"
+#include "../../../core/optim_impl.h"
+
+typedef struct ojob {
+    const loom_tensor *node;
+    void *x[LOOM_MAX_SRC];
+    const float *hyper;
+    float coef;
+} ojob;
+
+static float coef_of(const loom__cpu_args *a) {
+    int ci = (int)a->node->p[3];
+    return ci >= 0 ? *(const float *)a->x[ci] : 1.0f;
+}
+
+/* SGD, torch semantics: g = grad*mult*coef (+ wd p); buf = momentum buf +
+ * (1 - dampening) g (buf = g on the first step); g = nesterov ? g + momentum
+ * buf : buf; p -= lr g */
+#define SGD(T)                                                                               \
+    static void sgd_##T(void *v, int64_t i0, int64_t i1) {                                   \
+        const ojob *j = v;                                                                   \
+        const loom_tensor *n = j->node;                                                      \
+        T *p = j->x[0], *gr = j->x[1], *buf = n->p[0] ? (T *)j->x[3] : NULL;                 \
+        T lr = (T)j->hyper[LOOM__H_LR], mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef;      \
+        T mom = (T)n->f[0], damp = (T)n->f[1], wd = (T)n->f[2];                              \
+        bool first = j->hyper[LOOM__H_FIRST] != 0;                                           \
+        for (int64_t i = i0; i < i1; i++) {                                                  \
+            T g = gr[i] * mult;                                                              \
+            if (wd != 0) g += wd * p[i];                                                     \
+            if (buf) {                                                                       \
+                buf[i] = first ? g : mom * buf[i] + (1 - damp) * g;                          \
+                g = n->p[1] ? g + mom * buf[i] : buf[i];                                     \
+            }                                                                                \
+            p[i] -= lr * g;                                                                  \
+            if (n->p[2]) gr[i] = 0;                                                          \
+        }                                                                                    \
+    }
+SGD(float)
+SGD(double)
+
+/* Adam / AdamW, torch semantics: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps); Adam adds wd p to g, AdamW
+ * scales p by (1 - lr wd) first */
+#define ADAM(T)                                                                              \
+    static void adam_##T(void *v, int64_t i0, int64_t i1) {                                  \
+        const ojob *j = v;                                                                   \
+        const loom_tensor *n = j->node;                                                      \
+        T *p = j->x[0], *gr = j->x[1], *m = j->x[3], *s = j->x[4];                           \
+        T lr = (T)j->hyper[LOOM__H_LR], mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef;      \
+        T b1 = (T)n->f[0], b2 = (T)n->f[1], eps = (T)n->f[2], wd = (T)n->f[3];               \
+        T step = lr / (T)j->hyper[LOOM__H_BC1], bc2s = (T)sqrt((double)j->hyper[LOOM__H_BC2]); \
+        for (int64_t i = i0; i < i1; i++) {                                                  \
+            T g = gr[i] * mult;                                                              \
+            if (wd != 0) {                                                                   \
+                if (n->p[0])                                                                 \
+                    p[i] *= 1 - lr * wd;                                                     \
+                else                                                                         \
+                    g += wd * p[i];                                                          \
+            }                                                                                \
+            m[i] = b1 * m[i] + (1 - b1) * g;                                                 \
+            s[i] = b2 * s[i] + (1 - b2) * g * g;                                             \
+            p[i] -= step * m[i] / ((T)sqrt((double)s[i]) / bc2s + eps);                      \
+            if (n->p[2]) gr[i] = 0;                                                          \
+        }                                                                                    \
+    }
+ADAM(float)
+ADAM(double)
+
+static loom_status run_step(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cpu_range_fn f64) {
+    const float *hyper = a->x[2];
+    *(float *)a->y = 0; /* the placeholder output */
+    if (hyper[LOOM__H_APPLY] == 0) return LOOM_OK;
+    ojob j = {a->node, {0}, hyper, coef_of(a)};
+    memcpy(j.x, a->x, sizeof j.x);
+    const loom_tensor *p = a->node->src[0];
+    loom__cpu_parallel(a->cpu, loom_tensor_numel(p), 1 << 14, p->dtype == LOOM_F64 ? f64 : f32, &j);
+    return LOOM_OK;
+}
+
+loom_status loom__cpu_sgd_step(const loom__cpu_args *a) { return run_step(a, sgd_float, sgd_double); }
+loom_status loom__cpu_adam_step(const loom__cpu_args *a) { return run_step(a, adam_float, adam_double); }
+
+/* acc += grad */
+loom_status loom__cpu_accumulate(const loom__cpu_args *a) {
+    const loom_tensor *acc = a->node->src[0];
+    int64_t n = loom_tensor_numel(acc);
+    *(float *)a->y = 0;
+    if (acc->dtype == LOOM_F64)
+        for (int64_t i = 0; i < n; i++) ((double *)a->x[0])[i] += ((const double *)a->x[1])[i];
+    else
+        for (int64_t i = 0; i < n; i++) ((float *)a->x[0])[i] += ((const float *)a->x[1])[i];
+    return LOOM_OK;
+}
+
+/* y = min(1, max_norm / (sqrt(sumsq) * mult + 1e-6)) */
+loom_status loom__cpu_clip_coef(const loom__cpu_args *a) {
+    const loom_tensor *s = a->node->src[0];
+    double ss = a->xdt[0] == LOOM_F64 ? *(const double *)a->x[0] : *(const float *)a->x[0];
+    double mult = ((const float *)a->x[1])[LOOM__H_GMULT];
+    double c = a->node->f[0] / (sqrt(ss) * mult + 1e-6);
+    (void)s;
+    *(float *)a->y = (float)(c < 1 ? c : 1);
+    return LOOM_OK;
+}

@@ -1,0 +1,133 @@
+/* core/optim.c — the host side of the optimizers: appending update ops to a
+ * graph and writing each step's hyper-parameters. */
+#include <math.h>
+
+#include "impl.h"
+#include "optim_impl.h"
+#include "backend_impl.h"
+
+struct loom_optimizer {
+    loom_graph *g;
+    loom_optimizer_desc d;
+    loom_tensor *hyper;
+    int nparams;
+    int64_t steps, micro;
+};
+
+static loom_tensor *state_like(loom_graph *g, const loom_tensor *p, const char *suffix) {
+    char name[128];
+    snprintf(name, sizeof name, "%s.%s", p->name, suffix);
+    if (strlen(name) >= sizeof p->name)
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "optimizer: state name '%s' is longer than 63 bytes", name);
+    return loom_state(g, name, p->dtype, p->ndim, p->dims, NULL);
+}
+
+loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc, loom_optimizer **out) {
+    *out = NULL;
+    loom_ctx *ctx = g->ctx;
+    if (g->status != LOOM_OK) return loom__err(ctx, g->status, "optimizer: the graph has a failed builder: %s", g->error);
+    if (!g->has_backward) return loom__err(ctx, LOOM_ERR_STATE, "optimizer: call loom_backward before creating the optimizer");
+    loom_optimizer_desc d = desc ? *desc : (loom_optimizer_desc){0};
+    if (d.kind != LOOM_OPT_SGD && d.kind != LOOM_OPT_ADAM && d.kind != LOOM_OPT_ADAMW)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "optimizer: unknown kind %d", (int)d.kind);
+    if (d.beta1 == 0) d.beta1 = 0.9;
+    if (d.beta2 == 0) d.beta2 = 0.999;
+    if (d.eps == 0) d.eps = 1e-8;
+    if (d.grad_accum < 1) d.grad_accum = 1;
+    if (d.momentum < 0 || d.weight_decay < 0 || d.clip_grad_norm < 0 || d.dampening < 0 || !(d.beta1 < 1) ||
+        !(d.beta2 < 1) || d.beta1 < 0 || d.beta2 < 0 || !(d.eps > 0))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                         "optimizer: momentum %g, dampening %g, weight_decay %g, clip %g must be >= 0; betas (%g, %g) in [0,1); eps %g > 0",
+                         d.momentum, d.dampening, d.weight_decay, d.clip_grad_norm, d.beta1, d.beta2, d.eps);
+    if (d.nesterov && (d.momentum <= 0 || d.dampening != 0))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "optimizer: Nesterov needs momentum > 0 and dampening 0");
+    loom_optimizer *o = calloc(1, sizeof *o);
+    if (!o) return loom__err(ctx, LOOM_ERR_OOM, "optimizer: out of memory");
+    o->g = g;
+    o->d = d;
+    o->hyper = loom_input(g, "optim.hyper", LOOM_F32, 1, (int64_t[]){LOOM__HYPER_LEN});
+
+    /* the parameters to update (fixed list: nodes appended below are not params) */
+    int n = g->n, np = 0;
+    loom_tensor **params = malloc((size_t)n * sizeof *params), **grads = malloc((size_t)n * sizeof *grads);
+    if (!params || !grads) {
+        free(params), free(grads), free(o);
+        return loom__err(ctx, LOOM_ERR_OOM, "optimizer: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (t->leaf == LOOM__PARAM && t->requires_grad && t->grad) params[np] = t, grads[np++] = t->grad;
+    }
+    if (np == 0) {
+        free(params), free(grads), free(o);
+        return loom__err(ctx, LOOM_ERR_STATE, "optimizer: no parameter of the graph has a gradient");
+    }
+    /* gradient accumulation: persistent accumulators, zeroed by the update */
+    bool accum = d.grad_accum > 1;
+    for (int i = 0; accum && i < np; i++) {
+        loom_tensor *acc = state_like(g, params[i], "grad_accum");
+        loom__accumulate(g, acc, grads[i]);
+        grads[i] = acc;
+    }
+    /* clipping coefficient from the global norm */
+    loom_tensor *coef = NULL;
+    if (d.clip_grad_norm > 0) {
+        loom_tensor *sumsq = NULL;
+        for (int i = 0; i < np; i++) {
+            loom_tensor *s = loom_sum(g, loom_mul(g, grads[i], grads[i]), 0, false);
+            if (s && s->dtype != LOOM_F32 && s->dtype != LOOM_F64) s = loom_cast(g, s, LOOM_F32);
+            if (sumsq && s && s->dtype != sumsq->dtype) s = loom_cast(g, s, sumsq->dtype);
+            sumsq = sumsq ? loom_add(g, sumsq, s) : s;
+        }
+        coef = loom__clip_coef(g, sumsq, o->hyper, d.clip_grad_norm);
+    }
+    for (int i = 0; i < np; i++) {
+        loom_tensor *p = params[i];
+        if (d.kind == LOOM_OPT_SGD) {
+            loom__sgd_params sp = {d.momentum, d.dampening, d.weight_decay, d.nesterov, accum};
+            loom_tensor *buf = d.momentum > 0 ? state_like(g, p, "momentum_buffer") : NULL;
+            loom__sgd_step(g, p, grads[i], o->hyper, buf, coef, &sp);
+        } else {
+            loom__adam_params ap = {d.beta1, d.beta2, d.eps, d.weight_decay, d.kind == LOOM_OPT_ADAMW, accum};
+            loom__adam_step(g, p, grads[i], o->hyper, state_like(g, p, "exp_avg"), state_like(g, p, "exp_avg_sq"),
+                            coef, &ap);
+        }
+    }
+    free(params), free(grads);
+    if (g->status != LOOM_OK) {
+        free(o);
+        return g->status;
+    }
+    o->nparams = np;
+    *out = o;
+    return LOOM_OK;
+}
+
+void loom_optimizer_destroy(loom_optimizer *o) { free(o); }
+
+loom_status loom_optimizer_begin_step(loom_optimizer *o, loom_plan *plan, double lr) {
+    if (!(lr >= 0) || !isfinite(lr))
+        return loom__err(o->g->ctx, LOOM_ERR_INVALID_ARG, "optimizer: learning rate %g must be finite and >= 0", lr);
+    bool apply = (o->micro + 1) % o->d.grad_accum == 0;
+    int64_t t = o->steps + 1; /* the step this micro-step contributes to */
+    float h[LOOM__HYPER_LEN] = {0};
+    h[LOOM__H_LR] = (float)lr;
+    h[LOOM__H_BC1] = (float)(1.0 - pow(o->d.beta1, (double)t));
+    h[LOOM__H_BC2] = (float)(1.0 - pow(o->d.beta2, (double)t));
+    h[LOOM__H_APPLY] = apply ? 1.0f : 0.0f;
+    h[LOOM__H_GMULT] = (float)(1.0 / o->d.grad_accum);
+    h[LOOM__H_FIRST] = t == 1 ? 1.0f : 0.0f;
+    loom_status st = loom_plan_write(plan, o->hyper, h, sizeof h);
+    if (st != LOOM_OK) return st;
+    o->micro++;
+    if (apply) o->steps++;
+    return LOOM_OK;
+}
+
+int64_t loom_optimizer_steps(const loom_optimizer *o) { return o->steps; }
+int64_t loom_optimizer_micro_steps(const loom_optimizer *o) { return o->micro; }
+void loom_optimizer_set_counters(loom_optimizer *o, int64_t steps, int64_t micro) {
+    o->steps = steps;
+    o->micro = micro;
+}
+int loom_optimizer_param_count(const loom_optimizer *o) { return o->nparams; }

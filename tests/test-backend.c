@@ -1,0 +1,100 @@
+/* tests/test-backend.c — the backend interface contract: an op or dtype a
+ * backend lacks is a compile-time LOOM_ERR_UNSUPPORTED naming op, dtype and
+ * backend (never a silent fallback); the backend registry; thread-count
+ * independence of CPU results. */
+#include <string.h>
+
+#include "backend_impl.h"
+#include "testutil.h"
+
+extern const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT];
+
+/* A backend that is the CPU backend except for its op table. */
+static loom__kernel fake_kernels[LOOM_OP_COUNT];
+static loom__backend_vtbl fake_vt;
+
+static void test_unsupported(void) {
+    loom_ctx *ctx;
+    loom_ctx_create(NULL, &ctx);
+    memcpy(fake_kernels, loom__cpu_kernels, sizeof fake_kernels);
+    fake_kernels[LOOM_OP_RELU].dtypes = LOOM__DT(F32); /* relu: f32 only */
+    fake_kernels[LOOM_OP_SOFTMAX].fn = NULL;          /* softmax: nothing */
+    fake_vt = loom__cpu_backend;
+    fake_vt.name = "fake";
+    fake_vt.kernels = fake_kernels;
+    loom_backend be = {ctx, &fake_vt, NULL};
+    CHECK_OK(ctx, fake_vt.create(&be, NULL));
+
+    CHECK(loom_backend_supports(&be, LOOM_OP_RELU, LOOM_F32), "fake supports relu f32");
+    CHECK(!loom_backend_supports(&be, LOOM_OP_RELU, LOOM_F16), "fake lacks relu f16");
+    CHECK(!loom_backend_supports(&be, LOOM_OP_SOFTMAX, LOOM_F32), "fake lacks softmax");
+
+    for (int k = 0; k < 2; k++) {
+        loom_graph *g;
+        loom_graph_create(ctx, NULL, &g);
+        loom_dtype dt = k == 0 ? LOOM_F16 : LOOM_F32;
+        loom_tensor *x = loom_input(g, "x", dt, 2, (int64_t[]){2, 3});
+        loom_tensor *y = k == 0 ? loom_relu(g, x) : loom_softmax(g, x);
+        loom_keep(y);
+        loom_plan *p = NULL;
+        loom_status st = loom_plan_compile(g, &be, NULL, &p);
+        const char *msg = loom_last_error(ctx);
+        CHECK(st == LOOM_ERR_UNSUPPORTED && !p, "compile on fake must fail unsupported, got %s", loom_status_str(st));
+        CHECK(strstr(msg, "fake") && strstr(msg, k == 0 ? "relu" : "softmax") && strstr(msg, k == 0 ? "f16" : "f32"),
+              "message names backend, op and dtype: '%s'", msg);
+        loom_graph_destroy(g);
+    }
+    fake_vt.destroy(&be);
+    loom_ctx_destroy(ctx);
+}
+
+static void test_registry(void) {
+    loom_ctx *ctx;
+    loom_ctx_create(NULL, &ctx);
+    const char *names[8];
+    int n = loom_backend_list(names, 8);
+    bool cpu = false;
+    for (int i = 0; i < n; i++) cpu |= !strcmp(names[i], "cpu");
+    CHECK(cpu, "cpu is always built");
+    const char *why = NULL;
+    CHECK(loom_backend_available(ctx, "cpu", &why), "cpu is always available");
+    CHECK(!loom_backend_available(ctx, "nosuch", &why) && why && *why, "unknown backend unavailable with a reason");
+    loom_backend *be = NULL;
+    CHECK(loom_backend_create(ctx, "nosuch", NULL, &be) == LOOM_ERR_UNSUPPORTED && !be, "unknown backend");
+    CHECK(strstr(loom_last_error(ctx), "nosuch") && strstr(loom_last_error(ctx), "cpu"),
+          "message names the request and the backends built: '%s'", loom_last_error(ctx));
+    loom_ctx_destroy(ctx);
+}
+
+/* The same graph on 1 and 2 threads: elementwise and reduction kernels split
+ * work by output element, so results are bitwise equal. */
+static void test_threads(void) {
+    float out[2][64];
+    for (int t = 0; t < 2; t++) {
+        loom_ctx *ctx;
+        loom_backend *be;
+        if (!tu_cpu_open(t + 1, &ctx, &be)) return;
+        loom_graph *g;
+        loom_graph_create(ctx, &(loom_graph_desc){.seed = 5}, &g);
+        loom_init u = {LOOM_INIT_UNIFORM, -1, 1};
+        loom_tensor *x = loom_param(g, "x", LOOM_F32, 2, (int64_t[]){64, 4096}, &u);
+        loom_tensor *b = loom_param(g, "b", LOOM_F32, 1, (int64_t[]){4096}, &u);
+        loom_tensor *y = loom_sum(g, loom_mul(g, loom_add(g, x, b), x), 2u, false);
+        loom_keep(y);
+        loom_plan *p;
+        CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &p));
+        CHECK_OK(ctx, loom_plan_run(p));
+        CHECK_OK(ctx, loom_plan_read(p, y, out[t], sizeof out[t]));
+        loom_plan_destroy(p);
+        loom_graph_destroy(g);
+        tu_cpu_close(ctx, be);
+    }
+    CHECK(!memcmp(out[0], out[1], sizeof out[0]), "1 and 2 threads give bitwise equal results");
+}
+
+int main(void) {
+    test_unsupported();
+    test_registry();
+    test_threads();
+    return tu_summary();
+}

@@ -1,0 +1,528 @@
+/* tests/test-opcheck.c — the op-check program: every op, every float dtype,
+ * every available backend, against the CPU f64 reference (after ggml's
+ * test-backend-ops).
+ *
+ * For each case of tests/ops/<family>.c, each backend and each float dtype:
+ * build the case graph in that dtype, append
+ *     loss = sum(cast(out, f32 | f64) * R)
+ * with R a fixed pseudo-random constant in [-1, 1], run loom_backward, keep
+ * the output and the gradient of every float parameter, compile, run once and
+ * compare them (and every float state, e.g. running statistics, and every
+ * parameter an effect op such as an optimizer step writes) with the same
+ * case built in f64 and run on the CPU backend (one thread, no memory reuse:
+ * so the CPU f64 check still tests threading and the in-place planner).
+ * The measure is NMSE = sum((a-b)^2) / sum(b^2).
+ *
+ * Results are attributed to the ops each case contains (forward ops, and the
+ * ops the backward rules of the case's own nodes create; the loss nodes the
+ * harness adds and their gradients are not credited), and one line per
+ * op x dtype x backend is printed walking the op table. An op the backend
+ * supports that no case exercises is a failure ("NO CASE").
+ *
+ * Usage: test-opcheck [-b BACKEND] [-o OPNAME] [-t DTYPE] [-v]
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "impl.h"
+#include "cases.h"
+#include "testutil.h"
+
+#define GRAPH_SEED 42u
+#define R_SEED 0x10adu /* the loss weights R */
+#define R_STREAM 7u
+#define MAX_TVALS 48
+
+static const loom_dtype DTYPES[] = {LOOM_F32, LOOM_F16, LOOM_BF16, LOOM_F64};
+#define N_DTYPES 4
+
+/* Per-dtype NMSE tolerance (times the case's tol_scale). Unit roundoff u:
+ * f64 1.1e-16, f32 6.0e-8, f16 4.9e-4, bf16 3.9e-3; one rounding gives an NMSE
+ * of about u^2/3, so these leave room for a chain of a few dozen roundings
+ * (and sums whose error grows with their length) but not for a wrong kernel.
+ * f16/bf16 inputs are the f64 values rounded, which is included. */
+static double base_tol(loom_dtype dt) {
+    switch (dt) {
+    case LOOM_F64: return 1e-20;
+    case LOOM_F32: return 1e-9;
+    case LOOM_F16: return 1e-5;
+    case LOOM_BF16: return 1e-4;
+    default: return 0;
+    }
+}
+
+static bool is16(loom_dtype dt) { return dt == LOOM_F16 || dt == LOOM_BF16; }
+
+/* ---- the cases, flattened ---- */
+typedef struct tcase {
+    const loom_op_case *c;
+    const char *family;
+} tcase;
+
+static int collect_cases(tcase **out) {
+    int n = 0;
+    for (int f = 0; loom_case_families[f]; f++)
+        for (const loom_op_case *c = loom_case_families[f]; c->name; c++) n++;
+    tcase *v = calloc((size_t)(n ? n : 1), sizeof *v);
+    if (!v) return -1;
+    n = 0;
+    for (int f = 0; loom_case_families[f]; f++)
+        for (const loom_op_case *c = loom_case_families[f]; c->name; c++)
+            v[n++] = (tcase){c, loom_case_family_names[f]};
+    *out = v;
+    return n;
+}
+
+/* ---- building a case with the loss and its backward pass ---- */
+
+/* loss = sum(cast(out, F32, or F64 for an f64 build) * R) */
+static loom_tensor *append_loss(loom_graph *g, loom_tensor *out, loom_dtype dt) {
+    if (!out) return NULL;
+    loom_dtype ldt = dt == LOOM_F64 ? LOOM_F64 : LOOM_F32;
+    int64_t n = loom_tensor_numel(out);
+    double *r = malloc((size_t)n * sizeof *r);
+    void *buf = malloc((size_t)n * loom_dtype_size(ldt));
+    loom_tensor *R = NULL;
+    if (r && buf) {
+        /* 2u - 1 with u a 24-bit fraction: exact in f32, so every dtype gets the same R */
+        for (int64_t i = 0; i < n; i++) r[i] = 2.0 * loom_philox_uniform(R_SEED, R_STREAM, (uint64_t)i) - 1.0;
+        loom_convert(r, LOOM_F64, buf, ldt, (size_t)n);
+        R = loom_constant(g, "opcheck.R", ldt, out->ndim, out->dims, buf);
+    }
+    free(r), free(buf);
+    if (!R) return NULL;
+    return loom_sum(g, loom_mul(g, loom_cast(g, out, ldt), R), 0, false);
+}
+
+/* How many nodes loom_backward creates for the loss nodes alone (the fill of
+ * the loss gradient and the rules of sum, mul and cast), found by building the
+ * loss over a parameter shaped like out. They are the first nodes backward
+ * appends, since it walks from the loss down. -1 on failure. */
+static int harness_backward_nodes(loom_ctx *ctx, const loom_tensor *out, loom_dtype dt) {
+    loom_graph *g;
+    loom_graph_desc gd = {GRAPH_SEED};
+    if (loom_graph_create(ctx, &gd, &g) != LOOM_OK) return -1;
+    loom_tensor *p = loom_param(g, "opcheck.p", out->dtype, out->ndim, out->dims, NULL);
+    loom_tensor *loss = append_loss(g, p, dt);
+    int n1 = loom_graph_node_count(g), h = -1;
+    if (loss && loom_backward(g, loss) == LOOM_OK) h = loom_graph_node_count(g) - n1;
+    loom_graph_destroy(g);
+    return h;
+}
+
+static void scan_ops(const loom_graph *g, int from, int to, bool *ops) {
+    for (int i = from; i < to && i < g->n; i++)
+        if (g->nodes[i]->op >= 0) ops[g->nodes[i]->op] = true;
+}
+
+/* A tensor to compare, with its label ("output", "grad of 'w'", "state 'rm'"). */
+typedef struct tval {
+    char label[96];
+    loom_tensor *t;
+    double *v;
+    int64_t n;
+} tval;
+
+enum { R_OK, R_BUILD, R_UNSUPPORTED, R_RUN };
+
+typedef struct result {
+    int status;
+    char err[512];
+    bool ops[LOOM_OP_COUNT];
+    bool grads; /* the backward pass was included */
+    int nt;
+    tval t[MAX_TVALS];
+} result;
+
+static void result_free(result *r) {
+    for (int i = 0; i < r->nt; i++) free(r->t[i].v);
+    r->nt = 0;
+}
+
+static void add_tval(result *r, loom_tensor *t, const char *fmt, const char *name) {
+    if (r->nt == MAX_TVALS) return;
+    tval *v = &r->t[r->nt++];
+    snprintf(v->label, sizeof v->label, fmt, name);
+    v->t = t;
+    loom_keep(t);
+}
+
+/* Build case c in dt (with the backward pass if grads) into a fresh graph.
+ * On failure r->status/err say why; the graph is returned in any case. */
+static loom_graph *build_case(loom_ctx *ctx, const loom_op_case *c, loom_dtype dt, bool grads, result *r,
+                              bool *backward_failed) {
+    *backward_failed = false;
+    loom_graph *g;
+    loom_graph_desc gd = {GRAPH_SEED};
+    if (loom_graph_create(ctx, &gd, &g) != LOOM_OK) {
+        r->status = R_BUILD;
+        snprintf(r->err, sizeof r->err, "cannot create a graph: %s", loom_last_error(ctx));
+        return NULL;
+    }
+    loom_tensor *out = c->build(g, dt, c->variant);
+    int n0 = loom_graph_node_count(g);
+    scan_ops(g, 0, n0, r->ops);
+    if (!out || loom_graph_status(g) != LOOM_OK) {
+        r->status = R_BUILD;
+        snprintf(r->err, sizeof r->err, "build failed: %s", loom_last_error(ctx));
+        return g;
+    }
+    loom_tensor *loss = append_loss(g, out, dt);
+    int n1 = loom_graph_node_count(g);
+    if (!loss) {
+        r->status = R_BUILD;
+        snprintf(r->err, sizeof r->err, "building the loss failed: %s", loom_last_error(ctx));
+        return g;
+    }
+    if (grads && loom_requires_grad(loss)) {
+        int h = harness_backward_nodes(ctx, out, dt);
+        if (h < 0) {
+            r->status = R_BUILD;
+            snprintf(r->err, sizeof r->err, "the loss alone has no backward pass: %s", loom_last_error(ctx));
+            return g;
+        }
+        if (loom_backward(g, loss) != LOOM_OK) {
+            r->status = R_BUILD;
+            *backward_failed = true;
+            snprintf(r->err, sizeof r->err, "backward failed: %s", loom_last_error(ctx));
+            return g;
+        }
+        scan_ops(g, n1 + h, loom_graph_node_count(g), r->ops);
+        r->grads = true;
+    }
+    add_tval(r, out, "%s", "output");
+    /* parameters that an effect op (an optimizer step) writes */
+    bool *written = calloc((size_t)n0, 1);
+    for (int i = 0; written && i < n0; i++) {
+        const loom_tensor *t = g->nodes[i];
+        if (t->op >= 0 && (loom__ops[t->op].flags & LOOM__OPF_EFFECT))
+            for (int k = 0; k < t->nsrc; k++)
+                if (t->src[k]->id < n0) written[t->src[k]->id] = true;
+    }
+    for (int i = 0; i < n0; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (t->leaf == LOOM__PARAM && loom_dtype_is_float(t->dtype) && t->grad)
+            add_tval(r, t->grad, "grad of '%s'", t->name);
+        if (t->leaf == LOOM__PARAM && loom_dtype_is_float(t->dtype) && written && written[i])
+            add_tval(r, t, "param '%s' after the run", t->name);
+        if (t->leaf == LOOM__STATE && loom_dtype_is_float(t->dtype)) add_tval(r, t, "state '%s'", t->name);
+    }
+    free(written);
+    r->status = R_OK;
+    return g;
+}
+
+/* Build, compile on be and run once; read every compared tensor as f64. */
+static void run_case(loom_ctx *ctx, loom_backend *be, const loom_op_case *c, loom_dtype dt, bool no_reuse, result *r) {
+    memset(r, 0, sizeof *r);
+    bool bw_failed;
+    loom_graph *g = build_case(ctx, c, dt, true, r, &bw_failed);
+    if (bw_failed && (c->flags & TC_NO_GRADCHECK)) {
+        /* a case without a gradient: compare the output alone */
+        loom_graph_destroy(g);
+        memset(r, 0, sizeof *r);
+        g = build_case(ctx, c, dt, false, r, &bw_failed);
+    }
+    if (r->status != R_OK) {
+        loom_graph_destroy(g);
+        return;
+    }
+    loom_plan *plan = NULL;
+    loom_plan_desc pd = {0};
+    pd.no_reuse = no_reuse;
+    loom_status st = loom_plan_compile(g, be, &pd, &plan);
+    if (st != LOOM_OK) {
+        r->status = st == LOOM_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_RUN;
+        snprintf(r->err, sizeof r->err, "compile: %s", loom_last_error(ctx));
+        loom_graph_destroy(g);
+        return;
+    }
+    if ((st = loom_plan_run(plan)) != LOOM_OK) {
+        r->status = R_RUN;
+        snprintf(r->err, sizeof r->err, "run: %s: %s", loom_status_str(st), loom_last_error(ctx));
+    }
+    for (int i = 0; i < r->nt && r->status == R_OK; i++) {
+        tval *v = &r->t[i];
+        v->n = loom_tensor_numel(v->t);
+        v->v = malloc((size_t)v->n * sizeof *v->v);
+        if (!v->v) {
+            r->status = R_RUN;
+            snprintf(r->err, sizeof r->err, "out of memory");
+        } else if ((st = loom_plan_read_f64(plan, v->t, v->v, (size_t)v->n)) != LOOM_OK) {
+            r->status = R_RUN;
+            snprintf(r->err, sizeof r->err, "reading %s: %s", v->label, loom_last_error(ctx));
+        }
+        v->t = NULL; /* the graph goes away below */
+    }
+    for (int i = 0; i < r->nt; i++) r->t[i].t = NULL;
+    loom_plan_destroy(plan);
+    loom_graph_destroy(g);
+}
+
+/* ---- comparison ---- */
+
+/* NMSE of a against the reference b. When the reference is ~0 (rms below
+ * 1e-6) the relative measure means nothing and the absolute sum of squares is
+ * used. Any non-finite value is an infinite error. *worst = index of the
+ * largest |a-b|. */
+static double nmse(const double *a, const double *b, int64_t n, int64_t *worst) {
+    double e = 0, d = 0, wd = -1;
+    *worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) {
+            *worst = i;
+            return INFINITY;
+        }
+        double diff = a[i] - b[i];
+        e += diff * diff;
+        d += b[i] * b[i];
+        if (fabs(diff) > wd) wd = fabs(diff), *worst = i;
+    }
+    return d > (double)n * 1e-12 ? e / d : e;
+}
+
+/* ---- per op bookkeeping ---- */
+typedef struct opstat {
+    int n_ok;        /* cases that passed */
+    int n_fail;      /* cases that failed */
+    int n_unsup;     /* cases the backend could not compile */
+    int n_16skip;    /* cases flagged TC_NO_16BIT (16-bit dtypes only) */
+    double max_nmse; /* over the passing cases' compared tensors */
+    char fail[1100]; /* the first failure */
+} opstat;
+
+static opstat stats[LOOM_OP_COUNT][LOOM_DTYPE_COUNT];
+
+typedef struct options {
+    const char *backend;
+    int op;  /* -1 = all */
+    int dt;  /* -1 = all */
+    bool verbose;
+} options;
+
+static void usage(const char *argv0) {
+    printf("usage: %s [-b BACKEND] [-o OPNAME] [-t f32|f16|bf16|f64] [-v]\n", argv0);
+}
+
+static int find_op(const char *name) {
+    for (int i = 0; i < loom_op_count(); i++)
+        if (strcmp(loom_op_name(i), name) == 0) return i;
+    return -1;
+}
+
+/* Check one case on one backend and dtype against its reference. */
+static void check_case(loom_ctx *ctx, loom_backend *be, const tcase *tc, loom_dtype dt, const result *ref,
+                       const options *o) {
+    const loom_op_case *c = tc->c;
+    const char *bn = loom_backend_name(be), *dn = loom_dtype_name(dt);
+    result r;
+    run_case(ctx, be, c, dt, false, &r);
+    if (o->op >= 0 && !r.ops[o->op]) {
+        result_free(&r);
+        return;
+    }
+    char msg[1024] = "";
+    bool failed = false;
+    double worst_ratio = 0, worst_nmse = 0;
+    double tol = base_tol(dt) * (c->tol_scale > 0 ? c->tol_scale : 1.0);
+
+    if (r.status == R_UNSUPPORTED) {
+        for (int op = 0; op < LOOM_OP_COUNT; op++)
+            if (r.ops[op]) stats[op][dt].n_unsup++;
+        if (o->verbose) printf("  [%s %s] %-40s not supported: %s\n", bn, dn, c->name, r.err);
+        result_free(&r);
+        return;
+    }
+    if (ref->status != R_OK) {
+        failed = true;
+        snprintf(msg, sizeof msg, "the cpu f64 reference failed: %s", ref->err);
+    } else if (r.status != R_OK) {
+        failed = true;
+        snprintf(msg, sizeof msg, "%s", r.err);
+    } else {
+        /* every reference tensor must be present in the test, and vice versa */
+        for (int i = 0; i < r.nt && !failed; i++) {
+            bool found = false;
+            for (int k = 0; k < ref->nt; k++) found |= strcmp(ref->t[k].label, r.t[i].label) == 0;
+            if (!found) {
+                failed = true;
+                snprintf(msg, sizeof msg, "%s exists here but not in the reference", r.t[i].label);
+            }
+        }
+        for (int k = 0; k < ref->nt && !failed; k++) {
+            const tval *b = &ref->t[k], *a = NULL;
+            for (int i = 0; i < r.nt; i++)
+                if (strcmp(r.t[i].label, b->label) == 0) a = &r.t[i];
+            if (!a) {
+                failed = true;
+                snprintf(msg, sizeof msg, "%s missing (the reference has it)", b->label);
+                break;
+            }
+            if (a->n != b->n) {
+                failed = true;
+                snprintf(msg, sizeof msg, "%s has %lld elements, the reference %lld", b->label, (long long)a->n,
+                         (long long)b->n);
+                break;
+            }
+            int64_t w;
+            double e = nmse(a->v, b->v, b->n, &w);
+            if (!(e <= tol)) {
+                failed = true;
+                snprintf(msg, sizeof msg, "%s nmse %.2e > tol %.1e (n=%lld; worst [%lld]: %.9g vs ref %.9g)", b->label,
+                         e, tol, (long long)b->n, (long long)w, a->v[w], b->v[w]);
+                break;
+            }
+            if (e / tol >= worst_ratio) worst_ratio = e / tol, worst_nmse = e;
+        }
+    }
+
+    for (int op = 0; op < LOOM_OP_COUNT; op++) {
+        if (!r.ops[op]) continue;
+        opstat *s = &stats[op][dt];
+        if (failed) {
+            if (!s->n_fail) snprintf(s->fail, sizeof s->fail, "case \"%s\": %s", c->name, msg);
+            s->n_fail++;
+        } else {
+            s->n_ok++;
+            if (worst_nmse > s->max_nmse) s->max_nmse = worst_nmse;
+        }
+    }
+    if (failed) {
+        printf("FAIL [%s %s] case \"%s\" (%s): %s\n", bn, dn, c->name, tc->family, msg);
+        /* a failure no op line can show (nothing was built) still counts */
+        bool any = false;
+        for (int op = 0; op < LOOM_OP_COUNT; op++) any |= r.ops[op];
+        if (!any) tu_failed++;
+    } else if (o->verbose) {
+        printf("  [%s %s] %-40s ok  (%d tensors%s, max nmse %.1e, tol %.0e)\n", bn, dn, c->name, r.nt,
+               r.grads ? "" : ", no backward", worst_nmse, tol);
+    }
+    result_free(&r);
+}
+
+/* One line per op and dtype for backend be; returns nothing, counts checks. */
+static void report_backend(loom_backend *be, const options *o) {
+    const char *bn = loom_backend_name(be);
+    int n_ok = 0, n_fail = 0, n_none = 0, n_unsup = 0, n_untested = 0;
+    for (int op = 0; op < LOOM_OP_COUNT; op++) {
+        if (o->op >= 0 && op != o->op) continue;
+        for (int k = 0; k < N_DTYPES; k++) {
+            loom_dtype dt = DTYPES[k];
+            if (o->dt >= 0 && (int)dt != o->dt) continue;
+            const opstat *s = &stats[op][dt];
+            const char *name = loom_op_name(op), *dn = loom_dtype_name(dt);
+            if (s->n_fail) {
+                printf("  %-26s %-5s %-7s FAIL (%d of %d cases; %s)\n", name, dn, bn, s->n_fail, s->n_fail + s->n_ok,
+                       s->fail);
+                tu_failed++;
+                n_fail++;
+            } else if (s->n_ok) {
+                printf("  %-26s %-5s %-7s OK   (%d cases, max nmse %.1e)\n", name, dn, bn, s->n_ok, s->max_nmse);
+                tu_passed++;
+                n_ok++;
+            } else if (!loom_backend_supports(be, op, dt)) {
+                printf("  %-26s %-5s %-7s not supported\n", name, dn, bn);
+                n_unsup++;
+            } else if (s->n_unsup) {
+                /* the op has cases, but each also needs an op this backend lacks in this dtype */
+                printf("  %-26s %-5s %-7s untested (%d case(s) need ops %s lacks in %s)\n", name, dn, bn, s->n_unsup,
+                       bn, dn);
+                n_untested++;
+            } else {
+                printf("  %-26s %-5s %-7s NO CASE\n", name, dn, bn);
+                tu_failed++;
+                n_none++;
+            }
+        }
+    }
+    printf("backend %s: %d OK, %d FAIL, %d NO CASE, %d not supported, %d untested\n", bn, n_ok, n_fail, n_none, n_unsup,
+           n_untested);
+}
+
+int main(int argc, char **argv) {
+    options o = {NULL, -1, -1, false};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) {
+            o.verbose = true;
+        } else if (!strcmp(argv[i], "-b") && i + 1 < argc) {
+            o.backend = argv[++i];
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            if ((o.op = find_op(argv[++i])) < 0) {
+                printf("unknown op '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+            o.dt = loom_dtype_parse(argv[++i]);
+            if (o.dt < 0 || !loom_dtype_is_float((loom_dtype)o.dt)) {
+                printf("-t: '%s' is not a float dtype (f32, f16, bf16, f64)\n", argv[i]);
+                return 2;
+            }
+        } else {
+            usage(argv[0]);
+            return 2;
+        }
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    loom_ctx *ctx;
+    loom_backend *refbe;
+    if (!tu_cpu_open(1, &ctx, &refbe)) return 1;
+    tcase *cases;
+    int ncases = collect_cases(&cases);
+    if (ncases < 0) return 1;
+    int nfam = 0;
+    while (loom_case_family_names[nfam]) nfam++;
+    printf("op-check: %d cases in %d families; reference: cpu f64, 1 thread, no memory reuse\n", ncases, nfam);
+    result *refs = calloc((size_t)(ncases ? ncases : 1), sizeof *refs);
+    bool *have_ref = calloc((size_t)(ncases ? ncases : 1), 1);
+    if (!refs || !have_ref) return 1;
+
+    const char *names[16];
+    int nb = loom_backend_list(names, 16);
+    int n_run = 0;
+    for (int b = 0; b < nb && b < 16; b++) {
+        if (o.backend && strcmp(o.backend, names[b]) != 0) continue;
+        const char *why = NULL;
+        if (!loom_backend_available(ctx, names[b], &why)) {
+            printf("backend %s: skipped: %s\n", names[b], why ? why : "not available");
+            continue;
+        }
+        loom_backend *be;
+        if (loom_backend_create(ctx, names[b], NULL, &be) != LOOM_OK) {
+            printf("backend %s: skipped: %s\n", names[b], loom_last_error(ctx));
+            continue;
+        }
+        n_run++;
+        memset(stats, 0, sizeof stats);
+        for (int k = 0; k < N_DTYPES; k++) {
+            loom_dtype dt = DTYPES[k];
+            if (o.dt >= 0 && (int)dt != o.dt) continue;
+            for (int i = 0; i < ncases; i++) {
+                const loom_op_case *c = cases[i].c;
+                if (is16(dt) && (c->flags & TC_NO_16BIT)) continue;
+                if (!have_ref[i]) {
+                    run_case(ctx, refbe, c, LOOM_F64, true, &refs[i]);
+                    have_ref[i] = true;
+                    if (refs[i].status != R_OK)
+                        printf("reference for case \"%s\" (%s) failed: %s\n", c->name, cases[i].family, refs[i].err);
+                }
+                check_case(ctx, be, &cases[i], dt, &refs[i], &o);
+            }
+        }
+        printf("backend %s: per op, dtype (cases and the largest NMSE of any compared tensor):\n", names[b]);
+        report_backend(be, &o);
+        loom_backend_destroy(be);
+    }
+    if (o.backend && !n_run) printf("backend '%s' is not available\n", o.backend);
+
+    for (int i = 0; i < ncases; i++) result_free(&refs[i]);
+    free(refs), free(have_ref), free(cases);
+    tu_cpu_close(ctx, refbe);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("op-check took %.2f s\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    if (!n_run) return tu_skip("no backend could run");
+    return tu_summary();
+}

@@ -1,0 +1,81 @@
+/* tests/testutil.h — tiny helpers shared by the loom test programs.
+ *
+ * defines: CHECK, CHECK_OK, tu_summary, tu_skip, tu_cpu_open, tu_cpu_close.
+ *
+ * Header-only: each test program is one translation unit, so the counters are
+ * file-static. A test ends with `return tu_summary();`, which prints the plain
+ * closing line "N passed, N failed" that the CI reads, and returns the exit
+ * code (0 when nothing failed). A test that cannot run here (missing hardware)
+ * returns tu_skip(reason): exit code 77, which ctest reports as skipped.
+ */
+#ifndef LOOM_TESTUTIL_H
+#define LOOM_TESTUTIL_H
+
+#include <stdio.h>
+
+#include "loom/loom.h"
+
+static int tu_passed, tu_failed;
+
+/* Count cond as one check; on failure print file:line and the printf-style
+ * message (the first variadic argument is the format). */
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (cond) {                                               \
+            tu_passed++;                                          \
+        } else {                                                  \
+            tu_failed++;                                          \
+            printf("%s:%d: FAIL: ", __FILE__, __LINE__);          \
+            printf(__VA_ARGS__);                                  \
+            printf("\n");                                         \
+            fflush(stdout);                                       \
+        }                                                         \
+    } while (0)
+
+/* A loom call that must return LOOM_OK; on failure the message includes the
+ * call text and the context's last error. */
+#define CHECK_OK(ctx, call)                                                                           \
+    do {                                                                                              \
+        loom_status tu_st_ = (call);                                                                  \
+        CHECK(tu_st_ == LOOM_OK, "%s -> %s: %s", #call, loom_status_str(tu_st_), loom_last_error(ctx)); \
+    } while (0)
+
+/* Print the closing line and return the exit code. */
+static inline int tu_summary(void) {
+    printf("%d passed, %d failed\n", tu_passed, tu_failed);
+    fflush(stdout);
+    return tu_failed ? 1 : 0;
+}
+
+/* The whole test cannot run here: say why, exit code 77 (ctest: skipped). */
+static inline int tu_skip(const char *why) {
+    printf("SKIP: %s\n", why);
+    fflush(stdout);
+    return 77;
+}
+
+/* A context and a CPU backend with `threads` workers (0 = the context's
+ * default). Returns false (after printing why) on failure. */
+static inline bool tu_cpu_open(int threads, loom_ctx **ctx, loom_backend **be) {
+    *ctx = NULL, *be = NULL;
+    if (loom_ctx_create(NULL, ctx) != LOOM_OK) {
+        printf("cannot create a loom context\n");
+        return false;
+    }
+    loom_backend_desc d = {0};
+    d.threads = threads;
+    if (loom_backend_create(*ctx, "cpu", &d, be) != LOOM_OK) {
+        printf("cannot create the cpu backend: %s\n", loom_last_error(*ctx));
+        loom_ctx_destroy(*ctx);
+        *ctx = NULL;
+        return false;
+    }
+    return true;
+}
+
+static inline void tu_cpu_close(loom_ctx *ctx, loom_backend *be) {
+    loom_backend_destroy(be);
+    loom_ctx_destroy(ctx);
+}
+
+#endif
