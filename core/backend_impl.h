@@ -47,6 +47,7 @@ typedef struct loom__backend_vtbl {
     loom_status (*plan_run)(loom_backend *be, loom_plan *p);
     void (*plan_release)(loom_backend *be, loom_plan *p);
     loom_status (*synchronize)(loom_backend *be);
+    bool can_profile; /* plan_run fills p->node_seconds when it is set */
 
     const loom__kernel *kernels; /* [LOOM_OP_COUNT] */
 } loom__backend_vtbl;
@@ -77,6 +78,8 @@ struct loom_plan {
     const loom_plan *share;
     loom_plan_memory mem;
     uint64_t step;
+    double *node_seconds;     /* by exec index, accumulated while profiling (NULL = off) */
+    int64_t profiled_runs;
     void *impl;               /* backend-private per-plan data */
 };
 

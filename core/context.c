@@ -50,11 +50,13 @@ void loom_clear_error(loom_ctx *ctx) {
 loom_status loom__err(loom_ctx *ctx, loom_status st, const char *fmt, ...) {
     if (!ctx) return st;
     ctx->last_status = st;
-    if (fmt) {
+    if (fmt) { /* format apart: an argument may be ctx->last_error itself */
+        char msg[sizeof ctx->last_error];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        memcpy(ctx->last_error, msg, sizeof msg);
     } else {
         snprintf(ctx->last_error, sizeof ctx->last_error, "%s", loom_status_str(st));
     }

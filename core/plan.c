@@ -304,14 +304,48 @@ void loom_plan_destroy(loom_plan *p) {
     if (be->vt->plan_release) be->vt->plan_release(be, p);
     for (int i = 0; i < p->n_owned; i++) be->vt->buffer_free(be, p->owned[i]);
     if (p->arena) be->vt->buffer_free(be, p->arena);
-    free(p->exec), free(p->addr), free(p->inplace), free(p->owned);
+    free(p->exec), free(p->addr), free(p->inplace), free(p->owned), free(p->node_seconds);
     free(p);
+}
+
+loom_status loom_plan_set_profiling(loom_plan *p, bool on) {
+    if (on && !p->be->vt->can_profile)
+        return loom__err(p->ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' cannot time ops", p->be->vt->name);
+    free(p->node_seconds);
+    p->node_seconds = NULL;
+    p->profiled_runs = 0;
+    if (on && !(p->node_seconds = calloc((size_t)p->n_exec + 1, sizeof *p->node_seconds)))
+        return loom__err(p->ctx, LOOM_ERR_OOM, "plan: out of memory for profiling");
+    return LOOM_OK;
+}
+
+int loom_plan_profile(const loom_plan *p, loom_op_time *out, int max) {
+    if (!p->node_seconds) return -1;
+    loom_op_time acc[LOOM_OP_COUNT] = {{0}};
+    for (int e = 0; e < p->n_exec; e++) {
+        int op = p->exec[e]->op;
+        acc[op].op = loom_op_name(op);
+        acc[op].seconds += p->node_seconds[e];
+        acc[op].calls += p->profiled_runs;
+        acc[op].runs = p->profiled_runs;
+    }
+    int n = 0;
+    for (int k = 0; k < LOOM_OP_COUNT && n < max; k++) {
+        int best = -1;
+        for (int op = 0; op < LOOM_OP_COUNT; op++)
+            if (acc[op].op && (best < 0 || acc[op].seconds > acc[best].seconds)) best = op;
+        if (best < 0) break;
+        out[n++] = acc[best];
+        acc[best].op = NULL;
+    }
+    return n;
 }
 
 /* ---- running and host access ---- */
 loom_status loom_plan_run(loom_plan *p) {
     loom_status st = p->be->vt->plan_run(p->be, p);
     if (st == LOOM_OK) p->step++;
+    if (st == LOOM_OK && p->node_seconds) p->profiled_runs++;
     return st;
 }
 

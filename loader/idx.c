@@ -1,6 +1,9 @@
 /* loader/idx.c — IDX files (the MNIST family), gzip-compressed or plain,
  * read through zlib, with full validation. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../core/impl.h"
@@ -27,18 +30,31 @@ static int read_full(gzFile f, void *buf, size_t n, size_t *got) {
     return 0;
 }
 
+/* zlib's message without the "path: " prefix it adds. */
+static const char *gz_reason(gzFile f, const char *path) {
+    int errnum = 0;
+    const char *m = gzerror(f, &errnum);
+    size_t n = strlen(path);
+    if (!strncmp(m, path, n) && m[n] == ':' && m[n + 1] == ' ') m += n + 2;
+    return m;
+}
+
 static loom_status read_idx(loom_ctx *ctx, const char *path, int min_dims, int max_dims, idx *out) {
-    FILE *probe = fopen(path, "rb");
-    if (!probe) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    fclose(probe);
+    /* probe first: a clear message for a missing file, and no blocking on
+     * (or reading from) a directory, FIFO or device */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    close(fd);
+    if (!regular) return loom__err(ctx, LOOM_ERR_IO, "%s: not a regular file", path);
     gzFile f = gzopen(path, "rb");
     if (!f) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     loom_status st = LOOM_OK;
     uint8_t head[4];
     size_t got = 0;
-    int errnum = 0;
     if (read_full(f, head, 4, &got) != 0) {
-        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: read error: %s", path, gzerror(f, &errnum));
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: read error (corrupt gzip stream?): %s", path, gz_reason(f, path));
         goto done;
     }
     if (got < 4) {
@@ -73,29 +89,53 @@ static loom_status read_idx(loom_ctx *ctx, const char *path, int min_dims, int m
             goto done;
         }
         out->dims[i] = d;
-        total *= d;
-        if (total > ((int64_t)1 << 36)) {
-            st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: %lld elements is more than loom reads from one IDX file", path,
-                           (long long)total);
+        /* checked before multiplying: 2^36 * 2^28 would overflow int64 */
+        if (total > ((int64_t)1 << 36) / d) {
+            st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: the dimensions describe more than 2^36 elements, more than loom reads from one IDX file",
+                           path);
             goto done;
         }
+        total *= d;
     }
     out->ndim = nd;
     out->count = total;
-    out->data = malloc((size_t)total);
+    /* The buffer grows as data arrives (64 MiB, then doubling), so a small
+     * corrupt file that claims a huge size fails as truncated without first
+     * allocating that size. */
+    size_t cap = total < ((int64_t)64 << 20) ? (size_t)total : (size_t)64 << 20, have = 0;
+    out->data = malloc(cap);
+    bool rerr = false;
+    while (out->data) {
+        if (read_full(f, out->data + have, cap - have, &got) != 0) {
+            rerr = true;
+            break;
+        }
+        have += got;
+        if (have < cap || have == (size_t)total) break;
+        size_t ncap = cap * 2 < (size_t)total ? cap * 2 : (size_t)total;
+        uint8_t *grown = realloc(out->data, ncap);
+        if (!grown) {
+            free(out->data);
+            out->data = NULL;
+            break;
+        }
+        out->data = grown, cap = ncap;
+    }
     if (!out->data) {
         st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory for %lld bytes", path, (long long)total);
         goto done;
     }
-    if (read_full(f, out->data, (size_t)total, &got) != 0) {
-        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: read error (corrupt gzip stream?): %s", path, gzerror(f, &errnum));
+    got = have;
+    if (rerr) {
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: read error (corrupt gzip stream?): %s", path, gz_reason(f, path));
     } else if ((int64_t)got < total) {
-        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated: %zu of %lld data bytes present", path, got, (long long)total);
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated: %zu of %lld data bytes present%s", path, got, (long long)total,
+                       gzdirect(f) ? "" : " (the gzip stream ends early)");
     } else {
         uint8_t extra;
         if (read_full(f, &extra, 1, &got) != 0)
             st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: read error after the data (corrupt gzip stream?): %s", path,
-                           gzerror(f, &errnum));
+                           gz_reason(f, path));
         else if (got)
             st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: trailing bytes after %lld data bytes", path, (long long)total);
     }

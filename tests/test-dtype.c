@@ -15,7 +15,6 @@
 #include "loom/loom.h"
 #include "testutil.h"
 
-
 static uint32_t bits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -99,7 +98,8 @@ static void test_exhaustive_round_trip(void) {
             if (!f16_is_nan(back)) rt_bad++;
         } else {
             if (bits(f) != bits(r)) {
-                if (dec_bad++ < 5) printf("  f16 %04x -> %08x, expected %08x\n", h, (unsigned)bits(f), (unsigned)bits(r));
+                if (dec_bad++ < 5)
+                    printf("  f16 %04x -> %08x, expected %08x\n", h, (unsigned)bits(f), (unsigned)bits(r));
             }
             if (back != h) {
                 if (rt_bad++ < 5) printf("  f16 %04x -> f32 -> %04x\n", h, back);
@@ -112,7 +112,8 @@ static void test_exhaustive_round_trip(void) {
             if (!bf16_is_nan(bback)) brt_bad++;
         } else {
             if (bits(bf) != bits(br) || bits(bf) != (uint32_t)h << 16) {
-                if (bdec_bad++ < 5) printf("  bf16 %04x -> %08x, expected %08x\n", h, (unsigned)bits(bf), (unsigned)bits(br));
+                if (bdec_bad++ < 5)
+                    printf("  bf16 %04x -> %08x, expected %08x\n", h, (unsigned)bits(bf), (unsigned)bits(br));
             }
             if (bback != h) {
                 if (brt_bad++ < 5) printf("  bf16 %04x -> f32 -> %04x\n", h, bback);
@@ -160,8 +161,7 @@ static void test_all_ties(void) {
                      c = loom_f32_to_bf16(from_bits(s32 | (m + 1)));
             bn += 3;
             if (a != (s16 | even) || b != (s16 | k) || c != (s16 | (k + 1))) {
-                if (bbad++ < 5)
-                    printf("  bf16 tie after %04x: got %04x %04x %04x\n", k, b, a, c);
+                if (bbad++ < 5) printf("  bf16 tie after %04x: got %04x %04x %04x\n", k, b, a, c);
             }
         }
     }
@@ -225,7 +225,7 @@ static void test_convert_pairs(void) {
                 if (got != want) {
                     if (bad++ < 3)
                         printf("  convert %s -> %s: %g -> %g, expected %g\n", loom_dtype_name((loom_dtype)s),
-                                loom_dtype_name((loom_dtype)d), src[i], got, want);
+                               loom_dtype_name((loom_dtype)d), src[i], got, want);
                 }
             }
             /* nothing past n elements is written */
@@ -262,7 +262,7 @@ static void test_table(void) {
         loom_dtype dt;
         size_t size;
         bool is_float;
-    } want[] = {{"f32", LOOM_F32, 4, true}, {"f16", LOOM_F16, 2, true}, {"bf16", LOOM_BF16, 2, true},
+    } want[] = {{"f32", LOOM_F32, 4, true}, {"f16", LOOM_F16, 2, true},  {"bf16", LOOM_BF16, 2, true},
                 {"f64", LOOM_F64, 8, true}, {"i32", LOOM_I32, 4, false}, {"u8", LOOM_U8, 1, false}};
     CHECK(LOOM_DTYPE_COUNT == 6, "LOOM_DTYPE_COUNT is %d; this test knows 6 dtypes", (int)LOOM_DTYPE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -270,8 +270,7 @@ static void test_table(void) {
               loom_dtype_parse(want[i].name));
         CHECK(strcmp(loom_dtype_name(want[i].dt), want[i].name) == 0, "name(%d) = '%s'", (int)want[i].dt,
               loom_dtype_name(want[i].dt));
-        CHECK(loom_dtype_size(want[i].dt) == want[i].size, "size(%s) = %zu", want[i].name,
-              loom_dtype_size(want[i].dt));
+        CHECK(loom_dtype_size(want[i].dt) == want[i].size, "size(%s) = %zu", want[i].name, loom_dtype_size(want[i].dt));
         CHECK(loom_dtype_is_float(want[i].dt) == want[i].is_float, "is_float(%s)", want[i].name);
     }
     CHECK(loom_dtype_parse("f8") == -1, "parse('f8') = %d", loom_dtype_parse("f8"));

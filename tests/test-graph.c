@@ -134,8 +134,7 @@ static void test_sticky_failure(void) {
 }
 
 /* One bad leaf on a fresh graph: returns NULL, sets `want`, message has `sub`. */
-static void bad_leaf(const char *what, loom_status want, const char *sub,
-                     loom_tensor *(*make)(loom_graph *g)) {
+static void bad_leaf(const char *what, loom_status want, const char *sub, loom_tensor *(*make)(loom_graph *g)) {
     loom_graph *g = graph();
     if (!g) return;
     loom_tensor *t = make(g);
@@ -343,8 +342,10 @@ static void test_grad_accumulation(void) {
         CHECK_OK(ctx, loom_backward(g, loss));
         bool all = true;
         for (int i = 0; i < NX; i++) {
-            if (loom_grad(x[i])) loom_keep(loom_grad(x[i]));
-            else all = false;
+            if (loom_grad(x[i]))
+                loom_keep(loom_grad(x[i]));
+            else
+                all = false;
         }
         CHECK(all, "a used-twice param has no gradient");
         loom_plan *p = all ? compile(g) : NULL;
@@ -414,8 +415,8 @@ static void test_plan_access(void) {
 
     loom_status st = loom_plan_read(p, mid, buf, sizeof buf);
     CHECK(st == LOOM_ERR_INVALID_ARG, "read of a non-kept intermediate: %s", loom_status_str(st));
-    CHECK(has(loom_last_error(ctx), loom_tensor_name(mid)) && has(loom_last_error(ctx), "loom_keep"),
-          "message: '%s'", loom_last_error(ctx));
+    CHECK(has(loom_last_error(ctx), loom_tensor_name(mid)) && has(loom_last_error(ctx), "loom_keep"), "message: '%s'",
+          loom_last_error(ctx));
     printf("read error: %s\n", loom_last_error(ctx));
     st = loom_plan_read(p, dead, buf, sizeof buf);
     CHECK(st == LOOM_ERR_INVALID_ARG, "read of a removed node: %s", loom_status_str(st));
@@ -469,7 +470,8 @@ static void test_backends(void) {
     CHECK(b == NULL, "failed create leaves *out set");
     const char *msg = loom_last_error(ctx);
     CHECK(has(msg, "'tpu'"), "message does not name the request: '%s'", msg);
-    for (int i = 0; i < n && i < 8; i++) CHECK(has(msg, names[i]), "message does not list built backend '%s': '%s'", names[i], msg);
+    for (int i = 0; i < n && i < 8; i++)
+        CHECK(has(msg, names[i]), "message does not list built backend '%s': '%s'", names[i], msg);
     printf("backend error: %s\n", msg);
     st = loom_backend_create(ctx, NULL, NULL, &b);
     CHECK(st == LOOM_ERR_UNSUPPORTED && b == NULL, "backend NULL: %s", loom_status_str(st));

@@ -15,7 +15,6 @@
 #include "loom/loom.h"
 #include "testutil.h"
 
-
 /* ---- known answers ----
  * Random123 tests/kat_vectors, rows "philox4x32 10" (counter[4] key[2] ->
  * output[4]). Taken from DEShawResearch/Random123-Boost,
@@ -68,8 +67,8 @@ static void test_uniform(void) {
         }
     }
     double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-    printf("uniform: %llu samples, mean %.5f (0.5), var %.5f (%.5f), min %.2e, max 1-%.2e\n", (unsigned long long)n, mean,
-           var, 1.0 / 12, lo, 1.0 - hi);
+    printf("uniform: %llu samples, mean %.5f (0.5), var %.5f (%.5f), min %.2e, max 1-%.2e\n", (unsigned long long)n,
+           mean, var, 1.0 / 12, lo, 1.0 - hi);
     CHECK(out_of_range == 0, "%d uniforms outside [0, 1)", out_of_range);
     CHECK(fabs(mean - 0.5) < 2e-3, "uniform mean %.5f", mean); /* sigma of the mean: 2.9e-4 */
     CHECK(fabs(var - 1.0 / 12) < 1e-3, "uniform variance %.5f", var);
@@ -190,8 +189,8 @@ static void test_init(env *e) {
     const loom_init ku = {LOOM_INIT_KAIMING_UNIFORM, 0, 0}, ku5 = {LOOM_INIT_KAIMING_UNIFORM, sqrt(5.0), 0},
                     kn = {LOOM_INIT_KAIMING_NORMAL, 0, 0}, xu = {LOOM_INIT_XAVIER_UNIFORM, 0, 0},
                     xn = {LOOM_INIT_XAVIER_NORMAL, 0, 0}, xn2 = {LOOM_INIT_XAVIER_NORMAL, 2.0, 0},
-                    nm = {LOOM_INIT_NORMAL, 3.0, 0.5}, un = {LOOM_INIT_UNIFORM, -2.0, 5.0},
-                    on = {LOOM_INIT_ONES, 0, 0}, ze = {LOOM_INIT_ZEROS, 0, 0}, cs = {LOOM_INIT_CONST, 2.5, 0};
+                    nm = {LOOM_INIT_NORMAL, 3.0, 0.5}, un = {LOOM_INIT_UNIFORM, -2.0, 5.0}, on = {LOOM_INIT_ONES, 0, 0},
+                    ze = {LOOM_INIT_ZEROS, 0, 0}, cs = {LOOM_INIT_CONST, 2.5, 0};
     loom_tensor *t_ku = loom_param(g, "ku", LOOM_F32, 2, wd, &ku);
     loom_tensor *t_ku5 = loom_param(g, "ku5", LOOM_F32, 2, wd, &ku5);
     loom_tensor *t_kn = loom_param(g, "kn", LOOM_F32, 2, wd, &kn);
@@ -274,7 +273,8 @@ static void init_bits(env *e, uint64_t seed, int order, loom_dtype dt, float *ou
     loom_graph *g = new_graph(e, seed);
     if (!g) return;
     const int64_t d[2] = {64, 64};
-    const loom_init in[3] = {{LOOM_INIT_KAIMING_UNIFORM, 0, 0}, {LOOM_INIT_NORMAL, 0, 1}, {LOOM_INIT_XAVIER_NORMAL, 0, 0}};
+    const loom_init in[3] = {
+        {LOOM_INIT_KAIMING_UNIFORM, 0, 0}, {LOOM_INIT_NORMAL, 0, 1}, {LOOM_INIT_XAVIER_NORMAL, 0, 0}};
     const char *names[3] = {"layer1.weight", "layer2.weight", "head.weight"};
     static const int orders[3][3] = {{0, 1, 2}, {2, 0, 1}, {1, 2, 0}};
     loom_tensor *t[3] = {0};

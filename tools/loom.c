@@ -5,12 +5,14 @@
 #include "loom/loom.h"
 
 int loom_cmd_info(int argc, char **argv);
+int loom_cmd_train(int argc, char **argv);
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: loom <command> [options]\n"
             "commands:\n"
             "  info      version, backends built and available, devices, op table\n"
+            "  train     train a model (mlp, cnn) on Fashion-MNIST; see loom train --help\n"
             "  help      this message\n");
 }
 
@@ -20,6 +22,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!strcmp(argv[1], "info")) return loom_cmd_info(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "train")) return loom_cmd_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;

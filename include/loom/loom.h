@@ -10,5 +10,7 @@
 #include "rng.h"
 #include "data.h"
 #include "optim.h"
+#include "checkpoint.h"
+#include "nn.h"
 
 #endif

@@ -55,6 +55,20 @@ loom_status loom_plan_read_f64(loom_plan *p, const loom_tensor *t, double *data,
 loom_status loom_plan_write_f64(loom_plan *p, const loom_tensor *t, const double *data, size_t count);
 
 void loom_plan_memory_stats(const loom_plan *p, loom_plan_memory *out);
+
+/* Per-op timing: when on, backends that support it time every node of every
+ * run (the CPU backend with a monotonic clock; GPU backends with timestamp
+ * queries). loom_plan_profile sums the time per op since profiling was turned
+ * on: fills up to max entries sorted by time (largest first), returns the
+ * count; LOOM_ERR_UNSUPPORTED (via a negative count) if the backend cannot. */
+typedef struct loom_op_time {
+    const char *op;     /* op name */
+    double seconds;     /* total over all runs */
+    int64_t calls;      /* node executions (nodes of this op x runs) */
+    int64_t runs;       /* plan runs profiled */
+} loom_op_time;
+loom_status loom_plan_set_profiling(loom_plan *p, bool on);
+int loom_plan_profile(const loom_plan *p, loom_op_time *out, int max);
 /* Steps run so far (dropout masks are keyed by it). */
 uint64_t loom_plan_step(const loom_plan *p);
 void loom_plan_set_step(loom_plan *p, uint64_t step);

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""bench/torch_train.py — PyTorch (CPU) twin of `loom train`, for comparison.
+
+Mirrors loom's built-in models (core/models.c) and training step: same layers
+and PyTorch default initialisation, cross-entropy (mean), SGD with momentum
+(dampening 0) / Adam / AdamW, the same batch size and thread count. The data
+set is read once into memory as a normalised float tensor,
+(x/255 - 0.2860)/0.3530; each batch is an index_select of a shuffled
+permutation (drop_last), with no DataLoader and no workers: what is timed is
+the training step (batch gather + forward + backward + optimizer step).
+
+Throughput mode (default): --warmup steps, then --steps timed steps; prints
+  RESULT impl=torch model=cnn batch=64 threads=2 steps=100 samples_per_s=...
+Accuracy mode (--epochs N): N full epochs, then test accuracy on t10k:
+  RESULT impl=torch ... epochs=N test_acc=... samples_per_s=... (training only)
+
+Threads: OMP_NUM_THREADS / MKL_NUM_THREADS are set before torch is imported,
+and torch.set_num_threads(--threads), torch.set_num_interop_threads(1).
+"""
+import argparse
+import gzip
+import os
+import struct
+import sys
+import time
+
+p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+p.add_argument("--model", choices=["mlp", "cnn"], default="cnn")
+p.add_argument("--batch", type=int, default=64)
+p.add_argument("--threads", type=int, default=2)
+p.add_argument("--steps", type=int, default=100, help="timed steps (throughput mode)")
+p.add_argument("--warmup", type=int, default=10, help="untimed steps first (throughput mode)")
+p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
+p.add_argument("--lr", type=float, default=None, help="default 0.01 sgd, 0.001 adam/adamw (as loom train)")
+p.add_argument("--momentum", type=float, default=None, help="sgd; default 0.9 (as loom train)")
+p.add_argument("--epochs", type=int, default=0, help="> 0: train full epochs and report test accuracy")
+p.add_argument("--seed", type=int, default=1)
+p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+args = p.parse_args()
+
+for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[var] = str(args.threads)
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:  # the shell driver looks for this line
+    print(f"torch_train.py: cannot import torch: {e}", file=sys.stderr)
+    sys.exit(3)
+
+torch.set_num_threads(args.threads)
+try:
+    torch.set_num_interop_threads(1)
+except RuntimeError:
+    pass
+torch.manual_seed(args.seed)
+
+
+def read_idx(path):
+    """IDX (optionally gzip) -> numpy array."""
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rb") as f:
+        raw = f.read()
+    zero, dtype, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or dtype != 0x08:
+        raise ValueError(f"{path}: not an unsigned-byte IDX file")
+    dims = struct.unpack(">" + "I" * ndim, raw[4 : 4 + 4 * ndim])
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load(split):
+    def path(kind):
+        base = os.path.join(args.data_dir, f"{split}-{kind}-ubyte")
+        return base + ".gz" if os.path.exists(base + ".gz") else base
+
+    x = read_idx(path("images-idx3"))
+    y = read_idx(path("labels-idx1"))
+    x = torch.from_numpy(x.astype(np.float32)).unsqueeze(1)  # (N, 1, 28, 28)
+    x = (x / 255.0 - 0.2860) / 0.3530
+    return x.contiguous(), torch.from_numpy(y.astype(np.int64))
+
+
+class MLP(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 256)
+        self.fc2 = nn.Linear(256, 128)
+        self.fc3 = nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class CNN(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(64)
+        self.fc1 = nn.Linear(64 * 7 * 7, 128)
+        self.drop = nn.Dropout(0.5)
+        self.fc2 = nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        x = torch.flatten(x, 1)
+        x = self.drop(F.relu(self.fc1(x)))
+        return self.fc2(x)
+
+
+def main():
+    xtr, ytr = load("train")
+    model = MLP() if args.model == "mlp" else CNN()
+    lr = args.lr if args.lr is not None else (0.01 if args.optimizer == "sgd" else 0.001)
+    if args.optimizer == "sgd":
+        mom = args.momentum if args.momentum is not None else 0.9
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=mom)
+    elif args.optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    B = args.batch
+    n_batches = xtr.shape[0] // B
+    gen = torch.Generator().manual_seed(args.seed)
+
+    def batches():
+        while True:
+            perm = torch.randperm(xtr.shape[0], generator=gen)
+            for i in range(n_batches):
+                yield perm[i * B : (i + 1) * B]
+
+    def step(idx):
+        x = xtr.index_select(0, idx)
+        y = ytr.index_select(0, idx)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item()  # loom train reads the loss back every step too
+
+    model.train()
+    head = (f"RESULT impl=torch torch={torch.__version__} model={args.model} batch={B} "
+            f"threads={torch.get_num_threads()} optimizer={args.optimizer}")
+    if args.epochs <= 0:
+        it = batches()
+        for _ in range(args.warmup):
+            step(next(it))
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            loss = step(next(it))
+        dt = time.perf_counter() - t0
+        print(f"{head} steps={args.steps} samples_per_s={args.steps * B / dt:.0f} seconds={dt:.2f} loss={loss:.4f}")
+        return
+
+    xte, yte = load("t10k")
+    it = batches()
+    t_train = 0.0
+    for e in range(args.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        loss_sum = 0.0
+        for _ in range(n_batches):
+            loss_sum += step(next(it))
+        t_train += time.perf_counter() - t0
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for i in range(0, xte.shape[0], 1000):
+                correct += int((model(xte[i : i + 1000]).argmax(1) == yte[i : i + 1000]).sum())
+        acc = correct / xte.shape[0]
+        print(f"epoch {e + 1}/{args.epochs}: train loss {loss_sum / n_batches:.4f}, test acc {100 * acc:.2f}%", flush=True)
+    print(f"{head} epochs={args.epochs} test_acc={acc:.4f} samples_per_s={args.epochs * n_batches * B / t_train:.0f} "
+          f"seconds={t_train:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# bench/train_vs_torch.sh — training throughput of `loom train` (CPU backend)
+# against PyTorch CPU (bench/torch_train.py) on Fashion-MNIST, mlp and cnn,
+# same batch size, optimizer and thread count.
+#
+# loom:  loom train --backend cpu --model M --epochs 1 --max-steps S --batch B
+#        --threads T --optimizer O --quiet; samples_per_s from its RESULT line
+#        (training loop only, evaluation excluded; the first step is included).
+# torch: bench/torch_train.py --model M --steps S --batch B --threads T
+#        --optimizer O (10 untimed warm-up steps first).
+# Each round runs loom then torch for a model; the table shows the median of
+# the rounds, and every run is printed above it.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+threads=2 batch=64 steps_mlp=300 steps_cnn=100 rounds=3 optimizer=sgd
+loom=${LOOM:-$root/build/loom}
+models="mlp cnn"
+coretype=keep
+
+usage() {
+    cat <<EOF
+usage: bench/train_vs_torch.sh [options]
+  --threads N        threads for both (default 2)
+  --batch N          batch size (default 64)
+  --steps N          timed steps for every model (default 300 mlp, 100 cnn)
+  --optimizer NAME   sgd|adam|adamw (default sgd; lr and momentum: loom train's defaults)
+  --rounds N         rounds per model; the table shows the median (default 3)
+  --models LIST      "mlp cnn" (default both)
+  --loom PATH        the loom binary (default \$LOOM or build/loom)
+  --unset-coretype   run both sides without OPENBLAS_CORETYPE (default: as the environment has it)
+EOF
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --threads) threads=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --steps) steps_mlp=$2; steps_cnn=$2; shift 2 ;;
+    --optimizer) optimizer=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --loom) loom=$2; shift 2 ;;
+    --unset-coretype) coretype=unset; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "train_vs_torch.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+if [ ! -x "$loom" ]; then
+    echo "train_vs_torch.sh: no loom binary at $loom (build it: cmake -S . -B build && cmake --build build -j; or pass --loom)" >&2
+    exit 1
+fi
+if [ "$coretype" = unset ]; then
+    unset OPENBLAS_CORETYPE
+    ct_note="OPENBLAS_CORETYPE unset for both (OpenBLAS picks its kernels from the CPU)"
+else
+    ct_note="OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<not set>} (as the environment has it; --unset-coretype to drop it)"
+fi
+
+have_torch=1
+torch_why=$(python3 -c 'import torch' 2>&1) || have_torch=0
+if [ $have_torch = 0 ]; then
+    echo "torch: skipped, 'import torch' failed: $(printf '%s' "$torch_why" | tail -n 1)"
+fi
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+field() { sed -n "s/.*RESULT .*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | tail -n 1; }
+
+echo "loom train vs PyTorch CPU: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "loom: $loom, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + working tree')"
+[ $have_torch = 1 ] && echo "torch: $(python3 -c 'import torch; print(torch.__version__, "BLAS:", "MKL" if torch.backends.mkl.is_available() else "?", "oneDNN:", torch.backends.mkldnn.is_available())' 2>/dev/null)"
+echo "$ct_note"
+echo "batch $batch, threads $threads, optimizer $optimizer, $rounds rounds, steps: mlp $steps_mlp, cnn $steps_cnn"
+echo
+
+table=""
+for m in $models; do
+    steps=$steps_mlp
+    [ "$m" = cnn ] && steps=$steps_cnn
+    lv="" tv=""
+    for r in $(seq 1 "$rounds"); do
+        out=$("$loom" train --backend cpu --data fashion-mnist --model "$m" --epochs 1 --max-steps "$steps" --batch "$batch" \
+            --threads "$threads" --optimizer "$optimizer" --quiet 2>&1) || {
+            echo "loom train failed for $m:"; echo "$out"; exit 1
+        }
+        l=$(printf '%s\n' "$out" | field samples_per_s)
+        lv="$lv $l"
+        t="-"
+        if [ $have_torch = 1 ]; then
+            tout=$(python3 "$here/torch_train.py" --model "$m" --steps "$steps" --batch "$batch" --threads "$threads" \
+                --optimizer "$optimizer" 2>&1) || { echo "torch_train.py failed for $m:"; echo "$tout"; exit 1; }
+            t=$(printf '%s\n' "$tout" | field samples_per_s)
+            tv="$tv $t"
+        fi
+        printf '%-4s round %d: loom %8s samples/s (test_acc %s after %s steps)   torch %8s samples/s\n' "$m" "$r" "$l" \
+            "$(printf '%s\n' "$out" | field test_acc)" "$steps" "$t"
+    done
+    lm=$(echo "$lv" | median)
+    tm=$([ $have_torch = 1 ] && echo "$tv" | median || echo "-")
+    ratio=$([ "$tm" != "-" ] && awk -v a="$lm" -v b="$tm" 'BEGIN {printf "%.2f", a / b}' || echo "-")
+    target=$([ "$m" = mlp ] && echo ">= 2.0" || echo ">= 1.5")
+    table="$table$(printf '| %-5s | %5s | %7s | %12s | %13s | %10s | %6s |' "$m" "$batch" "$threads" "$lm" "$tm" "$ratio" "$target")\n"
+done
+
+echo
+echo "median of $rounds rounds, samples/s (training step only):"
+echo "| model | batch | threads | loom samples/s | torch samples/s | loom/torch | target |"
+echo "|-------|-------|---------|----------------|-----------------|------------|--------|"
+printf "$table"

@@ -1,0 +1,168 @@
+/* core/checkpoint.c — plan checkpoints: every parameter and state of a
+ * plan's graph to a safetensors file and back, with a report of what did not
+ * match. The format itself is core/safetensors.c. */
+#include <errno.h>
+
+#include "impl.h"
+#include "backend_impl.h"
+
+static bool is_saved(const loom_tensor *t) { return t->leaf == LOOM__PARAM || t->leaf == LOOM__STATE; }
+
+loom_status loom_checkpoint_save(loom_plan *plan, const char *path, const char *const *metadata) {
+    if (!plan || !path) return LOOM_ERR_INVALID_ARG;
+    loom_graph *g = plan->g;
+    loom_ctx *ctx = plan->ctx;
+    int n = 0, n_meta = 0;
+    size_t total = 0;
+    for (int i = 0; i < g->n; i++)
+        if (is_saved(g->nodes[i])) n++, total += loom__nbytes(g->nodes[i]);
+    bool has_step = false;
+    if (metadata)
+        for (; metadata[2 * n_meta]; n_meta++) {
+            if (!metadata[2 * n_meta + 1])
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: metadata key \"%s\" has no value (NULL)", path,
+                                 metadata[2 * n_meta]);
+            if (strcmp(metadata[2 * n_meta], LOOM_CHECKPOINT_PLAN_STEP_KEY) == 0) has_step = true;
+        }
+    loom_st_tensor *ts = malloc((size_t)(n ? n : 1) * sizeof *ts);
+    uint8_t *data = malloc(total ? total : 1);
+    const char **md = malloc((size_t)(2 * n_meta + 3) * sizeof *md);
+    if (!ts || !data || !md) {
+        free(ts), free(data), free(md);
+        return loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory for a %zu-byte checkpoint", path, total);
+    }
+    loom_status st = LOOM_OK;
+    size_t off = 0;
+    int k = 0;
+    for (int i = 0; i < g->n && st == LOOM_OK; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (!is_saved(t)) continue;
+        size_t bytes = loom__nbytes(t);
+        ts[k] = (loom_st_tensor){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = data + off};
+        memcpy(ts[k].dims, t->dims, sizeof t->dims);
+        st = loom_plan_read(plan, t, data + off, bytes);
+        off += bytes, k++;
+    }
+    if (st == LOOM_OK) {
+        char step[32];
+        snprintf(step, sizeof step, "%llu", (unsigned long long)plan->step);
+        int m = 0;
+        for (int i = 0; i < 2 * n_meta; i++) md[m++] = metadata[i];
+        if (!has_step) md[m++] = LOOM_CHECKPOINT_PLAN_STEP_KEY, md[m++] = step;
+        md[m] = NULL;
+        st = loom_safetensors_write(ctx, path, ts, n, md);
+    }
+    free(ts), free(data), free(md);
+    return st;
+}
+
+static void note(char names[][64], int count, const char *name) {
+    if (count < LOOM_CHECKPOINT_REPORT_NAMES) snprintf(names[count], 64, "%s", name);
+}
+
+static char *st_shape(const loom_st_tensor *t, char *buf, size_t n) { return loom__shape_str(t->ndim, t->dims, buf, n); }
+
+loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loom_checkpoint_load_desc *desc,
+                                    loom_checkpoint_report *report, loom_safetensors **meta_out) {
+    if (meta_out) *meta_out = NULL;
+    loom_checkpoint_report rep_local;
+    loom_checkpoint_report *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    if (!plan || !path) return LOOM_ERR_INVALID_ARG;
+    loom_checkpoint_load_desc d = desc ? *desc : (loom_checkpoint_load_desc){0};
+    loom_graph *g = plan->g;
+    loom_ctx *ctx = plan->ctx;
+    loom_safetensors *file = NULL;
+    loom_status st = loom_safetensors_open(ctx, path, &file);
+    if (st != LOOM_OK) return st;
+    int nf = loom_safetensors_count(file);
+    const loom_st_tensor *base = loom_safetensors_tensor(file, 0);
+    /* match[i]: the file tensor for graph node i (NULL: missing or mismatched) */
+    const loom_st_tensor **match = calloc((size_t)(g->n ? g->n : 1), sizeof *match);
+    bool *used = calloc((size_t)(nf ? nf : 1), 1);
+    if (!match || !used) {
+        st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory", path);
+        goto done;
+    }
+    const loom_tensor *first_missing = NULL, *first_bad = NULL;
+    const loom_st_tensor *first_bad_file = NULL;
+    for (int i = 0; i < g->n; i++) {
+        const loom_tensor *t = g->nodes[i];
+        if (!is_saved(t)) continue;
+        const loom_st_tensor *f = loom_safetensors_find(file, t->name);
+        if (!f) {
+            if (!first_missing) first_missing = t;
+            note(rep->missing_names, rep->missing++, t->name);
+            continue;
+        }
+        used[f - base] = true;
+        bool same = f->dtype == t->dtype && f->ndim == t->ndim;
+        for (int a = 0; same && a < t->ndim; a++) same = f->dims[a] == t->dims[a];
+        if (!same) {
+            if (!first_bad) first_bad = t, first_bad_file = f;
+            note(rep->mismatched_names, rep->mismatched++, t->name);
+            continue;
+        }
+        match[i] = f;
+    }
+    const char *first_unexpected = NULL;
+    for (int j = 0; j < nf; j++) {
+        if (used[j]) continue;
+        if (!first_unexpected) first_unexpected = base[j].name;
+        note(rep->unexpected_names, rep->unexpected++, base[j].name);
+    }
+    if (first_bad && !d.skip_mismatched) {
+        char a[96], b[96];
+        st = loom__err(ctx, LOOM_ERR_SHAPE, "%s: '%s' is %s %s in the file but %s %s in the graph%s", path, first_bad->name,
+                       loom_dtype_name(first_bad_file->dtype), st_shape(first_bad_file, a, sizeof a),
+                       loom_dtype_name(first_bad->dtype), loom__shape_str(first_bad->ndim, first_bad->dims, b, sizeof b),
+                       rep->mismatched > 1 ? " (and more tensors differ)" : "");
+        goto done;
+    }
+    if (d.strict && first_missing) {
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: strict load: %d parameters/states of the graph are not in the file, e.g. '%s'",
+                       path, rep->missing, first_missing->name);
+        goto done;
+    }
+    if (d.strict && first_unexpected) {
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: strict load: %d tensors of the file are not in the graph, e.g. '%.64s'", path,
+                       rep->unexpected, first_unexpected);
+        goto done;
+    }
+    uint64_t step = 0;
+    const char *sv = loom_safetensors_meta(file, LOOM_CHECKPOINT_PLAN_STEP_KEY);
+    if (sv) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(sv, &end, 10);
+        if (!sv[0] || sv[0] < '0' || sv[0] > '9' || *end || errno) {
+            st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: metadata %s is \"%.40s\", not a step count", path,
+                           LOOM_CHECKPOINT_PLAN_STEP_KEY, sv);
+            goto done;
+        }
+        step = v;
+    }
+    /* everything checked: now write */
+    for (int i = 0; i < g->n && st == LOOM_OK; i++) {
+        if (!match[i]) continue;
+        st = loom_plan_write(plan, g->nodes[i], match[i]->data, loom_st_tensor_nbytes(match[i]));
+        if (st == LOOM_OK) rep->loaded++;
+    }
+    if (st == LOOM_OK && sv) {
+        loom_plan_set_step(plan, step);
+        rep->plan_step_restored = true;
+    }
+done:
+    free(match);
+    free(used);
+    if (st == LOOM_OK && meta_out)
+        *meta_out = file;
+    else
+        loom_safetensors_close(file);
+    return st;
+}
+
+loom_status loom_checkpoint_load(loom_plan *plan, const char *path, loom_checkpoint_report *report,
+                                 loom_safetensors **meta_out) {
+    return loom_checkpoint_load_ex(plan, path, NULL, report, meta_out);
+}

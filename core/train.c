@@ -1,0 +1,256 @@
+/* core/train.c — the training loop behind `loom train` (see loom/train.h). */
+#include <math.h>
+#include <time.h>
+
+#include "impl.h"
+#include "loom/train.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *loom_pick_backend(loom_ctx *ctx, const char **why) {
+    static const char *const order[] = {"cuda", "vulkan", "opencl"};
+    for (int i = 0; i < 3; i++) {
+        const char *reason = NULL;
+        if (loom_backend_available(ctx, order[i], &reason)) {
+            if (why) *why = "the first GPU backend available (order: cuda, vulkan, opencl, cpu)";
+            return order[i];
+        }
+    }
+    if (why) *why = "no GPU backend is built and available here";
+    return "cpu";
+}
+
+typedef struct model_graph {
+    loom_graph *g;
+    loom_tensor *x, *y, *logits, *loss;
+    loom_plan *plan;
+    int batch;
+} model_graph;
+
+static loom_status build_graph(loom_ctx *ctx, const loom_train_desc *d, const loom_model_desc *md, bool train,
+                               int batch, uint64_t seed, model_graph *m) {
+    const loom_dataset *ds = d->train;
+    loom_status st = loom_graph_create(ctx, &(loom_graph_desc){.seed = seed}, &m->g);
+    if (st != LOOM_OK) return st;
+    m->batch = batch;
+    m->x = loom_input(m->g, "x", LOOM_F32, 4, (int64_t[]){batch, ds->c, ds->h, ds->w});
+    m->y = loom_input(m->g, "y", LOOM_I32, 1, (int64_t[]){batch});
+    if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
+    if ((st = loom_model_build(m->g, md, m->x, train, &m->logits)) != LOOM_OK) return st;
+    m->loss = loom_cross_entropy(m->g, m->logits, m->y, train ? d->label_smoothing : 0.0, -100);
+    if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
+    loom_keep(m->loss);
+    if (!train) loom_keep(m->logits);
+    return LOOM_OK;
+}
+
+static void free_graph(model_graph *m) {
+    loom_plan_destroy(m->plan);
+    loom_graph_destroy(m->g);
+    memset(m, 0, sizeof *m);
+}
+
+/* Evaluate on ds: mean loss and accuracy. The last partial batch is padded
+ * with ignored rows (label -100), which neither the loss nor the count sees. */
+static loom_status evaluate(loom_ctx *ctx, model_graph *m, const loom_dataset *ds, const loom_train_desc *d,
+                            float *xbuf, int32_t *ybuf, float *logits, double *loss, double *acc) {
+    loom_batch_iter *it;
+    loom_batch_iter_desc id = {.batch = m->batch, .mean = d->mean, .std = d->std};
+    loom_status st = loom_batch_iter_create(ctx, ds, &id, &it);
+    if (st != LOOM_OK) return st;
+    size_t per = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
+    int classes = (int)loom_tensor_dim(m->logits, 1);
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0;
+    int n;
+    while (st == LOOM_OK && (n = loom_batch_iter_next(it, xbuf, ybuf)) > 0) {
+        for (int i = n; i < m->batch; i++) {
+            memset(xbuf + (size_t)i * per, 0, per * sizeof *xbuf);
+            ybuf[i] = -100;
+        }
+        float l;
+        if ((st = loom_plan_write(m->plan, m->x, xbuf, (size_t)m->batch * per * sizeof *xbuf)) != LOOM_OK ||
+            (st = loom_plan_write(m->plan, m->y, ybuf, (size_t)m->batch * sizeof *ybuf)) != LOOM_OK ||
+            (st = loom_plan_run(m->plan)) != LOOM_OK || (st = loom_plan_read(m->plan, m->loss, &l, sizeof l)) != LOOM_OK ||
+            (st = loom_plan_read(m->plan, m->logits, logits, (size_t)m->batch * (size_t)classes * sizeof *logits)) != LOOM_OK)
+            break;
+        loss_sum += (double)l * n;
+        for (int i = 0; i < n; i++) {
+            const float *r = logits + (size_t)i * (size_t)classes;
+            int best = 0;
+            for (int k = 1; k < classes; k++)
+                if (r[k] > r[best]) best = k;
+            correct += best == ybuf[i];
+        }
+        seen += n;
+    }
+    loom_batch_iter_destroy(it);
+    *loss = seen ? loss_sum / (double)seen : NAN;
+    *acc = seen ? (double)correct / (double)seen : NAN;
+    return st;
+}
+
+static int64_t meta_int(loom_safetensors *f, const char *key, int64_t dflt) {
+    const char *v = f ? loom_safetensors_meta(f, key) : NULL;
+    return v ? strtoll(v, NULL, 10) : dflt;
+}
+
+loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_result *res) {
+    loom_train_desc d = *desc;
+    memset(res, 0, sizeof *res);
+    const loom_dataset *ds = d.train;
+    if (!ds || ds->n < 1) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: no training data");
+    if (d.epochs <= 0) d.epochs = 1;
+    if (d.batch <= 0) d.batch = 64;
+    if (d.eval_batch <= 0) d.eval_batch = 256;
+    if (d.eval_every <= 0) d.eval_every = 1;
+    if (d.sched.lr <= 0) d.sched.lr = 0.01;
+    if (d.std <= 0) d.mean = 0.2860f, d.std = 0.3530f;
+    if (d.batch > ds->n)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: batch %d is larger than the %lld training samples", d.batch,
+                         (long long)ds->n);
+    if (!(d.label_smoothing >= 0 && d.label_smoothing < 1))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: label smoothing %g must be in [0, 1)", d.label_smoothing);
+    loom_model_desc md = d.model;
+    if (!md.in_c) md.in_c = ds->c, md.in_h = ds->h, md.in_w = ds->w;
+    if (!md.num_classes) md.num_classes = ds->num_classes > 2 ? ds->num_classes : 2;
+    if (d.test && d.test->num_classes > md.num_classes) md.num_classes = d.test->num_classes;
+    if (d.test && (d.test->c != ds->c || d.test->h != ds->h || d.test->w != ds->w))
+        return loom__err(ctx, LOOM_ERR_SHAPE, "train: test samples are %dx%dx%d but training samples %dx%dx%d",
+                         d.test->c, d.test->h, d.test->w, ds->c, ds->h, ds->w);
+
+    /* a resumed run takes its seed and counters from the checkpoint */
+    loom_safetensors *ck = NULL;
+    loom_status st = LOOM_OK;
+    if (d.resume_path) {
+        if ((st = loom_safetensors_open(ctx, d.resume_path, &ck)) != LOOM_OK) return st;
+        if (!loom_safetensors_meta(ck, "loom.epoch") || !loom_safetensors_meta(ck, "loom.seed")) {
+            loom_safetensors_close(ck);
+            return loom__err(ctx, LOOM_ERR_FORMAT, "%s: not a loom training checkpoint (no loom.epoch/loom.seed metadata)",
+                             d.resume_path);
+        }
+        d.seed = (uint64_t)strtoull(loom_safetensors_meta(ck, "loom.seed"), NULL, 10);
+    }
+
+    const char *bname = d.backend && strcmp(d.backend, "auto") ? d.backend : loom_pick_backend(ctx, NULL);
+    loom_backend *be = NULL;
+    model_graph tr = {0}, ev = {0};
+    loom_optimizer *opt = NULL;
+    loom_batch_iter *it = NULL;
+    float *xbuf = NULL, *logits = NULL;
+    int32_t *ybuf = NULL;
+    if ((st = loom_backend_create(ctx, bname, &d.backend_desc, &be)) != LOOM_OK) goto done;
+    res->backend = loom_backend_name(be);
+
+    if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK) goto done;
+    if ((st = loom_backward(tr.g, tr.loss)) != LOOM_OK) goto done;
+    if ((st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK) goto done;
+    if ((st = loom_plan_compile(tr.g, be, NULL, &tr.plan)) != LOOM_OK) goto done;
+    if (d.profile && (st = loom_plan_set_profiling(tr.plan, true)) != LOOM_OK) goto done;
+    int eb = d.test ? (d.eval_batch < d.test->n ? d.eval_batch : (int)d.test->n) : 0;
+    if (d.test) {
+        if ((st = build_graph(ctx, &d, &md, false, eb, d.seed, &ev)) != LOOM_OK) goto done;
+        if ((st = loom_plan_compile(ev.g, be, &(loom_plan_desc){.share = tr.plan}, &ev.plan)) != LOOM_OK) goto done;
+    }
+    loom_plan_memory m1, m2 = {0};
+    loom_plan_memory_stats(tr.plan, &m1);
+    if (ev.plan) loom_plan_memory_stats(ev.plan, &m2);
+    res->peak_bytes = m1.arena_bytes + m1.persistent_bytes + m2.arena_bytes + m2.persistent_bytes;
+
+    int start_epoch = 0;
+    if (ck) {
+        loom_checkpoint_report rep;
+        if ((st = loom_checkpoint_load(tr.plan, d.resume_path, &rep, NULL)) != LOOM_OK) goto done;
+        start_epoch = (int)meta_int(ck, "loom.epoch", 0);
+        loom_plan_set_step(tr.plan, (uint64_t)meta_int(ck, "loom.plan_step", 0));
+        loom_optimizer_set_counters(opt, meta_int(ck, "loom.opt_steps", 0), meta_int(ck, "loom.opt_micro", 0));
+    }
+
+    size_t per = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
+    int maxb = d.batch > eb ? d.batch : eb;
+    xbuf = malloc((size_t)maxb * per * sizeof *xbuf);
+    ybuf = malloc((size_t)maxb * sizeof *ybuf);
+    logits = malloc((size_t)maxb * (size_t)md.num_classes * sizeof *logits);
+    if (!xbuf || !ybuf || !logits) {
+        st = loom__err(ctx, LOOM_ERR_OOM, "train: out of memory for batch buffers");
+        goto done;
+    }
+    loom_batch_iter_desc id = {.batch = d.batch, .shuffle = true, .drop_last = true, .seed = d.seed, .mean = d.mean, .std = d.std};
+    if ((st = loom_batch_iter_create(ctx, ds, &id, &it)) != LOOM_OK) goto done;
+    int64_t steps = loom_batch_iter_batches(it);
+    if (d.max_steps > 0 && d.max_steps < steps) steps = d.max_steps;
+
+    double t_all = 0;
+    int64_t samples_all = 0;
+    res->epochs_run = start_epoch;
+    res->test_loss = res->test_acc = NAN;
+    for (int e = start_epoch; e < d.epochs && st == LOOM_OK; e++) {
+        double t0 = now_s(), loss_sum = 0, lr = 0;
+        loom_batch_iter_begin(it, e);
+        int64_t s = 0;
+        for (; s < steps; s++) {
+            int n = loom_batch_iter_next(it, xbuf, ybuf);
+            if (n <= 0) break;
+            float l;
+            lr = loom_schedule_lr(&d.sched, loom_optimizer_steps(opt));
+            if ((st = loom_plan_write(tr.plan, tr.x, xbuf, (size_t)d.batch * per * sizeof *xbuf)) != LOOM_OK ||
+                (st = loom_plan_write(tr.plan, tr.y, ybuf, (size_t)d.batch * sizeof *ybuf)) != LOOM_OK ||
+                (st = loom_optimizer_begin_step(opt, tr.plan, lr)) != LOOM_OK || (st = loom_plan_run(tr.plan)) != LOOM_OK ||
+                (st = loom_plan_read(tr.plan, tr.loss, &l, sizeof l)) != LOOM_OK)
+                break;
+            if (!isfinite(l)) {
+                st = loom__err(ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged",
+                               (double)l, e + 1, (long long)s + 1, lr);
+                break;
+            }
+            loss_sum += l;
+            if (d.on_progress) {
+                double el = now_s() - t0;
+                loom_train_progress p = {e + 1, d.epochs, s + 1, steps, loss_sum / (double)(s + 1),
+                                         (double)(s + 1) * d.batch / el, el / (double)(s + 1) * (double)(steps - s - 1), lr};
+                d.on_progress(d.user, &p);
+            }
+        }
+        if (st != LOOM_OK) break;
+        double el = now_s() - t0;
+        t_all += el;
+        samples_all += s * d.batch;
+        loom_epoch_stats es = {e + 1, d.epochs, s ? loss_sum / (double)s : NAN, NAN, NAN, el, s * d.batch / el, lr};
+        bool eval_now = d.test && ((e + 1) % d.eval_every == 0 || e + 1 == d.epochs);
+        if (eval_now &&
+            (st = evaluate(ctx, &ev, d.test, &d, xbuf, ybuf, logits, &es.test_loss, &es.test_acc)) != LOOM_OK)
+            break;
+        res->epochs_run = e + 1;
+        res->train_loss = es.train_loss;
+        if (eval_now) res->test_loss = es.test_loss, res->test_acc = es.test_acc;
+        if (d.save_path) {
+            char v[5][32];
+            snprintf(v[0], 32, "%d", e + 1);
+            snprintf(v[1], 32, "%llu", (unsigned long long)d.seed);
+            snprintf(v[2], 32, "%llu", (unsigned long long)loom_plan_step(tr.plan));
+            snprintf(v[3], 32, "%lld", (long long)loom_optimizer_steps(opt));
+            snprintf(v[4], 32, "%lld", (long long)loom_optimizer_micro_steps(opt));
+            const char *meta[] = {"loom.epoch", v[0], "loom.seed", v[1], "loom.plan_step", v[2], "loom.opt_steps", v[3],
+                                  "loom.opt_micro", v[4], "loom.model", md.arch, NULL};
+            if ((st = loom_checkpoint_save(tr.plan, d.save_path, meta)) != LOOM_OK) break;
+        }
+        if (d.on_epoch) d.on_epoch(d.user, &es);
+    }
+    res->seconds = t_all;
+    res->samples_per_s = t_all > 0 ? (double)samples_all / t_all : 0;
+    res->steps = opt ? loom_optimizer_steps(opt) : 0;
+    if (d.profile) res->n_profile = loom_plan_profile(tr.plan, res->profile, 16);
+done:
+    loom_batch_iter_destroy(it);
+    free(xbuf), free(ybuf), free(logits);
+    free_graph(&ev);
+    free_graph(&tr);
+    loom_optimizer_destroy(opt);
+    loom_backend_destroy(be);
+    if (ck) loom_safetensors_close(ck);
+    return st;
+}

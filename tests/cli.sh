@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/cli.sh LOOM — the command line: bad flags and values give a usage
+# message and exit code 2; bad files and runtime failures exit 1 with a message
+# naming the problem; a short good run prints the RESULT line.
+set -u
+LOOM=$1
+pass=0 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect CODE PATTERN -- ARGS...: exit code CODE and PATTERN in stdout+stderr
+expect() {
+  local code=$1 pat=$2
+  shift 3
+  local out rc
+  out=$("$LOOM" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: loom $* -> exit $rc (want $code), output lacks /$pat/:"
+    head -5 <<<"$out" | sed 's/^/    /'
+  fi
+}
+
+expect 2 "usage: loom"                      -- 
+expect 2 "unknown command 'frobnicate'"      -- frobnicate
+expect 2 "unknown option '--bogus'"          -- info --bogus
+expect 2 "unknown option '--bogus'"          -- train --bogus
+expect 2 "usage: loom train"                 -- train --bogus
+expect 2 "bad value 'abc' for --epochs"      -- train --epochs abc
+expect 2 "bad value '0' for --epochs"        -- train --epochs 0
+expect 2 "--batch needs a value"             -- train --batch
+expect 2 "bad value '-1' for --lr"           -- train --lr -1
+expect 2 "bad value 'nan' for --lr"          -- train --lr nan
+expect 2 "bad value '1.5' for --label-smoothing" -- train --label-smoothing 1.5
+expect 2 "unknown model 'resnet'"            -- train --model resnet
+expect 2 "unknown optimizer 'lbfgs'"         -- train --optimizer lbfgs
+expect 2 "unknown schedule 'wavy'"           -- train --schedule wavy
+expect 2 "bad value '2,x' for --milestones"  -- train --milestones 2,x
+expect 2 "nesterov is for sgd only"          -- train --optimizer adam --nesterov
+expect 2 "unknown dataset 'imagenet'"        -- train --data imagenet
+expect 1 "$tmp/none.*no train-images"        -- train --data-dir "$tmp/none" --quiet
+printf 'garbage' >"$tmp/bad.st"
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  expect 1 "backend 'nosuch' is not built"   -- train --backend nosuch --quiet
+  expect 1 "bad.st"                          -- train --resume "$tmp/bad.st" --quiet
+  expect 0 "RESULT backend=cpu model=mlp epochs=1 test_acc=" -- train --model mlp --max-steps 20 --quiet
+  expect 0 "epoch 1/1: train loss"          -- train --model mlp --max-steps 5 --backend cpu --threads 1
+else
+  echo "note: Fashion-MNIST absent, the data-dependent CLI checks are skipped"
+fi
+expect 0 "op table"                         -- info
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
