@@ -12,6 +12,9 @@ int loom_schedule_parse(const char *name) {
     return -1;
 }
 
+/* COSINE_RESTARTS: the t at which period n (0-based) starts, mult > 1 */
+static double restart_start(double t0, double mult, double n) { return t0 * (pow(mult, n) - 1) / (mult - 1); }
+
 double loom_schedule_lr(const loom_schedule *s, int64_t t) {
     double lr = s->lr, gamma = s->gamma > 0 ? s->gamma : 0.1;
     double factor = 1.0;
@@ -41,9 +44,15 @@ double loom_schedule_lr(const loom_schedule *s, int64_t t) {
         double t0 = s->t0 > 0 ? (double)s->t0 : 1.0, mult = s->t_mult >= 1 ? s->t_mult : 1.0, tc = (double)t, ti = t0;
         if (mult == 1.0) {
             tc = fmod(tc, t0);
-        } else { /* torch: n = floor(log(t/t0 (mult-1) + 1, mult)) */
+        } else {
+            /* torch's closed form n = floor(log(t/t0 (mult-1) + 1, mult)) can
+             * round below a restart (t0 1, mult 3, t 121: log gives 4.999...),
+             * so step n onto the period that holds t: start(n) <= t < start(n+1) */
             double n = floor(log(tc / t0 * (mult - 1) + 1) / log(mult));
-            tc = tc - t0 * (pow(mult, n) - 1) / (mult - 1);
+            if (n < 0) n = 0;
+            while (n > 0 && restart_start(t0, mult, n) > tc) n--;
+            while (restart_start(t0, mult, n + 1) <= tc) n++;
+            tc = tc - restart_start(t0, mult, n);
             ti = t0 * pow(mult, n);
         }
         v = s->eta_min + (lr - s->eta_min) * (1 + cos(3.14159265358979323846 * tc / ti)) / 2;

@@ -26,15 +26,26 @@ static loom_status cpu_create(loom_backend *be, const loom_backend_desc *desc) {
         return loom__err(be->ctx, st, "cpu backend: cannot start %d threads", threads);
     }
 #ifdef LOOM_HAVE_OPENBLAS
-    openblas_set_num_threads(cpu->threads);
+    openblas_set_num_threads(1); /* loom's pool splits GEMMs itself (gemm.c) */
 #endif
     be->impl = cpu;
     return LOOM_OK;
 }
 
+void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes) {
+    if (bytes <= cpu->scratch_bytes) return cpu->scratch;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+    free(cpu->scratch);
+    cpu->scratch = p;
+    cpu->scratch_bytes = bytes;
+    return p;
+}
+
 static void cpu_destroy(loom_backend *be) {
     loom__cpu *cpu = be->impl;
     if (!cpu) return;
+    free(cpu->scratch);
     loom__cpu_pool_destroy(cpu);
     free(cpu);
 }
@@ -43,7 +54,8 @@ static void cpu_describe(const loom_backend *be, FILE *out) {
     const loom__cpu *cpu = be->impl;
     fprintf(out, "  device 0: host CPU, %d threads\n", cpu->threads);
 #ifdef LOOM_HAVE_OPENBLAS
-    fprintf(out, "  GEMM: OpenBLAS (%s)\n", openblas_get_config());
+    fprintf(out, "  GEMM: OpenBLAS (%s), single-threaded per panel, panels split across loom's threads\n",
+            openblas_get_config());
 #else
     fprintf(out, "  GEMM: built-in blocked loops (no OpenBLAS)\n");
 #endif

@@ -34,6 +34,11 @@ typedef void (*loom__cpu_range_fn)(void *arg, int64_t begin, int64_t end);
 void loom__cpu_parallel(loom__cpu *cpu, int64_t n, int64_t grain, loom__cpu_range_fn fn, void *arg);
 int loom__cpu_threads(const loom__cpu *cpu);
 
+/* Kernel workspace of at least `bytes`, valid until the next call (kernels run
+ * one at a time, so one buffer serves all; it grows and is kept, so steady
+ * state allocates nothing). NULL if out of memory. */
+void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes);
+
 /* f32 GEMM: C[M,N] = alpha * op(A) op(B) + beta * C, row-major, lda/ldb/ldc
  * in elements. OpenBLAS when built with it, else a blocked threaded loop. */
 void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

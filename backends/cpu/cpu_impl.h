@@ -6,7 +6,9 @@
 
 struct loom__cpu {
     int threads;
-    void *pool; /* threads.c */
+    void *pool;           /* threads.c */
+    void *scratch;        /* kernel workspace, grown on demand, kept */
+    size_t scratch_bytes;
 };
 
 struct loom__buffer {

@@ -48,14 +48,61 @@ static void sgemm_rows(void *v, int64_t b, int64_t e) {
 }
 #endif
 
+#ifdef LOOM_HAVE_OPENBLAS
+/* One thread pool for everything: OpenBLAS runs single-threaded (set when the
+ * backend starts) and large products are split into column or row panels
+ * across loom's pool, so OpenBLAS's spinning workers never compete with
+ * loom's for the cores. */
+typedef struct panel {
+    bool ta, tb, by_cols;
+    int64_t M, N, K, lda, ldb, ldc, step;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} panel;
+
+static void panel_run(void *v, int64_t p0, int64_t p1) {
+    const panel *q = v;
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t b = p * q->step, len = q->by_cols ? q->N : q->M;
+        int64_t e = b + q->step < len ? b + q->step : len;
+        if (b >= e) continue;
+        const float *A = q->A, *B = q->B;
+        float *C = q->C;
+        int64_t m = q->M, n = q->N;
+        if (q->by_cols) { /* C[:, b:e] = op(A) op(B)[:, b:e] */
+            B += q->tb ? b * q->ldb : b;
+            C += b;
+            n = e - b;
+        } else { /* C[b:e, :] = op(A)[b:e, :] op(B) */
+            A += q->ta ? b : b * q->lda;
+            C += b * q->ldc;
+            m = e - b;
+        }
+        cblas_sgemm(CblasRowMajor, q->ta ? CblasTrans : CblasNoTrans, q->tb ? CblasTrans : CblasNoTrans, (blasint)m,
+                    (blasint)n, (blasint)q->K, q->alpha, A, (blasint)q->lda, B, (blasint)q->ldb, q->beta, C,
+                    (blasint)q->ldc);
+    }
+}
+#endif
+
 void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return;
 #ifdef LOOM_HAVE_OPENBLAS
-    (void)cpu;
     if (K <= 0) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        return;
+    }
+    int parts = cpu ? loom__cpu_threads(cpu) : 1;
+    if (parts > 1 && (double)M * (double)N * (double)K >= 262144.0) {
+        /* panels of whole 16-column (or 16-row) blocks, one per thread */
+        bool by_cols = N >= M;
+        int64_t len = by_cols ? N : M, step = (len + parts - 1) / parts;
+        step = (step + 15) / 16 * 16;
+        panel q = {ta, tb, by_cols, M, N, K, lda, ldb, ldc, step, alpha, beta, A, B, C};
+        loom__cpu_parallel(cpu, (len + step - 1) / step, 1, panel_run, &q);
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,

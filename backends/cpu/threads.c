@@ -20,12 +20,19 @@ struct pool {
     job j;
 };
 
+/* Set while a thread runs a job's chunks: a nested loom__cpu_parallel from
+ * inside a kernel's range function runs serially instead of re-entering the
+ * pool. */
+static _Thread_local bool in_job;
+
 static void run_chunks(job *j, int who, int nparts) {
     int64_t nchunks = (j->n + j->chunk - 1) / j->chunk;
+    in_job = true;
     for (int64_t c = who; c < nchunks; c += nparts) {
         int64_t b = c * j->chunk, e = b + j->chunk < j->n ? b + j->chunk : j->n;
         j->fn(j->arg, b, e);
     }
+    in_job = false;
 }
 
 typedef struct worker_arg {
@@ -101,7 +108,7 @@ void loom__cpu_parallel(loom__cpu *cpu, int64_t n, int64_t grain, loom__cpu_rang
     if (n <= 0) return;
     struct pool *p = cpu ? cpu->pool : NULL;
     if (grain < 1) grain = 1;
-    if (!p || p->nth == 0 || n <= grain) {
+    if (!p || p->nth == 0 || n <= grain || in_job) {
         fn(arg, 0, n);
         return;
     }

@@ -61,16 +61,20 @@ typedef enum loom_schedule_kind {
     LOOM_SCHED_STEP,        /* lr * gamma^(floor(t / step_size)) */
     LOOM_SCHED_MULTISTEP,   /* lr * gamma^(number of milestones <= t) */
     LOOM_SCHED_EXPONENTIAL, /* lr * gamma^t */
-    LOOM_SCHED_COSINE,      /* eta_min + (lr - eta_min) (1 + cos(pi t / t_max)) / 2 */
+    LOOM_SCHED_COSINE,      /* eta_min + (lr - eta_min) (1 + cos(pi t / t_max)) / 2;
+                               holds eta_min for t >= t_max (torch's
+                               CosineAnnealingLR would rise again) */
     LOOM_SCHED_COSINE_RESTARTS /* SGDR: periods t0, t0*t_mult, ... */
 } loom_schedule_kind;
 
 #define LOOM_MAX_MILESTONES 16
 
 /* t counts in whatever unit the caller steps with (loom train uses optimizer
- * steps). Warm-up: for t < warmup, the factor rises linearly from
- * warmup_start (0 = 0.1, the guide's "a tenth") to 1, multiplying the
- * schedule's value; the schedule itself then starts at t = warmup. */
+ * steps). Warm-up: for t < warmup the LR is lr * (warmup_start + (1 -
+ * warmup_start) t / warmup), warmup_start 0 = 0.1 (the guide's "a tenth"),
+ * so it reaches lr at t = warmup; the schedule itself then starts, at its own
+ * t = 0, at t = warmup. This is torch's SequentialLR([LinearLR(optimizer,
+ * start_factor=warmup_start, total_iters=warmup), schedule], milestones=[warmup]). */
 typedef struct loom_schedule {
     loom_schedule_kind kind;
     double lr;             /* base learning rate */

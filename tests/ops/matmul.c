@@ -25,6 +25,16 @@ static loom_tensor *bmm(loom_graph *g, loom_dtype dt, int v) {
                            false, false);
     }
 }
+/* big enough (M*N*K >= 2^18) for the CPU backend to split the product into
+ * panels across threads: by columns (N >= M) and by rows (M > N), transposed */
+static loom_tensor *big(loom_graph *g, loom_dtype dt, int v) {
+    if (v == 0)
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(67, 45), -1, 1), tc_param(g, "b", dt, TC_DIMS(45, 93), -1, 1),
+                           false, false);
+    return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(41, 150), -1, 1), tc_param(g, "b", dt, TC_DIMS(50, 41), -1, 1),
+                       true, true);
+}
+
 static loom_tensor *linear(loom_graph *g, loom_dtype dt, int v) {
     loom_tensor *w = tc_param(g, "w", dt, TC_DIMS(6, 9), -0.5, 0.5);
     loom_tensor *b = v & 1 ? tc_param(g, "bias", dt, TC_DIMS(6), -1, 1) : NULL;
@@ -43,6 +53,8 @@ const loom_op_case loom_cases_matmul[] = {
     {"bmm shared b^T", bmm, 1, 0, 0},
     {"bmm broadcast batch a^T", bmm, 2, 0, 0},
     {"bmm 2-D a", bmm, 3, 0, 0},
+    {"matmul 67x45x93 (column panels)", big, 0, 0, 0},
+    {"matmul 150x41x50 TT (row panels)", big, 1, 0, 0},
     {"linear no bias", linear, 0, 0, 0},
     {"linear bias", linear, 1, 0, 0},
     {"linear 3-D x bias", linear, 3, 0, 0},

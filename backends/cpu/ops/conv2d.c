@@ -11,11 +11,9 @@
  *      im2col + sgemm accumulated over the chunks. 1x1 stride-1 unpadded
  *      convolutions skip im2col (one sgemm per image and group on x itself).
  *
- *      Workspace (malloc'd per call, LOOM_ERR_OOM if that fails):
- *        (K + O/groups) * nb * OH*OW floats, nb = min(N, max(1, 8M / ((K + O/groups) * OH*OW)))
- *      i.e. at most ~32 MB unless one image alone needs more; none for 1x1.
- *
- *      Examples: x (64,1,28,28) w (32,1,3,3): 8.2 MB; x (64,32,14,14) w (64,32,3,3): 17.7 MB.
+ *      Workspace (the backend's kept scratch buffer, LOOM_ERR_OOM if it cannot grow):
+ *        (K + O/groups) * nb * OH*OW floats, nb = min(N, max(1, 4M / ((K + O/groups) * OH*OW)))
+ *      i.e. at most ~16 MB unless one image alone needs more; none for 1x1.
  *
  *      Measured (dev machine, 2 threads shared with other jobs, OpenBLAS
  *      pthreads; best of 10-20 runs, GFLOP/s = 2*N*O*OH*OW*K / time):
@@ -261,10 +259,10 @@ static bool is_1x1(const geom *q) {
 /* Images per chunk and the workspace: col (K, nb*P) then (Og, nb*P). */
 static float *workspace(const loom__cpu_args *a, const geom *q, int64_t *nb) {
     int64_t K = q->Cg * q->KH * q->KW, P = q->OH * q->OW, per = (K + q->Og) * P;
-    int64_t n = ((int64_t)8 << 20) / per;
+    int64_t n = ((int64_t)4 << 20) / per;
     *nb = n < 1 ? 1 : n > q->N ? q->N : n;
     size_t bytes = (size_t)(per * *nb) * sizeof(float);
-    float *ws = malloc(bytes);
+    float *ws = loom__cpu_scratch(a->cpu, bytes);
     if (!ws)
         loom__err(a->node->g->ctx, LOOM_ERR_OOM, "%s: cannot allocate %zu bytes of workspace (node '%s')",
                   loom_op_name(a->node->op), bytes, a->node->name);
@@ -301,7 +299,6 @@ static loom_status fwd_f32(const loom__cpu_args *a, const geom *q) {
             loom__cpu_parallel(a->cpu, m * q->Og, rows_grain(P), scatter_rows, &jb);
         }
     }
-    free(ws);
     return LOOM_OK;
 }
 
@@ -334,7 +331,6 @@ static loom_status gi_f32(const loom__cpu_args *a, const geom *q) {
             loom__cpu_parallel(a->cpu, m * q->Cg, rows_grain(q->KH * q->KW * P), col2im_planes, &jb);
         }
     }
-    free(ws);
     return LOOM_OK;
 }
 
@@ -367,7 +363,6 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
                             dw + g * q->Og * K, K);
         }
     }
-    free(ws);
     return LOOM_OK;
 }
 
