@@ -20,9 +20,9 @@ asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DLOOM_WERROR=ON -DLOOM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The demo: train a small network through the C API (examples/train_mlp.c).
+# The demo: train the CNN on Fashion-MNIST for 2 epochs on the best backend.
 demo: build
-	./$(BUILD)/examples/example-train_mlp
+	./$(BUILD)/loom train --data fashion-mnist --model cnn --epochs 2 --backend auto
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

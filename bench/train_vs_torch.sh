@@ -15,7 +15,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-threads=2 batch=64 steps_mlp=300 steps_cnn=100 rounds=3 optimizer=sgd
+threads=2 batch=64 steps_mlp=300 steps_cnn=100 rounds=5 optimizer=sgd
 loom=${LOOM:-$root/build/loom}
 models="mlp cnn"
 coretype=keep
@@ -27,7 +27,7 @@ usage: bench/train_vs_torch.sh [options]
   --batch N          batch size (default 64)
   --steps N          timed steps for every model (default 300 mlp, 100 cnn)
   --optimizer NAME   sgd|adam|adamw (default sgd; lr and momentum: loom train's defaults)
-  --rounds N         rounds per model (default 3)
+  --rounds N         rounds per model (default 5)
   --models LIST      "mlp cnn" (default both)
   --loom PATH        the loom binary (default \$LOOM or build/loom)
   --unset-coretype   run both sides without OPENBLAS_CORETYPE (default: as the environment has it)

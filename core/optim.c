@@ -22,6 +22,8 @@ static loom_tensor *state_like(loom_graph *g, const loom_tensor *p, const char *
     return loom_state(g, name, p->dtype, p->ndim, p->dims, NULL);
 }
 
+static bool nonneg(double x) { return x >= 0 && isfinite(x); }
+
 loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc, loom_optimizer **out) {
     *out = NULL;
     loom_ctx *ctx = g->ctx;
@@ -34,13 +36,17 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
     if (d.beta2 == 0) d.beta2 = 0.999;
     if (d.eps == 0) d.eps = 1e-8;
     if (d.grad_accum < 1) d.grad_accum = 1;
-    if (d.momentum < 0 || d.weight_decay < 0 || d.clip_grad_norm < 0 || d.dampening < 0 || !(d.beta1 < 1) ||
-        !(d.beta2 < 1) || d.beta1 < 0 || d.beta2 < 0 || !(d.eps > 0))
+    /* written so that NaN fails every test */
+    if (!nonneg(d.momentum) || !nonneg(d.weight_decay) || !nonneg(d.clip_grad_norm) || !nonneg(d.dampening) ||
+        !(d.beta1 >= 0 && d.beta1 < 1) || !(d.beta2 >= 0 && d.beta2 < 1) || !(d.eps > 0 && isfinite(d.eps)))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG,
-                         "optimizer: momentum %g, dampening %g, weight_decay %g, clip %g must be >= 0; betas (%g, %g) in [0,1); eps %g > 0",
+                         "optimizer: momentum %g, dampening %g, weight_decay %g, clip %g must be finite and >= 0; betas (%g, %g) in [0,1); eps %g finite and > 0",
                          d.momentum, d.dampening, d.weight_decay, d.clip_grad_norm, d.beta1, d.beta2, d.eps);
     if (d.nesterov && (d.momentum <= 0 || d.dampening != 0))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "optimizer: Nesterov needs momentum > 0 and dampening 0");
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i]->leaf == LOOM__INPUT && !strcmp(g->nodes[i]->name, "optim.hyper"))
+            return loom__err(ctx, LOOM_ERR_STATE, "optimizer: the graph already has an optimizer (one per graph)");
     loom_optimizer *o = calloc(1, sizeof *o);
     if (!o) return loom__err(ctx, LOOM_ERR_OOM, "optimizer: out of memory");
     o->g = g;

@@ -94,9 +94,16 @@ static loom_status evaluate(loom_ctx *ctx, model_graph *m, const loom_dataset *d
     return st;
 }
 
-static int64_t meta_int(loom_safetensors *f, const char *key, int64_t dflt) {
-    const char *v = f ? loom_safetensors_meta(f, key) : NULL;
-    return v ? strtoll(v, NULL, 10) : dflt;
+/* A non-negative integer from the checkpoint's metadata. */
+static loom_status meta_int(loom_ctx *ctx, loom_safetensors *f, const char *path, const char *key, int64_t *out) {
+    const char *v = loom_safetensors_meta(f, key);
+    char *end = NULL;
+    long long x = v ? strtoll(v, &end, 10) : -1;
+    if (!v || end == v || *end || x < 0)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: metadata '%s' is %s%s%s, expected a non-negative integer", path, key,
+                         v ? "'" : "missing", v ? v : "", v ? "'" : "");
+    *out = x;
+    return LOOM_OK;
 }
 
 loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_result *res) {
@@ -133,7 +140,12 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
             return loom__err(ctx, LOOM_ERR_FORMAT, "%s: not a loom training checkpoint (no loom.epoch/loom.seed metadata)",
                              d.resume_path);
         }
-        d.seed = (uint64_t)strtoull(loom_safetensors_meta(ck, "loom.seed"), NULL, 10);
+        int64_t seed;
+        if ((st = meta_int(ctx, ck, d.resume_path, "loom.seed", &seed)) != LOOM_OK) {
+            loom_safetensors_close(ck);
+            return st;
+        }
+        d.seed = (uint64_t)seed;
     }
 
     const char *bname = d.backend && strcmp(d.backend, "auto") ? d.backend : loom_pick_backend(ctx, NULL);
@@ -163,11 +175,18 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
 
     int start_epoch = 0;
     if (ck) {
-        loom_checkpoint_report rep;
-        if ((st = loom_checkpoint_load(tr.plan, d.resume_path, &rep, NULL)) != LOOM_OK) goto done;
-        start_epoch = (int)meta_int(ck, "loom.epoch", 0);
-        loom_plan_set_step(tr.plan, (uint64_t)meta_int(ck, "loom.plan_step", 0));
-        loom_optimizer_set_counters(opt, meta_int(ck, "loom.opt_steps", 0), meta_int(ck, "loom.opt_micro", 0));
+        /* strict: a checkpoint of another model or optimizer is an error */
+        loom_checkpoint_load_desc ld = {.strict = true};
+        int64_t ep, pstep, osteps, omicro;
+        if ((st = meta_int(ctx, ck, d.resume_path, "loom.epoch", &ep)) != LOOM_OK ||
+            (st = meta_int(ctx, ck, d.resume_path, "loom.plan_step", &pstep)) != LOOM_OK ||
+            (st = meta_int(ctx, ck, d.resume_path, "loom.opt_steps", &osteps)) != LOOM_OK ||
+            (st = meta_int(ctx, ck, d.resume_path, "loom.opt_micro", &omicro)) != LOOM_OK ||
+            (st = loom_checkpoint_load_ex(tr.plan, d.resume_path, &ld, NULL, NULL)) != LOOM_OK)
+            goto done;
+        start_epoch = ep > INT32_MAX ? INT32_MAX : (int)ep;
+        loom_plan_set_step(tr.plan, (uint64_t)pstep);
+        loom_optimizer_set_counters(opt, osteps, omicro);
     }
 
     size_t per = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;

@@ -24,7 +24,7 @@ static const char *usage_text =
     "  --momentum X               sgd momentum (default 0.9 for sgd)\n"
     "  --nesterov                 Nesterov momentum\n"
     "  --weight-decay X           (default 0)\n"
-    "  --schedule NAME            constant|step|multistep|exponential|cosine|cosine-restarts (default constant)\n"
+    "  --schedule NAME            constant|step|multistep|exponential|cosine|cosine-restarts (default cosine)\n"
     "  --warmup EPOCHS            linear warm-up from lr/10 (fractions allowed; default 0)\n"
     "  --step-size EPOCHS         step schedule period (default 1)\n"
     "  --milestones E1,E2,...     multistep milestones in epochs\n"
@@ -95,7 +95,7 @@ static void on_epoch(void *user, const loom_epoch_stats *s) {
 }
 
 int loom_cmd_train(int argc, char **argv) {
-    const char *data = "fashion-mnist", *data_dir = NULL, *backend = "auto", *sched = "constant", *optname = "sgd";
+    const char *data = "fashion-mnist", *data_dir = NULL, *backend = "auto", *sched = "cosine", *optname = "sgd";
     double lr = -1, momentum = -1, wd = 0, warmup = 0, step_size = 1, gamma = 0.1, t0 = 1, t_mult = 1, eta_min = 0;
     double ls = 0, dropout = -2, clip = 0;
     long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0;

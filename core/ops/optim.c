@@ -21,6 +21,11 @@
  * accumulate(acc, grad): acc += grad.
  * clip_coef(sumsq, hyper) -> f32 scalar min(1, max_norm / (sqrt(sumsq) *
  *   hyper[4] + 1e-6)), torch's clip_grad_norm_ coefficient; f[0] max_norm.
+ *
+ * Kernels form the scalar factors 1 - beta1, 1 - beta2, 1 - dampening,
+ * lr / (1 - beta1^t) and 1 - lr wd in double from f[] and hyper[], then round
+ * once to the param dtype, as torch does: 1 - (float)0.999 is 0.00099998713,
+ * which would bias Adam's second moment by 1.3e-5 against its correction.
  */
 #include "../impl.h"
 #include "../optim_impl.h"

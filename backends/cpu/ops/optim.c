@@ -22,20 +22,22 @@ static float coef_of(const loom__cpu_args *a) {
 
 /* SGD, torch semantics: g = grad*mult*coef (+ wd p); buf = momentum buf +
  * (1 - dampening) g (buf = g on the first step); g = nesterov ? g + momentum
- * buf : buf; p -= lr g */
+ * buf : buf; p -= lr g. Like torch, scalar factors such as 1 - dampening are
+ * formed in double and rounded once to T (1 - (float)beta2 would lose 4
+ * digits to cancellation). */
 #define SGD(T)                                                                               \
     static void sgd_##T(void *v, int64_t i0, int64_t i1) {                                   \
         const ojob *j = v;                                                                   \
         const loom_tensor *n = j->node;                                                      \
         T *p = j->x[0], *gr = j->x[1], *buf = n->p[0] ? (T *)j->x[3] : NULL;                 \
         T lr = (T)j->hyper[LOOM__H_LR], mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef;      \
-        T mom = (T)n->f[0], damp = (T)n->f[1], wd = (T)n->f[2];                              \
+        T mom = (T)n->f[0], damp1 = (T)(1 - n->f[1]), wd = (T)n->f[2];                       \
         bool first = j->hyper[LOOM__H_FIRST] != 0;                                           \
         for (int64_t i = i0; i < i1; i++) {                                                  \
             T g = gr[i] * mult;                                                              \
             if (wd != 0) g += wd * p[i];                                                     \
             if (buf) {                                                                       \
-                buf[i] = first ? g : mom * buf[i] + (1 - damp) * g;                          \
+                buf[i] = first ? g : mom * buf[i] + damp1 * g;                              \
                 g = n->p[1] ? g + mom * buf[i] : buf[i];                                     \
             }                                                                                \
             p[i] -= lr * g;                                                                  \
@@ -47,25 +49,29 @@ SGD(double)
 
 /* Adam / AdamW, torch semantics: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
  * p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps); Adam adds wd p to g, AdamW
- * scales p by (1 - lr wd) first */
+ * scales p by (1 - lr wd) first. 1 - b1, 1 - b2, lr/bc1 and 1 - lr wd are
+ * formed in double and rounded once, as torch does. */
 #define ADAM(T)                                                                              \
     static void adam_##T(void *v, int64_t i0, int64_t i1) {                                  \
         const ojob *j = v;                                                                   \
         const loom_tensor *n = j->node;                                                      \
         T *p = j->x[0], *gr = j->x[1], *m = j->x[3], *s = j->x[4];                           \
-        T lr = (T)j->hyper[LOOM__H_LR], mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef;      \
+        T mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef;                                    \
         T b1 = (T)n->f[0], b2 = (T)n->f[1], eps = (T)n->f[2], wd = (T)n->f[3];               \
-        T step = lr / (T)j->hyper[LOOM__H_BC1], bc2s = (T)sqrt((double)j->hyper[LOOM__H_BC2]); \
+        T omb1 = (T)(1 - n->f[0]), omb2 = (T)(1 - n->f[1]);                                  \
+        T decay = (T)(1 - (double)j->hyper[LOOM__H_LR] * n->f[3]);                           \
+        T step = (T)((double)j->hyper[LOOM__H_LR] / j->hyper[LOOM__H_BC1]);                  \
+        T bc2s = (T)sqrt((double)j->hyper[LOOM__H_BC2]);                                     \
         for (int64_t i = i0; i < i1; i++) {                                                  \
             T g = gr[i] * mult;                                                              \
             if (wd != 0) {                                                                   \
                 if (n->p[0])                                                                 \
-                    p[i] *= 1 - lr * wd;                                                     \
+                    p[i] *= decay;                                                           \
                 else                                                                         \
                     g += wd * p[i];                                                          \
             }                                                                                \
-            m[i] = b1 * m[i] + (1 - b1) * g;                                                 \
-            s[i] = b2 * s[i] + (1 - b2) * g * g;                                             \
+            m[i] = b1 * m[i] + omb1 * g;                                                     \
+            s[i] = b2 * s[i] + omb2 * g * g;                                                 \
             p[i] -= step * m[i] / ((T)sqrt((double)s[i]) / bc2s + eps);                      \
             if (n->p[2]) gr[i] = 0;                                                          \
         }                                                                                    \
