@@ -71,7 +71,7 @@ best() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -n 1 | grep . || echo "-"; 
 ratio() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; fi; }
 field() { sed -n "s/.*RESULT .*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | tail -n 1; }
 
-echo "loom train vs PyTorch CPU: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "loom train vs PyTorch CPU: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), load $(cut -d' ' -f1-3 /proc/loadavg)$(sed -n 's/^some avg10=\([^ ]*\) avg60=\([^ ]*\).*/, cpu pressure (some) avg10 \1% avg60 \2%/p' /proc/pressure/cpu 2>/dev/null)"
 echo "loom: $loom, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + working tree')"
 [ $have_torch = 1 ] && echo "torch: $(python3 -c 'import torch; print(torch.__version__, "BLAS:", "MKL" if torch.backends.mkl.is_available() else "?", "oneDNN:", torch.backends.mkldnn.is_available())' 2>/dev/null)"
 echo "$ct_note"

@@ -106,9 +106,10 @@ typedef struct cpu_plan {
 
 static bool is16(loom_dtype dt) { return dt == LOOM_F16 || dt == LOOM_BF16; }
 
+/* f32 scratch floats the 16-bit wrapper needs for node t: its 16-bit inputs,
+ * and its output if that is 16-bit. */
 static size_t wrap_floats(const loom_tensor *t) {
-    if (!is16(t->dtype)) return 0;
-    size_t n = (size_t)loom_tensor_numel(t);
+    size_t n = is16(t->dtype) ? (size_t)loom_tensor_numel(t) : 0;
     for (int k = 0; k < t->nsrc; k++)
         if (is16(t->src[k]->dtype)) n += (size_t)loom_tensor_numel(t->src[k]);
     return n;
@@ -163,18 +164,19 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
         }
         loom__cpu_fn fn = (loom__cpu_fn)loom__cpu_kernels[t->op].fn;
         loom_status st;
+        /* 16-bit data is computed in f32: convert 16-bit inputs into scratch,
+         * run, convert a 16-bit output back */
+        float *s = cp->scratch;
+        for (int k = 0; k < t->nsrc; k++) {
+            if (!is16(t->src[k]->dtype)) continue;
+            size_t n = (size_t)loom_tensor_numel(t->src[k]);
+            loom_convert(a.x[k], t->src[k]->dtype, s, LOOM_F32, n);
+            a.x[k] = s;
+            a.xdt[k] = LOOM_F32;
+            s += n;
+        }
         if (is16(t->dtype)) {
-            /* compute in f32: convert 16-bit inputs, run, convert the output back */
-            float *s = cp->scratch;
             a.dt = LOOM_F32;
-            for (int k = 0; k < t->nsrc; k++) {
-                if (!is16(t->src[k]->dtype)) continue;
-                size_t n = (size_t)loom_tensor_numel(t->src[k]);
-                loom_convert(a.x[k], t->src[k]->dtype, s, LOOM_F32, n);
-                a.x[k] = s;
-                a.xdt[k] = LOOM_F32;
-                s += n;
-            }
             a.y = s;
             st = fn(&a);
             if (st == LOOM_OK) loom_convert(s, LOOM_F32, addr_of(p, t), t->dtype, (size_t)loom_tensor_numel(t));

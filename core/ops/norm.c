@@ -21,13 +21,18 @@
  *       variance (M / (M - 1)) for running_var. eval: normalise with the
  *       running stats. Running stats are states of dtype f32 (x f32/f16/bf16)
  *       or f64 (x f64), so a 16-bit x never rounds them.
- *   batch_norm_grad(x, gamma?, running_var? (eval only), dy) -> dx (x's shape)
- *       train: dx = gamma invstd / M (M dy - sum(dy) - xhat sum(dy xhat)),
- *       batch statistics recomputed from x; eval: dx = dy gamma invstd_running.
+ *   p[6] src index of the (4, C) statistics (batch_norm_grad only)
  *   batch_norm_grad_params(x, running_mean?, running_var? (eval only), dy)
- *       -> (2, C), x's dtype: row 0 = dgamma = sum(dy xhat), row 1 = dbeta =
- *       sum(dy); xhat uses batch statistics (train) or running ones (eval).
- *
+ *       -> (4, C), dtype f32 (f64 for f64 x), in one pass over x and dy:
+ *       row 0 = dgamma = sum(dy xhat), row 1 = dbeta = sum(dy), row 2 = the
+ *       mean and row 3 = the invstd used (batch statistics in train mode,
+ *       running ones in eval mode).
+ *   batch_norm_grad(x, gamma?, dy, stats) -> dx (x's shape), stats the
+ *       (4, C) above: train: dx = gamma invstd / M (M dy - sum(dy) - xhat
+ *       sum(dy xhat)); eval: dx = dy gamma invstd_running. The backward rule
+ *       always builds the statistics op first and feeds it to this one, so
+ *       the sums over the batch are computed once.
+
  * layer_norm and its gradient ops; the last norm_dims axes (D elements) are
  * normalised, the leading ones (R rows) are independent:
  *   p[0] norm_dims
@@ -45,7 +50,7 @@
 
 #include "../impl.h"
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5 };
+enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
 enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
 
 /* Append t to the packed src list, returning its index (-1 for NULL). */
@@ -136,46 +141,59 @@ loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, 
     if (!y) return NULL;
     y->p[BN_TRAIN] = train;
     y->p[BN_GAMMA] = ig, y->p[BN_BETA] = ib, y->p[BN_RMEAN] = im, y->p[BN_RVAR] = iv, y->p[BN_DY] = -1;
+    y->p[BN_STATS] = -1;
     y->f[0] = eps, y->f[1] = momentum;
     return y;
 }
 
-/* A batch-norm gradient op of forward node y: srcs x, [gamma], [running
- * stats (eval)], dy, as the op needs them. */
-static loom_tensor *bn_grad_node(loom_graph *g, int op, loom_tensor *y, loom_tensor *dy) {
+/* The (4, C) statistics op of forward node y: srcs x, [running stats (eval)], dy. */
+static loom_tensor *bn_stats_node(loom_graph *g, loom_tensor *y, loom_tensor *dy) {
     loom_tensor *x = y->src[0];
-    bool train = y->p[BN_TRAIN] != 0, params = op == LOOM_OP_BATCH_NORM_GRAD_PARAMS;
-    loom_tensor *src[5] = {x};
+    bool train = y->p[BN_TRAIN] != 0;
+    loom_tensor *src[4] = {x};
     int n = 1;
-    int64_t ig = -1, im = -1, iv = -1;
-    if (!params && y->p[BN_GAMMA] >= 0) ig = pack(src, &n, y->src[y->p[BN_GAMMA]]);
-    if (!train && params) im = pack(src, &n, y->src[y->p[BN_RMEAN]]);
-    if (!train) iv = pack(src, &n, y->src[y->p[BN_RVAR]]);
+    int64_t im = -1, iv = -1;
+    if (!train) im = pack(src, &n, y->src[y->p[BN_RMEAN]]), iv = pack(src, &n, y->src[y->p[BN_RVAR]]);
     int64_t idy = pack(src, &n, dy);
-    int64_t dims[2] = {2, x->dims[1]};
-    loom_tensor *t = params ? loom__node(g, op, x->dtype, 2, dims, n, src)
-                            : loom__node(g, op, x->dtype, x->ndim, x->dims, n, src);
+    int64_t dims[2] = {4, x->dims[1]};
+    loom_tensor *t = loom__node(g, LOOM_OP_BATCH_NORM_GRAD_PARAMS, x->dtype == LOOM_F64 ? LOOM_F64 : LOOM_F32, 2, dims,
+                                n, src);
     if (!t) return NULL;
     t->p[BN_TRAIN] = train;
-    t->p[BN_GAMMA] = ig, t->p[BN_BETA] = -1, t->p[BN_RMEAN] = im, t->p[BN_RVAR] = iv, t->p[BN_DY] = idy;
+    t->p[BN_GAMMA] = -1, t->p[BN_BETA] = -1, t->p[BN_RMEAN] = im, t->p[BN_RVAR] = iv, t->p[BN_DY] = idy;
+    t->p[BN_STATS] = -1;
     t->f[0] = y->f[0], t->f[1] = y->f[1];
     return t;
 }
 
-/* Row r of a (2, K) gradient-params tensor, reshaped to like's shape. */
+/* dx of forward node y from the statistics: srcs x, [gamma], dy, stats. */
+static loom_tensor *bn_dx_node(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor *stats) {
+    loom_tensor *x = y->src[0];
+    loom_tensor *src[4] = {x};
+    int n = 1;
+    int64_t ig = y->p[BN_GAMMA] >= 0 ? pack(src, &n, y->src[y->p[BN_GAMMA]]) : -1;
+    int64_t idy = pack(src, &n, dy), ist = pack(src, &n, stats);
+    loom_tensor *t = loom__node(g, LOOM_OP_BATCH_NORM_GRAD, x->dtype, x->ndim, x->dims, n, src);
+    if (!t) return NULL;
+    t->p[BN_TRAIN] = y->p[BN_TRAIN];
+    t->p[BN_GAMMA] = ig, t->p[BN_BETA] = -1, t->p[BN_RMEAN] = -1, t->p[BN_RVAR] = -1, t->p[BN_DY] = idy;
+    t->p[BN_STATS] = ist;
+    t->f[0] = y->f[0], t->f[1] = y->f[1];
+    return t;
+}
+
+/* Row r of a (K, n) gradient-params tensor, reshaped to like's shape and dtype. */
 static loom_tensor *params_row(loom_graph *g, loom_tensor *gp, int r, const loom_tensor *like) {
-    return loom_reshape(g, loom_slice(g, gp, 0, r, r + 1), like->ndim, like->dims);
+    return loom_cast(g, loom_reshape(g, loom_slice(g, gp, 0, r, r + 1), like->ndim, like->dims), like->dtype);
 }
 
 loom_status loom__bw_batch_norm(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
     int64_t ig = y->p[BN_GAMMA], ib = y->p[BN_BETA];
     loom_tensor *gamma = ig >= 0 ? y->src[ig] : NULL, *beta = ib >= 0 ? y->src[ib] : NULL;
-    if (loom__needs_grad(y->src[0])) dx[0] = bn_grad_node(g, LOOM_OP_BATCH_NORM_GRAD, y, dy);
-    if (loom__needs_grad(gamma) || loom__needs_grad(beta)) {
-        loom_tensor *gp = bn_grad_node(g, LOOM_OP_BATCH_NORM_GRAD_PARAMS, y, dy);
-        if (loom__needs_grad(gamma)) dx[ig] = params_row(g, gp, 0, gamma);
-        if (loom__needs_grad(beta)) dx[ib] = params_row(g, gp, 1, beta);
-    }
+    loom_tensor *stats = bn_stats_node(g, y, dy);
+    if (loom__needs_grad(gamma)) dx[ig] = params_row(g, stats, 0, gamma);
+    if (loom__needs_grad(beta)) dx[ib] = params_row(g, stats, 1, beta);
+    if (loom__needs_grad(y->src[0])) dx[0] = bn_dx_node(g, y, dy, stats);
     return g->status;
 }
 

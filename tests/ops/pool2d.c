@@ -31,6 +31,8 @@ static const pool_spec specs[] = {
     {{2, 2, 7, 8}, {2, 3, 2, 2, 0, 0, 0}},
     /* 5: 3x3 stride 1 pad 1 (same size), include pad */
     {{1, 2, 5, 6}, {3, 3, 1, 1, 1, 1, 0}},
+    /* 6: 2x2 stride 2 on odd sizes (the CPU fast path; last row and column unused) */
+    {{2, 3, 7, 5}, {2, 2, 2, 2, 0, 0, 0}},
 };
 
 static loom_tensor *max_pool(loom_graph *g, loom_dtype dt, int v) {
@@ -78,6 +80,8 @@ const loom_op_case loom_cases_pool2d[] = {
     {"max_pool2d 3x2 stride (1,2) pad 1 (5x7)", max_pool, 3, 0, TC_NO_16BIT, 0},
     {"max_pool2d 2x3 stride 2 (7x8)", max_pool, 4, 0, TC_NO_16BIT, 0},
     {"max_pool2d 3x3 stride 1 pad 1 (5x6)", max_pool, 5, 0, TC_NO_16BIT, 0},
+    {"max_pool2d 2x2 stride 2 (7x5, odd)", max_pool, 6, 0, TC_NO_16BIT, 0},
+    {"max_pool2d 2x2 (6x6), separated values", max_pool_separated, 0, 0, 0, 0},
     {"max_pool2d 3x3 stride 2 pad 1, separated values", max_pool_separated, 1, 0, 0, 0},
     {"max_pool2d 3x2 stride (1,2) pad 1, separated values", max_pool_separated, 3, 0, 0, 0},
     {"avg_pool2d 2x2 (6x6)", avg_pool, 0, 0, 0, 0},

@@ -1,6 +1,5 @@
 /* backends/cpu/ops/norm.c — CPU kernels for batch norm, layer norm and their
- * gradient ops. Reference loops, also the fast path: statistics are two-pass
- * (mean, then squared deviations) accumulated in double; work is split over
+ * gradient ops. Statistics accumulate in double; work is split over
  * channels (batch norm), rows (layer norm) or columns (layer-norm parameter
  * gradients), so each output has one writer and results do not depend on the
  * thread count. Optional inputs are found by the src indices in node->p[]
@@ -9,7 +8,7 @@
 
 #include "../cpu_impl.h"
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5 };
+enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
 enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
 
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
@@ -18,15 +17,19 @@ static void *opt_src(const loom__cpu_args *a, int64_t idx) {
     return a->x[idx];
 }
 
-/* ---- batch norm: x (N, C, S) with S = prod(dims[2:]), one channel per task ---- */
+/* ---- batch norm: x (N, C, S) with S = prod(dims[2:]), one channel per task ----
+ * F64: the reference (two-pass statistics). F32 fast path: one pass for the
+ * sums (double partial sums in 8 independent lanes, so the loop vectorises
+ * without reassociation), then y = x * scale + shift; the backward pass reads
+ * the statistics op's (4, C) output instead of recomputing them. */
 
 typedef struct bn_job {
     int64_t N, C, S;
     bool train;
     double eps, momentum;
-    const void *x, *gamma, *beta, *dy;
+    const void *x, *gamma, *beta, *dy, *stats;
     void *rmean, *rvar; /* running stats: read (eval) or updated (train) */
-    void *y;            /* output: y, dx, or (2, C) params */
+    void *y;            /* output: y, dx, or (4, C) statistics */
 } bn_job;
 
 static void bn_job_init(bn_job *j, const loom__cpu_args *a) {
@@ -40,111 +43,210 @@ static void bn_job_init(bn_job *j, const loom__cpu_args *a) {
     j->rmean = opt_src(a, t->p[BN_RMEAN]);
     j->rvar = opt_src(a, t->p[BN_RVAR]);
     j->dy = opt_src(a, t->p[BN_DY]);
+    j->stats = opt_src(a, t->p[BN_STATS]);
     j->y = a->y;
 }
 
 /* element (n, s) of channel c */
 #define BN_AT(j, n, c, s) (((n) * (j)->C + (c)) * (j)->S + (s))
 
-#define BN_KERNELS(T)                                                                                 \
-    /* batch mean and biased variance of channel c */                                                \
-    static void bn_stats_##T(const bn_job *j, int64_t c, double *mean, double *var) {                 \
-        const T *x = j->x;                                                                            \
-        double m = (double)(j->N * j->S), s = 0, q = 0;                                               \
-        for (int64_t n = 0; n < j->N; n++)                                                            \
-            for (int64_t i = 0; i < j->S; i++) s += x[BN_AT(j, n, c, i)];                             \
-        s /= m;                                                                                       \
-        for (int64_t n = 0; n < j->N; n++)                                                            \
-            for (int64_t i = 0; i < j->S; i++) {                                                      \
-                double d = x[BN_AT(j, n, c, i)] - s;                                                  \
-                q += d * d;                                                                           \
-            }                                                                                         \
-        *mean = s, *var = q / m;                                                                      \
-    }                                                                                                 \
-    /* mean and invstd used by the node: batch (train) or running (eval) */                          \
-    static void bn_norm_##T(const bn_job *j, int64_t c, double *mean, double *invstd) {               \
-        double var;                                                                                   \
-        if (j->train) {                                                                               \
-            bn_stats_##T(j, c, mean, &var);                                                           \
-        } else {                                                                                      \
-            *mean = j->rmean ? ((const T *)j->rmean)[c] : 0.0;                                        \
-            var = ((const T *)j->rvar)[c];                                                            \
-        }                                                                                             \
-        *invstd = 1.0 / sqrt(var + j->eps);                                                           \
-    }                                                                                                 \
-    /* y = (x - mean) invstd gamma + beta; train: update running stats */                            \
-    static void bn_fwd_##T(void *v, int64_t c0, int64_t c1) {                                         \
-        const bn_job *j = v;                                                                          \
-        const T *x = j->x, *gm = j->gamma, *bt = j->beta;                                             \
-        T *y = j->y;                                                                                  \
-        for (int64_t c = c0; c < c1; c++) {                                                           \
-            double mean, var, invstd;                                                                 \
-            if (j->train) {                                                                           \
-                bn_stats_##T(j, c, &mean, &var);                                                      \
-                if (j->rmean) {                                                                       \
-                    double m = (double)(j->N * j->S), mo = j->momentum;                               \
-                    T *rm = j->rmean, *rv = j->rvar;                                                  \
-                    rm[c] = (T)((1 - mo) * rm[c] + mo * mean);                                        \
-                    rv[c] = (T)((1 - mo) * rv[c] + mo * var * m / (m - 1));                           \
-                }                                                                                     \
-            } else {                                                                                  \
-                mean = ((const T *)j->rmean)[c];                                                      \
-                var = ((const T *)j->rvar)[c];                                                        \
-            }                                                                                         \
-            invstd = 1.0 / sqrt(var + j->eps);                                                        \
-            double g = gm ? gm[c] : 1.0, b = bt ? bt[c] : 0.0;                                        \
-            for (int64_t n = 0; n < j->N; n++)                                                        \
-                for (int64_t i = 0; i < j->S; i++) {                                                  \
-                    int64_t k = BN_AT(j, n, c, i);                                                    \
-                    y[k] = (T)((x[k] - mean) * invstd * g + b);                                       \
-                }                                                                                     \
-        }                                                                                             \
-    }                                                                                                 \
-    /* train: dx = g invstd (dy - mean(dy) - xhat mean(dy xhat)); eval: dx = g invstd dy */           \
-    static void bn_dx_##T(void *v, int64_t c0, int64_t c1) {                                          \
-        const bn_job *j = v;                                                                          \
-        const T *x = j->x, *dy = j->dy, *gm = j->gamma;                                               \
-        T *dx = j->y;                                                                                 \
-        double m = (double)(j->N * j->S);                                                             \
-        for (int64_t c = c0; c < c1; c++) {                                                           \
-            double mean, invstd, g = gm ? gm[c] : 1.0, sdy = 0, sdyx = 0;                             \
-            bn_norm_##T(j, c, &mean, &invstd);                                                        \
-            if (j->train)                                                                             \
-                for (int64_t n = 0; n < j->N; n++)                                                    \
-                    for (int64_t i = 0; i < j->S; i++) {                                              \
-                        int64_t k = BN_AT(j, n, c, i);                                                \
-                        sdy += dy[k];                                                                 \
-                        sdyx += dy[k] * (x[k] - mean) * invstd;                                       \
-                    }                                                                                 \
-            sdy /= m, sdyx /= m;                                                                      \
-            for (int64_t n = 0; n < j->N; n++)                                                        \
-                for (int64_t i = 0; i < j->S; i++) {                                                  \
-                    int64_t k = BN_AT(j, n, c, i);                                                    \
-                    double xh = (x[k] - mean) * invstd;                                               \
-                    dx[k] = (T)(j->train ? g * invstd * (dy[k] - sdy - xh * sdyx) : g * invstd * dy[k]); \
-                }                                                                                     \
-        }                                                                                             \
-    }                                                                                                 \
-    /* out (2, C): out[0, c] = sum(dy xhat), out[1, c] = sum(dy) */                                   \
-    static void bn_dparams_##T(void *v, int64_t c0, int64_t c1) {                                     \
-        const bn_job *j = v;                                                                          \
-        const T *x = j->x, *dy = j->dy;                                                               \
-        T *out = j->y;                                                                                \
-        for (int64_t c = c0; c < c1; c++) {                                                           \
-            double mean, invstd, sdy = 0, sdyx = 0;                                                   \
-            bn_norm_##T(j, c, &mean, &invstd);                                                        \
-            for (int64_t n = 0; n < j->N; n++)                                                        \
-                for (int64_t i = 0; i < j->S; i++) {                                                  \
-                    int64_t k = BN_AT(j, n, c, i);                                                    \
-                    sdy += dy[k];                                                                     \
-                    sdyx += dy[k] * (x[k] - mean) * invstd;                                           \
-                }                                                                                     \
-            out[c] = (T)sdyx;                                                                         \
-            out[j->C + c] = (T)sdy;                                                                   \
-        }                                                                                             \
+/* ---- F64 reference ---- */
+
+/* batch mean and biased variance of channel c */
+static void bn_stats_ref(const bn_job *j, int64_t c, double *mean, double *var) {
+    const double *x = j->x;
+    double m = (double)(j->N * j->S), s = 0, q = 0;
+    for (int64_t n = 0; n < j->N; n++)
+        for (int64_t i = 0; i < j->S; i++) s += x[BN_AT(j, n, c, i)];
+    s /= m;
+    for (int64_t n = 0; n < j->N; n++)
+        for (int64_t i = 0; i < j->S; i++) {
+            double d = x[BN_AT(j, n, c, i)] - s;
+            q += d * d;
+        }
+    *mean = s, *var = q / m;
+}
+
+static void running_update(const bn_job *j, int64_t c, double mean, double var, bool f64) {
+    if (!j->rmean) return;
+    double m = (double)(j->N * j->S), mo = j->momentum;
+    if (f64) {
+        double *rm = j->rmean, *rv = j->rvar;
+        rm[c] = (1 - mo) * rm[c] + mo * mean;
+        rv[c] = (1 - mo) * rv[c] + mo * var * m / (m - 1);
+    } else {
+        float *rm = j->rmean, *rv = j->rvar;
+        rm[c] = (float)((1 - mo) * rm[c] + mo * mean);
+        rv[c] = (float)((1 - mo) * rv[c] + mo * var * m / (m - 1));
     }
-BN_KERNELS(float)
-BN_KERNELS(double)
+}
+
+/* y = (x - mean) invstd gamma + beta; train: update running stats */
+static void bn_fwd_ref(void *v, int64_t c0, int64_t c1) {
+    const bn_job *j = v;
+    const double *x = j->x, *gm = j->gamma, *bt = j->beta;
+    double *y = j->y;
+    for (int64_t c = c0; c < c1; c++) {
+        double mean, var;
+        if (j->train) {
+            bn_stats_ref(j, c, &mean, &var);
+            running_update(j, c, mean, var, true);
+        } else {
+            mean = ((const double *)j->rmean)[c], var = ((const double *)j->rvar)[c];
+        }
+        double invstd = 1.0 / sqrt(var + j->eps), g = gm ? gm[c] : 1.0, b = bt ? bt[c] : 0.0;
+        for (int64_t n = 0; n < j->N; n++)
+            for (int64_t i = 0; i < j->S; i++) {
+                int64_t k = BN_AT(j, n, c, i);
+                y[k] = (x[k] - mean) * invstd * g + b;
+            }
+    }
+}
+
+/* stats (4, C): sum(dy xhat), sum(dy), mean, invstd */
+static void bn_dstats_ref(void *v, int64_t c0, int64_t c1) {
+    const bn_job *j = v;
+    const double *x = j->x, *dy = j->dy;
+    double *out = j->y;
+    for (int64_t c = c0; c < c1; c++) {
+        double mean, var, sdy = 0, sdyx = 0;
+        if (j->train)
+            bn_stats_ref(j, c, &mean, &var);
+        else
+            mean = ((const double *)j->rmean)[c], var = ((const double *)j->rvar)[c];
+        double invstd = 1.0 / sqrt(var + j->eps);
+        for (int64_t n = 0; n < j->N; n++)
+            for (int64_t i = 0; i < j->S; i++) {
+                int64_t k = BN_AT(j, n, c, i);
+                sdy += dy[k];
+                sdyx += dy[k] * (x[k] - mean) * invstd;
+            }
+        out[c] = sdyx, out[j->C + c] = sdy, out[2 * j->C + c] = mean, out[3 * j->C + c] = invstd;
+    }
+}
+
+/* train: dx = g invstd (dy - sum(dy)/M - xhat sum(dy xhat)/M); eval: dx = g invstd dy */
+static void bn_dx_ref(void *v, int64_t c0, int64_t c1) {
+    const bn_job *j = v;
+    const double *x = j->x, *dy = j->dy, *gm = j->gamma, *st = j->stats;
+    double *dx = j->y, m = (double)(j->N * j->S);
+    for (int64_t c = c0; c < c1; c++) {
+        double sdyx = st[c] / m, sdy = st[j->C + c] / m, mean = st[2 * j->C + c], invstd = st[3 * j->C + c];
+        double g = gm ? gm[c] : 1.0;
+        for (int64_t n = 0; n < j->N; n++)
+            for (int64_t i = 0; i < j->S; i++) {
+                int64_t k = BN_AT(j, n, c, i);
+                double xh = (x[k] - mean) * invstd;
+                dx[k] = j->train ? g * invstd * (dy[k] - sdy - xh * sdyx) : g * invstd * dy[k];
+            }
+    }
+}
+
+/* ---- F32 fast path ---- */
+
+/* One-pass sums are taken of x - K, K a value of the channel (its first), so
+ * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std. */
+
+/* s += sum(x - K), q += sum((x - K)^2) over n floats, in double */
+static void sum_sq(const float *x, int64_t n, double K, double *s, double *q) {
+    double a[8] = {0}, b[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            double v = x[i + k] - K;
+            a[k] += v, b[k] += v * v;
+        }
+    for (; i < n; i++) a[0] += x[i] - K, b[0] += (x[i] - K) * (x[i] - K);
+    for (int k = 0; k < 8; k++) *s += a[k], *q += b[k];
+}
+
+/* s += sum(dy), p += sum(dy (x - K)) (and, if sx, sx += sum(x - K), sq += sum((x - K)^2)) */
+static void sum_dy(const float *x, const float *dy, int64_t n, double K, double *s, double *p, double *sx,
+                   double *sq) {
+    double a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            double v = x[i + k] - K, g = dy[i + k];
+            a[k] += g, b[k] += g * v, c[k] += v, d[k] += v * v;
+        }
+    for (; i < n; i++) a[0] += dy[i], b[0] += dy[i] * (x[i] - K), c[0] += x[i] - K, d[0] += (x[i] - K) * (x[i] - K);
+    for (int k = 0; k < 8; k++) *s += a[k], *p += b[k];
+    if (sx)
+        for (int k = 0; k < 8; k++) *sx += c[k], *sq += d[k];
+}
+
+static void bn_fwd_f32(void *v, int64_t c0, int64_t c1) {
+    const bn_job *j = v;
+    const float *x = j->x, *gm = j->gamma, *bt = j->beta;
+    float *y = j->y;
+    for (int64_t c = c0; c < c1; c++) {
+        double mean, var;
+        if (j->train) {
+            double s = 0, q = 0, m = (double)(j->N * j->S), K = x[BN_AT(j, 0, c, 0)];
+            for (int64_t n = 0; n < j->N; n++) sum_sq(x + BN_AT(j, n, c, 0), j->S, K, &s, &q);
+            mean = K + s / m;
+            var = q / m - (s / m) * (s / m);
+            if (var < 0) var = 0;
+            running_update(j, c, mean, var, false);
+        } else {
+            mean = ((const float *)j->rmean)[c], var = ((const float *)j->rvar)[c];
+        }
+        double invstd = 1.0 / sqrt(var + j->eps), g = gm ? gm[c] : 1.0, b = bt ? bt[c] : 0.0;
+        float sc = (float)(g * invstd), sh = (float)(b - mean * g * invstd);
+        for (int64_t n = 0; n < j->N; n++) {
+            const float *xr = x + BN_AT(j, n, c, 0);
+            float *yr = y + BN_AT(j, n, c, 0);
+            for (int64_t i = 0; i < j->S; i++) yr[i] = xr[i] * sc + sh;
+        }
+    }
+}
+
+static void bn_dstats_f32(void *v, int64_t c0, int64_t c1) {
+    const bn_job *j = v;
+    const float *x = j->x, *dy = j->dy;
+    float *out = j->y;
+    double m = (double)(j->N * j->S);
+    for (int64_t c = c0; c < c1; c++) {
+        double sdy = 0, sdyx = 0, sx = 0, sq = 0, mean, var, K = x[BN_AT(j, 0, c, 0)];
+        for (int64_t n = 0; n < j->N; n++)
+            sum_dy(x + BN_AT(j, n, c, 0), dy + BN_AT(j, n, c, 0), j->S, K, &sdy, &sdyx, j->train ? &sx : NULL, &sq);
+        if (j->train) {
+            mean = K + sx / m;
+            var = sq / m - (sx / m) * (sx / m);
+            if (var < 0) var = 0;
+        } else {
+            mean = ((const float *)j->rmean)[c], var = ((const float *)j->rvar)[c];
+        }
+        double invstd = 1.0 / sqrt(var + j->eps);
+        out[c] = (float)((sdyx - (mean - K) * sdy) * invstd); /* sum(dy xhat) */
+        out[j->C + c] = (float)sdy;
+        out[2 * j->C + c] = (float)mean;
+        out[3 * j->C + c] = (float)invstd;
+    }
+}
+
+/* dx = k1 dy + k2 x + k3 per channel (the train formula expanded) */
+static void bn_dx_f32(void *v, int64_t c0, int64_t c1) {
+    const bn_job *j = v;
+    const float *x = j->x, *dy = j->dy, *gm = j->gamma, *st = j->stats;
+    float *dx = j->y;
+    double m = (double)(j->N * j->S);
+    for (int64_t c = c0; c < c1; c++) {
+        double sdyx = st[c] / m, sdy = st[j->C + c] / m, mean = st[2 * j->C + c], invstd = st[3 * j->C + c];
+        double g = gm ? gm[c] : 1.0, k1 = g * invstd, k2 = 0, k3 = 0;
+        if (j->train) {
+            k2 = -k1 * invstd * sdyx;
+            k3 = k1 * (mean * invstd * sdyx - sdy);
+        }
+        float f1 = (float)k1, f2 = (float)k2, f3 = (float)k3;
+        for (int64_t n = 0; n < j->N; n++) {
+            const float *xr = x + BN_AT(j, n, c, 0), *gr = dy + BN_AT(j, n, c, 0);
+            float *o = dx + BN_AT(j, n, c, 0);
+            for (int64_t i = 0; i < j->S; i++) o[i] = f1 * gr[i] + f2 * xr[i] + f3;
+        }
+    }
+}
 
 static loom_status bn_run(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cpu_range_fn f64) {
     bn_job j;
@@ -154,10 +256,10 @@ static loom_status bn_run(const loom__cpu_args *a, loom__cpu_range_fn f32, loom_
     return LOOM_OK;
 }
 
-loom_status loom__cpu_batch_norm(const loom__cpu_args *a) { return bn_run(a, bn_fwd_float, bn_fwd_double); }
-loom_status loom__cpu_batch_norm_grad(const loom__cpu_args *a) { return bn_run(a, bn_dx_float, bn_dx_double); }
+loom_status loom__cpu_batch_norm(const loom__cpu_args *a) { return bn_run(a, bn_fwd_f32, bn_fwd_ref); }
+loom_status loom__cpu_batch_norm_grad(const loom__cpu_args *a) { return bn_run(a, bn_dx_f32, bn_dx_ref); }
 loom_status loom__cpu_batch_norm_grad_params(const loom__cpu_args *a) {
-    return bn_run(a, bn_dparams_float, bn_dparams_double);
+    return bn_run(a, bn_dstats_f32, bn_dstats_ref);
 }
 
 /* ---- layer norm: x (R, D), D = the last norm_dims dims, one row per task ---- */

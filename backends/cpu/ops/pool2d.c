@@ -168,6 +168,70 @@ static int64_t bin_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * i
 POOL_KERNELS(float)
 POOL_KERNELS(double)
 
+/* ---- F32 fast path: 2x2 windows, stride 2, no padding (the common
+ * downsampling pool). Same results as the generic loops: first maximum on
+ * ties (row-major order within the window), NaN wins. Odd H/W: the last
+ * row/column is outside every window (and gets zero gradient). */
+static bool is_2x2(const pgeom *q) {
+    return q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 && q->ph == 0 && q->pw == 0;
+}
+
+/* index (0..3) of the first maximum of a, b (top row), c, d (bottom row) */
+static inline int arg4(float a, float b, float c, float d) {
+    int k = 0;
+    float m = a;
+    if (isnan(m)) return 0;
+    if (b > m || isnan(b)) { m = b, k = 1; if (isnan(b)) return 1; }
+    if (c > m || isnan(c)) { m = c, k = 2; if (isnan(c)) return 2; }
+    if (d > m || isnan(d)) k = 3;
+    return k;
+}
+
+static void max2_float(void *v, int64_t p0, int64_t p1) {
+    const pjob *jb = v;
+    const pgeom *q = &jb->q;
+    for (int64_t p = p0; p < p1; p++) {
+        const float *x = (const float *)jb->x + p * q->H * q->W;
+        float *y = (float *)jb->y + p * q->OH * q->OW;
+        for (int64_t i = 0; i < q->OH; i++) {
+            const float *r0 = x + 2 * i * q->W, *r1 = r0 + q->W;
+            for (int64_t j = 0; j < q->OW; j++) {
+                float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+                float m = a >= b ? a : b, n = c >= d ? c : d;
+                float r = m >= n ? m : n;
+                if (r != r || a != a || b != b || c != c || d != d) { /* NaN: the generic rule */
+                    int k = arg4(a, b, c, d);
+                    r = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
+                }
+                y[i * q->OW + j] = r;
+            }
+        }
+    }
+}
+
+static void max2_grad_float(void *v, int64_t p0, int64_t p1) {
+    const pjob *jb = v;
+    const pgeom *q = &jb->q;
+    for (int64_t p = p0; p < p1; p++) {
+        const float *x = (const float *)jb->x + p * q->H * q->W;
+        const float *dy = (const float *)jb->dy + p * q->OH * q->OW;
+        float *dx = (float *)jb->y + p * q->H * q->W;
+        if ((q->H & 1) || (q->W & 1)) memset(dx, 0, (size_t)(q->H * q->W) * sizeof *dx);
+        for (int64_t i = 0; i < q->OH; i++) {
+            const float *r0 = x + 2 * i * q->W, *r1 = r0 + q->W;
+            float *d0 = dx + 2 * i * q->W, *d1 = d0 + q->W;
+            for (int64_t j = 0; j < q->OW; j++) {
+                int k = arg4(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]);
+                float g = dy[i * q->OW + j];
+                d0[2 * j] = k == 0 ? g : 0.0f;
+                d0[2 * j + 1] = k == 1 ? g : 0.0f;
+                d1[2 * j] = k == 2 ? g : 0.0f;
+                d1[2 * j + 1] = k == 3 ? g : 0.0f;
+            }
+        }
+    }
+}
+
 /* planes per work chunk: about 16k touched elements */
 static loom_status run(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cpu_range_fn f64) {
     pjob j = pjob_of(a);
@@ -177,10 +241,16 @@ static loom_status run(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cp
     return LOOM_OK;
 }
 
-loom_status loom__cpu_max_pool2d(const loom__cpu_args *a) { return run(a, max_float, max_double); }
+loom_status loom__cpu_max_pool2d(const loom__cpu_args *a) {
+    pjob j = pjob_of(a);
+    return run(a, is_2x2(&j.q) ? max2_float : max_float, max_double);
+}
 loom_status loom__cpu_avg_pool2d(const loom__cpu_args *a) { return run(a, avg_float, avg_double); }
 loom_status loom__cpu_adaptive_avg_pool2d(const loom__cpu_args *a) { return run(a, adaptive_float, adaptive_double); }
-loom_status loom__cpu_max_pool2d_grad(const loom__cpu_args *a) { return run(a, max_grad_float, max_grad_double); }
+loom_status loom__cpu_max_pool2d_grad(const loom__cpu_args *a) {
+    pjob j = pjob_of(a);
+    return run(a, is_2x2(&j.q) ? max2_grad_float : max_grad_float, max_grad_double);
+}
 loom_status loom__cpu_avg_pool2d_grad(const loom__cpu_args *a) { return run(a, avg_grad_float, avg_grad_double); }
 loom_status loom__cpu_adaptive_avg_pool2d_grad(const loom__cpu_args *a) {
     return run(a, adaptive_grad_float, adaptive_grad_double);
