@@ -13,6 +13,8 @@ Throughput mode (default): --warmup steps, then --steps timed steps; prints
   RESULT impl=torch model=cnn batch=64 threads=2 steps=100 samples_per_s=...
 Accuracy mode (--epochs N): N full epochs, then test accuracy on t10k:
   RESULT impl=torch ... epochs=N test_acc=... samples_per_s=... (training only)
+The learning rate follows --schedule per step (loom train's default: cosine
+from lr to 0 over the run).
 
 Threads: OMP_NUM_THREADS / MKL_NUM_THREADS are set before torch is imported,
 and torch.set_num_threads(--threads), torch.set_num_interop_threads(1).
@@ -33,6 +35,8 @@ p.add_argument("--warmup", type=int, default=10, help="untimed steps first (thro
 p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
 p.add_argument("--lr", type=float, default=None, help="default 0.01 sgd, 0.001 adam/adamw (as loom train)")
 p.add_argument("--momentum", type=float, default=None, help="sgd; default 0.9 (as loom train)")
+p.add_argument("--schedule", choices=["cosine", "constant"], default="cosine",
+               help="per-step lr schedule over the run, as loom train's default (cosine to 0)")
 p.add_argument("--epochs", type=int, default=0, help="> 0: train full epochs and report test accuracy")
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
@@ -128,6 +132,8 @@ def main():
         opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     B = args.batch
     n_batches = xtr.shape[0] // B
+    total = args.epochs * n_batches if args.epochs > 0 else args.warmup + args.steps
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total) if args.schedule == "cosine" else None
     gen = torch.Generator().manual_seed(args.seed)
 
     def batches():
@@ -143,6 +149,8 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if sched:
+            sched.step()
         return loss.item()  # loom train reads the loss back every step too
 
     model.train()

@@ -7,7 +7,11 @@
 #        --threads T --optimizer O --quiet; samples_per_s from its RESULT line
 #        (training loop only, evaluation excluded; the first step is included).
 # torch: bench/torch_train.py --model M --steps S --batch B --threads T
-#        --optimizer O (10 untimed warm-up steps first).
+#        --optimizer O (10 untimed warm-up steps first). Both follow their
+#        default schedule (cosine over the run) and loom train's default lr.
+# OPENBLAS_CORETYPE is unset for both sides unless --keep-coretype: only loom
+# uses OpenBLAS, and a forced older core type slows its GEMMs (the header says
+# which kernels OpenBLAS picked).
 # Each round runs loom then torch for a model, so a load change on a shared
 # machine hits both; every run is printed, then a table with the median and
 # the best (highest) samples/s of the rounds, and their loom/torch ratios.
@@ -18,7 +22,7 @@ root=$(cd "$here/.." && pwd)
 threads=2 batch=64 steps_mlp=300 steps_cnn=100 rounds=5 optimizer=sgd
 loom=${LOOM:-$root/build/loom}
 models="mlp cnn"
-coretype=keep
+coretype=unset
 
 usage() {
     cat <<EOF
@@ -30,7 +34,9 @@ usage: bench/train_vs_torch.sh [options]
   --rounds N         rounds per model (default 5)
   --models LIST      "mlp cnn" (default both)
   --loom PATH        the loom binary (default \$LOOM or build/loom)
-  --unset-coretype   run both sides without OPENBLAS_CORETYPE (default: as the environment has it)
+  --keep-coretype    keep OPENBLAS_CORETYPE as the environment has it (default: unset it
+                     for both sides, so OpenBLAS picks kernels for this CPU; only loom uses
+                     OpenBLAS, torch uses MKL/oneDNN)
 EOF
 }
 
@@ -43,7 +49,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --loom) loom=$2; shift 2 ;;
-    --unset-coretype) coretype=unset; shift ;;
+    --keep-coretype) coretype=keep; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "train_vs_torch.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -53,26 +59,28 @@ if [ ! -x "$loom" ]; then
     echo "train_vs_torch.sh: no loom binary at $loom (build it: cmake -S . -B build && cmake --build build -j; or pass --loom)" >&2
     exit 1
 fi
+was=${OPENBLAS_CORETYPE-}
 if [ "$coretype" = unset ]; then
     unset OPENBLAS_CORETYPE
-    ct_note="OPENBLAS_CORETYPE unset for both (OpenBLAS picks its kernels from the CPU)"
+    ct_note="OPENBLAS_CORETYPE unset for both sides (environment had '${was:-<not set>}'; --keep-coretype keeps it)"
 else
-    ct_note="OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<not set>} (as the environment has it; --unset-coretype to drop it)"
+    ct_note="OPENBLAS_CORETYPE='${was:-<not set>}' kept for both sides, as the environment has it"
 fi
+core=$(python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null) &&
+    ct_note="$ct_note: OpenBLAS uses its $core kernels"
 
 have_torch=1
 torch_why=$(python3 -c 'import torch' 2>&1) || have_torch=0
-if [ $have_torch = 0 ]; then
-    echo "torch: skipped, 'import torch' failed: $(printf '%s' "$torch_why" | tail -n 1)"
-fi
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 best() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -n 1 | grep . || echo "-"; }
 ratio() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; fi; }
+pressure() { sed -n 's/^some avg10=\([^ ]*\).*/\1%/p' /proc/pressure/cpu 2>/dev/null || echo "?"; }
 field() { sed -n "s/.*RESULT .*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | tail -n 1; }
 
 echo "loom train vs PyTorch CPU: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), load $(cut -d' ' -f1-3 /proc/loadavg)$(sed -n 's/^some avg10=\([^ ]*\) avg60=\([^ ]*\).*/, cpu pressure (some) avg10 \1% avg60 \2%/p' /proc/pressure/cpu 2>/dev/null)"
 echo "loom: $loom, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + working tree')"
+[ $have_torch = 0 ] && echo "torch: SKIPPED, 'import torch' failed: $(printf '%s' "$torch_why" | tail -n 1)"
 [ $have_torch = 1 ] && echo "torch: $(python3 -c 'import torch; print(torch.__version__, "BLAS:", "MKL" if torch.backends.mkl.is_available() else "?", "oneDNN:", torch.backends.mkldnn.is_available())' 2>/dev/null)"
 echo "$ct_note"
 echo "batch $batch, threads $threads, optimizer $optimizer, $rounds rounds, steps: mlp $steps_mlp, cnn $steps_cnn"
@@ -97,19 +105,22 @@ for m in $models; do
             t=$(printf '%s\n' "$tout" | field samples_per_s)
             tv="$tv $t"
         fi
-        printf '%-4s round %d: loom %8s samples/s (test_acc %s after %s steps)   torch %8s samples/s\n' "$m" "$r" "$l" \
-            "$(printf '%s\n' "$out" | field test_acc)" "$steps" "$t"
+        printf '%-4s round %d: loom %8s samples/s (test_acc %s after %s steps)   torch %8s samples/s   cpu pressure %s\n' \
+            "$m" "$r" "$l" "$(printf '%s\n' "$out" | field test_acc)" "$steps" "$t" "$(pressure)"
     done
     lm=$(echo "$lv" | median) lb=$(echo "$lv" | best) tm=- tb=-
     if [ $have_torch = 1 ]; then tm=$(echo "$tv" | median) tb=$(echo "$tv" | best); fi
     target=">= 2.0"
     [ "$m" = cnn ] && target=">= 1.5"
-    table="$table$(printf '| %-5s | %5s | %7s | %6s / %6s | %6s / %6s | %4s / %4s | %6s |' "$m" "$batch" "$threads" \
+    table="$table$(printf '| %-5s | %5s | %7s | %6s / %6s | %6s / %6s | %5s / %5s | %6s |' "$m" "$batch" "$threads" \
         "$lm" "$lb" "$tm" "$tb" "$(ratio "$lm" "$tm")" "$(ratio "$lb" "$tb")" "$target")\n"
 done
 
 echo
 echo "samples/s of the training step, median / best of $rounds rounds:"
-echo "| model | batch | threads | loom samples/s  | torch samples/s | loom/torch  | target |"
-echo "|-------|-------|---------|-----------------|-----------------|-------------|--------|"
+echo "| model | batch | threads | loom samples/s  | torch samples/s | loom/torch    | target |"
+echo "|-------|-------|---------|-----------------|-----------------|---------------|--------|"
 printf "$table"
+echo "cpu pressure (some, avg10) now: $(pressure). Where it was above a few % during the rounds, other jobs shared"
+echo "the cores: torch (OpenMP spin-waits) then slows far more than loom, so the medians mislead; read the best-of"
+echo "ratios or run again on a quiet machine."

@@ -1,0 +1,110 @@
+/* backends/opencl/memory.c — device buffers (one cl_mem each), blocking reads
+ * and writes on the in-order queue, and pinned host memory for the loader
+ * (CL_MEM_ALLOC_HOST_PTR buffers kept mapped while allocated). */
+#include "opencl.h"
+
+struct loom__cl_hostmem {
+    cl_mem mem;
+    void *ptr;
+    loom__cl_hostmem *next;
+};
+
+loom_status loom__cl_buffer_alloc(loom_backend *be, size_t bytes, loom__buffer **out) {
+    loom__cl *cl = be->impl;
+    loom__buffer *b = malloc(sizeof *b);
+    if (!b) return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of host memory");
+    if (bytes > cl->max_alloc_bytes) {
+        free(b);
+        return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: a buffer of %zu bytes exceeds the device's largest allocation (%llu bytes)",
+                         bytes, (unsigned long long)cl->max_alloc_bytes);
+    }
+    cl_int err;
+    b->mem = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 64, NULL, &err);
+    if (err != CL_SUCCESS) {
+        free(b);
+        loom__cl_fail(be->ctx, err, "clCreateBuffer", __FILE__, __LINE__);
+        return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: cannot allocate %zu bytes of device memory: %s", bytes,
+                         loom__cl_errstr(err));
+    }
+    b->bytes = bytes;
+    *out = b;
+    return LOOM_OK;
+}
+
+void loom__cl_buffer_free(loom_backend *be, loom__buffer *b) {
+    (void)be;
+    if (!b) return;
+    clReleaseMemObject(b->mem);
+    free(b);
+}
+
+loom_status loom__cl_buffer_write(loom_backend *be, loom__buffer *b, size_t off, const void *src, size_t n) {
+    loom__cl *cl = be->impl;
+    LOOM__ASSERT(off + n <= b->bytes);
+    if (!n) return LOOM_OK;
+    LOOM_CL_CHECK(be->ctx, clEnqueueWriteBuffer(cl->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL));
+    return LOOM_OK;
+}
+
+loom_status loom__cl_buffer_read(loom_backend *be, loom__buffer *b, size_t off, void *dst, size_t n) {
+    loom__cl *cl = be->impl;
+    LOOM__ASSERT(off + n <= b->bytes);
+    if (!n) return LOOM_OK;
+    LOOM_CL_CHECK(be->ctx, clEnqueueReadBuffer(cl->queue, b->mem, CL_TRUE, off, n, dst, 0, NULL, NULL));
+    return LOOM_OK;
+}
+
+loom_status loom__cl_host_alloc(loom_backend *be, size_t bytes, void **out) {
+    loom__cl *cl = be->impl;
+    *out = NULL;
+    loom__cl_hostmem *h = calloc(1, sizeof *h);
+    if (!h) return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of host memory");
+    cl_int err;
+    h->mem = clCreateBuffer(cl->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes ? bytes : 64, NULL, &err);
+    if (err != CL_SUCCESS) {
+        free(h);
+        return loom__cl_fail(be->ctx, err, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", __FILE__, __LINE__);
+    }
+    h->ptr = clEnqueueMapBuffer(cl->queue, h->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes ? bytes : 64, 0, NULL,
+                                NULL, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseMemObject(h->mem);
+        free(h);
+        return loom__cl_fail(be->ctx, err, "clEnqueueMapBuffer", __FILE__, __LINE__);
+    }
+    h->next = cl->hostmem;
+    cl->hostmem = h;
+    *out = h->ptr;
+    return LOOM_OK;
+}
+
+static void release(loom__cl *cl, loom__cl_hostmem *h) {
+    cl_event ev = NULL;
+    if (clEnqueueUnmapMemObject(cl->queue, h->mem, h->ptr, 0, NULL, &ev) == CL_SUCCESS) {
+        clWaitForEvents(1, &ev);
+        clReleaseEvent(ev);
+    }
+    clReleaseMemObject(h->mem);
+    free(h);
+}
+
+void loom__cl_host_free(loom_backend *be, void *p) {
+    loom__cl *cl = be->impl;
+    if (!p) return;
+    for (loom__cl_hostmem **at = &cl->hostmem; *at; at = &(*at)->next) {
+        if ((*at)->ptr != p) continue;
+        loom__cl_hostmem *h = *at;
+        *at = h->next;
+        release(cl, h);
+        return;
+    }
+    LOOM__ASSERT(0 && "opencl host_free: pointer not from host_alloc");
+}
+
+void loom__cl_host_free_all(loom__cl *cl) {
+    while (cl->hostmem) {
+        loom__cl_hostmem *h = cl->hostmem;
+        cl->hostmem = h->next;
+        release(cl, h);
+    }
+}

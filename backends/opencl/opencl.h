@@ -1,0 +1,223 @@
+/* backends/opencl/opencl.h — the OpenCL backend's private interface.
+ *
+ * defines: loom__cl (the backend instance), struct loom__buffer (cl_mem),
+ *          LOOM_CL_CHECK, loom__cl_node / loom__cl_launch (what plan_prepare
+ *          records per node), the op host-function type loom__cl_fn, the
+ *          argument and launch helpers, and the op table loom__cl_kernels.
+ *
+ * Files: device.c (platform/device selection, capabilities, available,
+ * describe), program.c (programs from the embedded kernels/*.cl, one per
+ * storage dtype, binary cache on disk), memory.c (buffers, pinned host
+ * memory), dispatch.c (vtable, plan prepare/run, profiling, the run-time error
+ * slots), ops/<family>.c (host side of each op), kernels/<family>.cl.
+ *
+ * ---- How to add a family (e.g. norm) ----
+ * 1. kernels/norm.cl: kernels named <op>[_<variant>]. They are compiled once
+ *    per storage dtype (f32, f16, bf16): T is the storage type, LD(p, i) loads
+ *    element i as float, ST(p, i, v) stores a float with the dtype's rounding
+ *    (common.cl; LD_F32/LD_F16/LD_BF16/ST_* name a dtype explicitly). Every
+ *    tensor argument is a pair (__global T *x, ulong xo): buffer and element
+ *    offset; index x + xo. Compute in float; write shape comments
+ *    (// x (N, C, H, W)). Geometry that does not fit a few scalars goes in a
+ *    `__constant long *g` table (loom__cl_meta). Match backends/cpu/ops/norm.c
+ *    exactly (same formulas and order of operations; reductions may be
+ *    trees, in float).
+ * 2. ops/norm.c: one `loom_status loom__cl_<stem>(loom__cl_op *o)` per op.
+ *    It runs once per node at plan_prepare: get kernels with loom__cl_kernel,
+ *    set their arguments with loom__cl_arg_* (tensors via loom__cl_arg_t,
+ *    which reads plan->addr), then record launches with loom__cl_launch_1d
+ *    (elementwise) or loom__cl_launch_groups (one work-group per row, local
+ *    reductions). Scratch buffers: loom__cl_scratch. Data-dependent run-time
+ *    errors (an index out of range): loom__cl_err_slot gives the kernel an int
+ *    slot to atomic_min the first bad position into; the `check` callback
+ *    formats the message after the run. Per-run arguments (the plan step):
+ *    set o->node->before_run.
+ * 3. kernels.c: K(OP, stem, dtypes) for each op (LOOM__CL_FLOAT = f32|f16|bf16;
+ *    never F64: there is no fp64 on most OpenCL devices). A missing entry is
+ *    "unsupported" everywhere (loom info, the op-check, plan compile).
+ * 4. Declare nothing: the loom__cl_<stem> prototypes come from ops.def below.
+ *    Check with `build/tests/test-opcheck -b opencl -o <op>`.
+ */
+#ifndef LOOM_OPENCL_H
+#define LOOM_OPENCL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "../../core/backend_impl.h"
+
+/* Programs: one per storage dtype of the output. */
+enum { LOOM__CL_P_F32, LOOM__CL_P_F16, LOOM__CL_P_BF16, LOOM__CL_NPROG };
+
+typedef struct loom__cl_hostmem loom__cl_hostmem;
+
+typedef struct loom__cl {
+    loom_ctx *ctx;
+    int platform_index, device_index; /* as selected */
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;      /* in order; used for everything but profiled runs */
+    cl_command_queue queue_prof; /* in order, CL_QUEUE_PROFILING_ENABLE; created on first use */
+    /* capabilities (device.c) */
+    char name[256], vendor[256], dev_version[256], driver[256], c_version[256], platform_name[256],
+        platform_version[256];
+    cl_device_type type;
+    cl_uint compute_units;
+    cl_ulong global_mem_bytes, local_mem_bytes, max_alloc_bytes;
+    size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    size_t preferred_wg;    /* multiple reported by a probe kernel (0 until a program is built) */
+    bool fp16, fp64;        /* cl_khr_fp16 / cl_khr_fp64 (not needed; reported) */
+    bool correct_div_sqrt;  /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: built with that option */
+    /* programs (program.c), built on first use */
+    cl_program prog[LOOM__CL_NPROG];
+    double build_seconds[LOOM__CL_NPROG];
+    bool from_cache[LOOM__CL_NPROG];
+    loom__cl_hostmem *hostmem; /* pinned allocations (memory.c) */
+} loom__cl;
+
+struct loom__buffer {
+    cl_mem mem;
+    size_t bytes;
+};
+
+/* "CL_INVALID_VALUE" etc. */
+const char *loom__cl_errstr(cl_int e);
+/* Record "opencl: <call> failed: <CL_ERROR> (<code>) at file:line" on ctx. */
+loom_status loom__cl_fail(loom_ctx *ctx, cl_int e, const char *call, const char *file, int line);
+
+/* Evaluate an OpenCL call returning cl_int; on failure record it (file:line,
+ * call text, error name) and return LOOM_ERR_BACKEND (LOOM_ERR_OOM for the
+ * out-of-memory codes) from the enclosing function. */
+#define LOOM_CL_CHECK(ctx, call)                                                            \
+    do {                                                                                    \
+        cl_int loom_cl_e_ = (call);                                                         \
+        if (loom_cl_e_ != CL_SUCCESS) return loom__cl_fail((ctx), loom_cl_e_, #call, __FILE__, __LINE__); \
+    } while (0)
+/* The same for calls that report through an errcode_ret (clCreate*): `err`
+ * holds the code, `what` names the call. */
+#define LOOM_CL_CHECK_ERR(ctx, err, what)                                                   \
+    do {                                                                                    \
+        if ((err) != CL_SUCCESS) return loom__cl_fail((ctx), (err), what, __FILE__, __LINE__); \
+    } while (0)
+
+/* ---- device.c ---- */
+bool loom__cl_available(loom_ctx *ctx, const char **why);
+loom_status loom__cl_open(loom__cl *cl, const loom_backend_desc *desc);
+void loom__cl_close(loom__cl *cl);
+void loom__cl_describe(const loom_backend *be, FILE *out);
+
+/* ---- program.c ---- */
+/* The program for storage dtype dt (F32, F16 or BF16), built (or loaded from
+ * the cache) on first use. */
+loom_status loom__cl_program(loom__cl *cl, loom_dtype dt, cl_program *out);
+/* The cache directory in use (LOOM_OPENCL_CACHE, $XDG_CACHE_HOME/loom/opencl,
+ * ~/.cache/loom/opencl), or "" when caching is off (LOOM_OPENCL_CACHE=off). */
+void loom__cl_cache_dir(char *out, size_t n);
+
+/* ---- memory.c ---- */
+loom_status loom__cl_buffer_alloc(loom_backend *be, size_t bytes, loom__buffer **out);
+void loom__cl_buffer_free(loom_backend *be, loom__buffer *b);
+loom_status loom__cl_buffer_write(loom_backend *be, loom__buffer *b, size_t off, const void *src, size_t n);
+loom_status loom__cl_buffer_read(loom_backend *be, loom__buffer *b, size_t off, void *dst, size_t n);
+loom_status loom__cl_host_alloc(loom_backend *be, size_t bytes, void **out);
+void loom__cl_host_free(loom_backend *be, void *p);
+void loom__cl_host_free_all(loom__cl *cl);
+
+/* ---- per node records (dispatch.c) ---- */
+#define LOOM__CL_MAX_LAUNCH 4
+#define LOOM__CL_MAX_OWNED 4
+
+typedef struct loom__cl_launch {
+    cl_kernel k;
+    cl_uint dim;
+    size_t global[2];
+    size_t local[2]; /* local[0] == 0: the runtime chooses */
+} loom__cl_launch;
+
+typedef struct loom__cl_op loom__cl_op;
+typedef struct loom__cl_node loom__cl_node;
+
+struct loom__cl_node {
+    const loom_tensor *t;
+    int n_launch;
+    loom__cl_launch l[LOOM__CL_MAX_LAUNCH];
+    int n_owned;
+    cl_mem owned[LOOM__CL_MAX_OWNED]; /* geometry tables, scratch */
+    int err_slot;                     /* -1, or this node's slot in the plan's error buffer */
+    /* after the run, when the slot holds a position (not INT32_MAX): set the
+     * error message and return the status */
+    loom_status (*check)(loom__cl *cl, const loom_plan *p, const loom_tensor *t, int32_t bad);
+    /* before each run (e.g. dropout: the plan step); may be NULL */
+    loom_status (*before_run)(loom__cl *cl, const loom_plan *p, loom__cl_node *n);
+};
+
+/* What an op's host function gets at plan_prepare. */
+struct loom__cl_op {
+    loom__cl *cl;
+    const loom_plan *plan;
+    const loom_tensor *t; /* the node */
+    loom__cl_node *node;  /* to fill */
+    cl_mem err_buf;       /* the plan's error slots */
+};
+
+typedef loom_status (*loom__cl_fn)(loom__cl_op *o);
+
+/* Kernel `name` from the program for storage dtype dt (F32/F16/BF16; I32 and
+ * U8 use the F32 program); owned by the node (released with the plan). */
+loom_status loom__cl_kernel(loom__cl_op *o, loom_dtype dt, const char *name, cl_kernel *out);
+
+/* Argument setting: a cursor over one kernel's arguments. Failures are
+ * collected and reported by loom__cl_args_end (first failure wins). */
+typedef struct loom__cl_args {
+    loom__cl_op *o;
+    cl_kernel k;
+    cl_uint i;
+    cl_int err;
+    cl_uint err_index;
+} loom__cl_args;
+
+loom__cl_args loom__cl_args_begin(loom__cl_op *o, cl_kernel k);
+void loom__cl_arg_t(loom__cl_args *a, const loom_tensor *t); /* (buffer, element offset as ulong) */
+void loom__cl_arg_mem(loom__cl_args *a, cl_mem m);
+void loom__cl_arg_i32(loom__cl_args *a, int32_t v);
+void loom__cl_arg_u32(loom__cl_args *a, uint32_t v);
+void loom__cl_arg_i64(loom__cl_args *a, int64_t v); /* OpenCL long */
+void loom__cl_arg_u64(loom__cl_args *a, uint64_t v); /* OpenCL ulong */
+void loom__cl_arg_f32(loom__cl_args *a, float v);
+void loom__cl_arg_local(loom__cl_args *a, size_t bytes); /* __local scratch */
+loom_status loom__cl_args_end(loom__cl_args *a);
+
+/* A read-only table of n int64 values (a `__constant long *` argument),
+ * owned by the node. */
+loom_status loom__cl_meta(loom__cl_op *o, const int64_t *v, int n, cl_mem *out);
+/* A device scratch buffer owned by the node. */
+loom_status loom__cl_scratch(loom__cl_op *o, size_t bytes, cl_mem *out);
+/* Give the node an error slot; *slot is its index in o->err_buf. */
+void loom__cl_err_slot(loom__cl_op *o, int *slot);
+
+/* Launches, run in the order recorded: n work-items (rounded up to a work-
+ * group multiple; kernels check their index against n), or `groups`
+ * work-groups of `local` items (local a power of two <= the device limit). */
+loom_status loom__cl_launch_1d(loom__cl_op *o, cl_kernel k, int64_t n);
+loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, size_t local);
+/* A power-of-two work-group size for reducing `n` items: min(256, device
+ * limit, next power of two >= n), at least 1. */
+size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);
+
+/* Host helpers for the op files. */
+size_t loom__cl_elem_off(const loom_plan *p, const loom_tensor *t); /* element offset in its buffer */
+cl_mem loom__cl_mem(const loom_plan *p, const loom_tensor *t);
+
+/* ---- the op table (kernels.c) and the op host functions (ops/<family>.c) ---- */
+#define LOOM__CL_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16))
+#define LOOM__CL_ALL (LOOM__CL_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
+extern const loom__kernel loom__cl_kernels[LOOM_OP_COUNT];
+
+#define LOOM_OP(e, stem, bw, fl) loom_status loom__cl_##stem(loom__cl_op *o);
+#include "../../core/ops.def"
+#undef LOOM_OP
+
+#endif
