@@ -29,20 +29,33 @@ static float coef_of(const loom__cpu_args *a) {
     static void sgd_##T(void *v, int64_t i0, int64_t i1) {                                   \
         const ojob *j = v;                                                                   \
         const loom_tensor *n = j->node;                                                      \
-        T *p = j->x[0], *gr = j->x[1], *buf = n->p[0] ? (T *)j->x[3] : NULL;                 \
-        T lr = (T)j->hyper[LOOM__H_LR], mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef;      \
-        T mom = (T)n->f[0], damp1 = (T)(1 - n->f[1]), wd = (T)n->f[2];                       \
-        bool first = j->hyper[LOOM__H_FIRST] != 0;                                           \
-        for (int64_t i = i0; i < i1; i++) {                                                  \
-            T g = gr[i] * mult;                                                              \
-            if (wd != 0) g += wd * p[i];                                                     \
-            if (buf) {                                                                       \
-                buf[i] = first ? g : mom * buf[i] + damp1 * g;                              \
-                g = n->p[1] ? g + mom * buf[i] : buf[i];                                     \
+        T *restrict p = j->x[0], *restrict gr = j->x[1];                                     \
+        T *restrict buf = n->p[0] ? (T *)j->x[3] : NULL;                                     \
+        const T lr = (T)j->hyper[LOOM__H_LR], mult = (T)j->hyper[LOOM__H_GMULT] * (T)j->coef; \
+        const T mom = (T)n->f[0], damp1 = (T)(1 - n->f[1]), wd = (T)n->f[2];                 \
+        const bool first = j->hyper[LOOM__H_FIRST] != 0, nesterov = n->p[1] != 0;            \
+        /* the common configurations as straight loops (they vectorise) */                   \
+        if (buf && !nesterov && wd == 0 && !first) {                                         \
+            for (int64_t i = i0; i < i1; i++) {                                              \
+                T b = mom * buf[i] + damp1 * (gr[i] * mult);                                 \
+                buf[i] = b;                                                                  \
+                p[i] -= lr * b;                                                              \
             }                                                                                \
-            p[i] -= lr * g;                                                                  \
-            if (n->p[2]) gr[i] = 0;                                                          \
+        } else if (!buf && wd == 0) {                                                        \
+            for (int64_t i = i0; i < i1; i++) p[i] -= lr * (gr[i] * mult);                  \
+        } else {                                                                             \
+            for (int64_t i = i0; i < i1; i++) {                                              \
+                T g = gr[i] * mult;                                                          \
+                if (wd != 0) g += wd * p[i];                                                 \
+                if (buf) {                                                                   \
+                    buf[i] = first ? g : mom * buf[i] + damp1 * g;                           \
+                    g = nesterov ? g + mom * buf[i] : buf[i];                                \
+                }                                                                            \
+                p[i] -= lr * g;                                                              \
+            }                                                                                \
         }                                                                                    \
+        if (n->p[2])                                                                         \
+            for (int64_t i = i0; i < i1; i++) gr[i] = 0;                                     \
     }
 SGD(float)
 SGD(double)
