@@ -37,6 +37,11 @@ bool loom_backend_available(loom_ctx *ctx, const char *name, const char **why) {
     return vt->available(ctx, why);
 }
 
+bool loom_backend_is_gpu(loom_ctx *ctx, const char *name) {
+    const loom__backend_vtbl *vt = find(name);
+    return vt && vt->is_gpu && vt->available(ctx, NULL) && vt->is_gpu(ctx);
+}
+
 loom_status loom_backend_create(loom_ctx *ctx, const char *name, const loom_backend_desc *desc, loom_backend **out) {
     *out = NULL;
     const loom__backend_vtbl *vt = find(name);

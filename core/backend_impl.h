@@ -28,6 +28,9 @@ typedef struct loom__backend_vtbl {
     const char *name;
     /* Can this backend run here? If not, *why says why. */
     bool (*available)(loom_ctx *ctx, const char **why);
+    /* Is its default device a real GPU (not a CPU device such as PoCL or
+     * lavapipe)? NULL = no. `--backend auto` only picks GPU devices. */
+    bool (*is_gpu)(loom_ctx *ctx);
     loom_status (*create)(loom_backend *be, const loom_backend_desc *desc);
     void (*destroy)(loom_backend *be);
     void (*describe)(const loom_backend *be, FILE *out);
@@ -87,5 +90,8 @@ struct loom_plan {
 extern const loom__backend_vtbl *const loom__backends[];
 
 extern const loom__backend_vtbl loom__cpu_backend;
+#ifdef LOOM_HAVE_OPENCL
+extern const loom__backend_vtbl loom__opencl_backend;
+#endif
 
 #endif

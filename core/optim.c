@@ -10,7 +10,7 @@ struct loom_optimizer {
     loom_graph *g;
     loom_optimizer_desc d;
     loom_tensor *hyper;
-    int nparams;
+    int nparams, ndecay;
     int64_t steps, micro;
 };
 
@@ -89,12 +89,15 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
     }
     for (int i = 0; i < np; i++) {
         loom_tensor *p = params[i];
+        /* weights only by default: biases and norm parameters (ndim < 2) are not decayed */
+        double wd = d.decay_all || p->ndim >= 2 ? d.weight_decay : 0.0;
+        o->ndecay += wd > 0;
         if (d.kind == LOOM_OPT_SGD) {
-            loom__sgd_params sp = {d.momentum, d.dampening, d.weight_decay, d.nesterov, accum};
+            loom__sgd_params sp = {d.momentum, d.dampening, wd, d.nesterov, accum};
             loom_tensor *buf = d.momentum > 0 ? state_like(g, p, "momentum_buffer") : NULL;
             loom__sgd_step(g, p, grads[i], o->hyper, buf, coef, &sp);
         } else {
-            loom__adam_params ap = {d.beta1, d.beta2, d.eps, d.weight_decay, d.kind == LOOM_OPT_ADAMW, accum};
+            loom__adam_params ap = {d.beta1, d.beta2, d.eps, wd, d.kind == LOOM_OPT_ADAMW, accum};
             loom__adam_step(g, p, grads[i], o->hyper, state_like(g, p, "exp_avg"), state_like(g, p, "exp_avg_sq"),
                             coef, &ap);
         }
@@ -137,3 +140,7 @@ void loom_optimizer_set_counters(loom_optimizer *o, int64_t steps, int64_t micro
     o->micro = micro;
 }
 int loom_optimizer_param_count(const loom_optimizer *o) { return o->nparams; }
+void loom_optimizer_decay_counts(const loom_optimizer *o, int *decayed, int *not_decayed) {
+    if (decayed) *decayed = o->ndecay;
+    if (not_decayed) *not_decayed = o->nparams - o->ndecay;
+}

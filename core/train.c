@@ -1,9 +1,10 @@
 /* core/train.c — the training loop behind `loom train` (see loom/train.h). */
+#include <errno.h>
 #include <math.h>
 #include <time.h>
 
 #include "impl.h"
-#include "loom/train.h"
+#include "train_impl.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -11,16 +12,86 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- host copies of parameters and states ---- */
+static bool optimizer_state(const char *name) {
+    static const char *const sfx[] = {".momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"};
+    size_t n = strlen(name);
+    for (int i = 0; i < 4; i++) {
+        size_t k = strlen(sfx[i]);
+        if (n > k && !strcmp(name + n - k, sfx[i])) return true;
+    }
+    return false;
+}
+
+loom_status loom__snapshot_take(loom__snapshot *s, loom_plan *plan, loom_graph *g, bool params_only) {
+    if (!s->t) {
+        int n = 0;
+        for (int i = 0; i < g->n; i++) n += g->nodes[i]->leaf == LOOM__PARAM || g->nodes[i]->leaf == LOOM__STATE;
+        s->t = calloc((size_t)(n ? n : 1), sizeof *s->t);
+        s->data = calloc((size_t)(n ? n : 1), sizeof *s->data);
+        if (!s->t || !s->data) return loom__err(g->ctx, LOOM_ERR_OOM, "snapshot: out of memory");
+        for (int i = 0; i < g->n; i++) {
+            loom_tensor *t = g->nodes[i];
+            if (t->leaf != LOOM__PARAM && t->leaf != LOOM__STATE) continue;
+            if (params_only && t->leaf == LOOM__STATE && optimizer_state(t->name)) continue;
+            if (!(s->data[s->n] = malloc(loom__nbytes(t) ? loom__nbytes(t) : 1)))
+                return loom__err(g->ctx, LOOM_ERR_OOM, "snapshot: out of memory for '%s'", t->name);
+            s->t[s->n++] = t;
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        loom_status st = loom_plan_read(plan, s->t[i], s->data[i], loom__nbytes(s->t[i]));
+        if (st != LOOM_OK) return st;
+    }
+    return LOOM_OK;
+}
+
+loom_status loom__snapshot_restore(const loom__snapshot *s, loom_plan *plan) {
+    for (int i = 0; i < s->n; i++) {
+        loom_status st = loom_plan_write(plan, s->t[i], s->data[i], loom__nbytes(s->t[i]));
+        if (st != LOOM_OK) return st;
+    }
+    return LOOM_OK;
+}
+
+void loom__snapshot_free(loom__snapshot *s) {
+    for (int i = 0; s->data && i < s->n; i++) free(s->data[i]);
+    free(s->t), free(s->data);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- early stopping ---- */
+void loom_early_stop_init(loom_early_stop *es, int patience, double min_delta, bool maximize) {
+    memset(es, 0, sizeof *es);
+    es->patience = patience < 1 ? 1 : patience;
+    es->min_delta = min_delta > 0 ? min_delta : 0;
+    es->maximize = maximize;
+    es->best = NAN;
+}
+
+bool loom_early_stop_update(loom_early_stop *es, double v) {
+    es->seen++;
+    bool better = isfinite(v) && (isnan(es->best) || (es->maximize ? v - es->min_delta > es->best
+                                                                    : v + es->min_delta < es->best));
+    if (better) {
+        es->best = v;
+        es->best_epoch = es->seen;
+        es->bad = 0;
+    } else if (++es->bad >= es->patience) {
+        es->stop = true;
+    }
+    return better;
+}
+
 const char *loom_pick_backend(loom_ctx *ctx, const char **why) {
     static const char *const order[] = {"cuda", "vulkan", "opencl"};
     for (int i = 0; i < 3; i++) {
-        const char *reason = NULL;
-        if (loom_backend_available(ctx, order[i], &reason)) {
-            if (why) *why = "the first GPU backend available (order: cuda, vulkan, opencl, cpu)";
+        if (loom_backend_is_gpu(ctx, order[i])) {
+            if (why) *why = "the first backend with a real GPU device (order: cuda, vulkan, opencl, cpu)";
             return order[i];
         }
     }
-    if (why) *why = "no GPU backend is built and available here";
+    if (why) *why = "no GPU device is available through the backends built here (CPU devices behind GPU APIs are not picked)";
     return "cpu";
 }
 
@@ -44,7 +115,7 @@ static loom_status build_graph(loom_ctx *ctx, const loom_train_desc *d, const lo
     m->loss = loom_cross_entropy(m->g, m->logits, m->y, train ? d->label_smoothing : 0.0, -100);
     if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
     loom_keep(m->loss);
-    if (!train) loom_keep(m->logits);
+    loom_keep(m->logits);
     return LOOM_OK;
 }
 
@@ -106,6 +177,34 @@ static loom_status meta_int(loom_ctx *ctx, loom_safetensors *f, const char *path
     return LOOM_OK;
 }
 
+/* The number of correct argmax predictions among the first n rows. */
+static int64_t count_correct(const float *logits, const int32_t *y, int n, int classes) {
+    int64_t correct = 0;
+    for (int i = 0; i < n; i++) {
+        const float *r = logits + (size_t)i * (size_t)classes;
+        int best = 0;
+        for (int k = 1; k < classes; k++)
+            if (r[k] > r[best]) best = k;
+        correct += best == y[i];
+    }
+    return correct;
+}
+
+static loom_status copy_dataset(loom_ctx *ctx, const loom_dataset *src, loom_dataset *dst) {
+    size_t per = (size_t)src->c * (size_t)src->h * (size_t)src->w;
+    *dst = *src;
+    dst->pixels = malloc((size_t)src->n * per);
+    dst->labels = malloc((size_t)src->n * sizeof *dst->labels);
+    if (!dst->pixels || !dst->labels) {
+        free(dst->pixels), free(dst->labels);
+        memset(dst, 0, sizeof *dst);
+        return loom__err(ctx, LOOM_ERR_OOM, "train: out of memory for the validation split");
+    }
+    memcpy(dst->pixels, src->pixels, (size_t)src->n * per);
+    memcpy(dst->labels, src->labels, (size_t)src->n * sizeof *dst->labels);
+    return LOOM_OK;
+}
+
 loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_result *res) {
     loom_train_desc d = *desc;
     memset(res, 0, sizeof *res);
@@ -122,6 +221,15 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
                          (long long)ds->n);
     if (!(d.label_smoothing >= 0 && d.label_smoothing < 1))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: label smoothing %g must be in [0, 1)", d.label_smoothing);
+    if (!(d.val_split >= 0 && d.val_split < 1))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: validation split %g must be in [0, 1)", d.val_split);
+    if (d.early_stop < 0 || !(d.min_delta >= 0) ||
+        (d.monitor != LOOM_MONITOR_VAL_LOSS && d.monitor != LOOM_MONITOR_VAL_ACC))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: early stopping patience %d must be >= 0, min_delta %g >= 0, monitor %d val_loss (0) or val_acc (1)",
+                         d.early_stop, d.min_delta, (int)d.monitor);
+    if (d.early_stop > 0 && !d.val && d.val_split <= 0)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: early stopping (patience %d) needs a validation set: give val or val_split",
+                         d.early_stop);
     loom_model_desc md = d.model;
     if (!md.in_c) md.in_c = ds->c, md.in_h = ds->h, md.in_w = ds->w;
     if (!md.num_classes) md.num_classes = ds->num_classes > 2 ? ds->num_classes : 2;
@@ -129,6 +237,9 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if (d.test && (d.test->c != ds->c || d.test->h != ds->h || d.test->w != ds->w))
         return loom__err(ctx, LOOM_ERR_SHAPE, "train: test samples are %dx%dx%d but training samples %dx%dx%d",
                          d.test->c, d.test->h, d.test->w, ds->c, ds->h, ds->w);
+    if (d.val && (d.val->c != ds->c || d.val->h != ds->h || d.val->w != ds->w))
+        return loom__err(ctx, LOOM_ERR_SHAPE, "train: validation samples are %dx%dx%d but training samples %dx%dx%d",
+                         d.val->c, d.val->h, d.val->w, ds->c, ds->h, ds->w);
 
     /* a resumed run takes its seed and counters from the checkpoint */
     loom_safetensors *ck = NULL;
@@ -140,13 +251,39 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
             return loom__err(ctx, LOOM_ERR_FORMAT, "%s: not a loom training checkpoint (no loom.epoch/loom.seed metadata)",
                              d.resume_path);
         }
-        int64_t seed;
+        int64_t seed = 0;
         if ((st = meta_int(ctx, ck, d.resume_path, "loom.seed", &seed)) != LOOM_OK) {
             loom_safetensors_close(ck);
             return st;
         }
         d.seed = (uint64_t)seed;
     }
+
+    /* the validation split: a seeded shuffle of a copy of the training set */
+    loom_dataset split_train = {0}, split_val = {0};
+    if (!d.val && d.val_split > 0) {
+        int64_t nv = (int64_t)llround(d.val_split * (double)ds->n);
+        if (nv < 1 || nv >= ds->n || ds->n - nv < d.batch) {
+            if (ck) loom_safetensors_close(ck);
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                             "train: validation split %g of %lld samples leaves %lld for validation and %lld for training (batch %d)",
+                             d.val_split, (long long)ds->n, (long long)nv, (long long)(ds->n - nv), d.batch);
+        }
+        if ((st = copy_dataset(ctx, ds, &split_train)) != LOOM_OK ||
+            (st = loom_dataset_split(ctx, &split_train, nv, d.seed, &split_val)) != LOOM_OK) {
+            loom_dataset_free(&split_train);
+            if (ck) loom_safetensors_close(ck);
+            return st;
+        }
+        ds = d.train = &split_train;
+        d.val = &split_val;
+    }
+    res->val_n = d.val ? d.val->n : 0;
+    loom__snapshot best = {0};
+    FILE *csv = NULL;
+    loom_tb_writer *tb = NULL;
+    loom_early_stop stopper;
+    loom_early_stop_init(&stopper, d.early_stop, d.min_delta, d.monitor == LOOM_MONITOR_VAL_ACC);
 
     const char *bname = d.backend && strcmp(d.backend, "auto") ? d.backend : loom_pick_backend(ctx, NULL);
     loom_backend *be = NULL;
@@ -161,10 +298,13 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK) goto done;
     if ((st = loom_backward(tr.g, tr.loss)) != LOOM_OK) goto done;
     if ((st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK) goto done;
+    loom_optimizer_decay_counts(opt, &res->decayed, &res->not_decayed);
     if ((st = loom_plan_compile(tr.g, be, NULL, &tr.plan)) != LOOM_OK) goto done;
     if (d.profile && (st = loom_plan_set_profiling(tr.plan, true)) != LOOM_OK) goto done;
-    int eb = d.test ? (d.eval_batch < d.test->n ? d.eval_batch : (int)d.test->n) : 0;
-    if (d.test) {
+    int64_t eval_n = d.test ? d.test->n : 0;
+    if (d.val && d.val->n > eval_n) eval_n = d.val->n;
+    int eb = eval_n ? (d.eval_batch < eval_n ? d.eval_batch : (int)eval_n) : 0;
+    if (eval_n) {
         if ((st = build_graph(ctx, &d, &md, false, eb, d.seed, &ev)) != LOOM_OK) goto done;
         if ((st = loom_plan_compile(ev.g, be, &(loom_plan_desc){.share = tr.plan}, &ev.plan)) != LOOM_OK) goto done;
     }
@@ -206,27 +346,53 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     double t_all = 0;
     int64_t samples_all = 0;
     res->epochs_run = start_epoch;
-    res->test_loss = res->test_acc = NAN;
+    res->test_loss = res->test_acc = res->val_loss = res->val_acc = NAN;
+    if (d.log_csv) {
+        if (!(csv = fopen(d.log_csv, start_epoch ? "a" : "w"))) {
+            st = loom__err(ctx, LOOM_ERR_IO, "train: cannot write the CSV log '%s': %s", d.log_csv, strerror(errno));
+            goto done;
+        }
+        if (!start_epoch)
+            fprintf(csv, "kind,epoch,step,loss,accuracy,lr,samples_per_s,val_loss,val_acc,test_loss,test_acc,seconds\n");
+    }
+    if (d.tensorboard_dir && (st = loom_tb_open(ctx, d.tensorboard_dir, &tb)) != LOOM_OK) goto done;
+    double plateau_scale = 1.0;
     for (int e = start_epoch; e < d.epochs && st == LOOM_OK; e++) {
         double t0 = now_s(), loss_sum = 0, lr = 0;
+        int64_t correct = 0;
         loom_batch_iter_begin(it, e);
         int64_t s = 0;
         for (; s < steps; s++) {
             int n = loom_batch_iter_next(it, xbuf, ybuf);
             if (n <= 0) break;
             float l;
-            lr = loom_schedule_lr(&d.sched, loom_optimizer_steps(opt));
+            lr = loom_schedule_lr(&d.sched, loom_optimizer_steps(opt)) * plateau_scale;
             if ((st = loom_plan_write(tr.plan, tr.x, xbuf, (size_t)d.batch * per * sizeof *xbuf)) != LOOM_OK ||
                 (st = loom_plan_write(tr.plan, tr.y, ybuf, (size_t)d.batch * sizeof *ybuf)) != LOOM_OK ||
                 (st = loom_optimizer_begin_step(opt, tr.plan, lr)) != LOOM_OK || (st = loom_plan_run(tr.plan)) != LOOM_OK ||
-                (st = loom_plan_read(tr.plan, tr.loss, &l, sizeof l)) != LOOM_OK)
+                (st = loom_plan_read(tr.plan, tr.loss, &l, sizeof l)) != LOOM_OK ||
+                (st = loom_plan_read(tr.plan, tr.logits, logits, (size_t)d.batch * (size_t)md.num_classes * sizeof *logits)) != LOOM_OK)
                 break;
+            int64_t ok_now = count_correct(logits, ybuf, n, md.num_classes);
+            correct += ok_now;
             if (!isfinite(l)) {
                 st = loom__err(ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged",
                                (double)l, e + 1, (long long)s + 1, lr);
                 break;
             }
             loss_sum += l;
+            if (csv || tb) {
+                int64_t gstep = loom_optimizer_micro_steps(opt);
+                double el = now_s() - t0, sps = (double)(s + 1) * d.batch / el, acc = (double)ok_now / n;
+                if (csv)
+                    fprintf(csv, "step,%d,%lld,%.6g,%.6g,%.6g,%.6g,,,,,%.3f\n", e + 1, (long long)gstep, (double)l, acc, lr,
+                            sps, el);
+                if (tb && ((st = loom_tb_scalar(ctx, tb, "train/loss", gstep, l)) != LOOM_OK ||
+                           (st = loom_tb_scalar(ctx, tb, "train/accuracy", gstep, acc)) != LOOM_OK ||
+                           (st = loom_tb_scalar(ctx, tb, "train/lr", gstep, lr)) != LOOM_OK ||
+                           (st = loom_tb_scalar(ctx, tb, "train/samples_per_s", gstep, sps)) != LOOM_OK))
+                    break;
+            }
             if (d.on_progress) {
                 double el = now_s() - t0;
                 loom_train_progress p = {e + 1, d.epochs, s + 1, steps, loss_sum / (double)(s + 1),
@@ -238,7 +404,9 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         double el = now_s() - t0;
         t_all += el;
         samples_all += s * d.batch;
-        loom_epoch_stats es = {e + 1, d.epochs, s ? loss_sum / (double)s : NAN, NAN, NAN, el, s * d.batch / el, lr};
+        loom_epoch_stats es = {e + 1, d.epochs, s ? loss_sum / (double)s : NAN, NAN, NAN, el, s * d.batch / el, lr,
+                               NAN, NAN, s ? (double)correct / (double)(s * d.batch) : NAN, false};
+        if (d.val && (st = evaluate(ctx, &ev, d.val, &d, xbuf, ybuf, logits, &es.val_loss, &es.val_acc)) != LOOM_OK) break;
         bool eval_now = d.test && ((e + 1) % d.eval_every == 0 || e + 1 == d.epochs);
         if (eval_now &&
             (st = evaluate(ctx, &ev, d.test, &d, xbuf, ybuf, logits, &es.test_loss, &es.test_acc)) != LOOM_OK)
@@ -246,6 +414,16 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         res->epochs_run = e + 1;
         res->train_loss = es.train_loss;
         if (eval_now) res->test_loss = es.test_loss, res->test_acc = es.test_acc;
+        if (d.val) res->val_loss = es.val_loss, res->val_acc = es.val_acc;
+        if (d.plateau && (d.val || eval_now)) {
+            loom_plateau_step(d.plateau, d.val ? es.val_loss : es.test_loss);
+            plateau_scale = d.plateau->base_lr > 0 ? d.plateau->lr / d.plateau->base_lr : 1.0;
+        }
+        if (d.early_stop > 0) {
+            es.best = loom_early_stop_update(&stopper, d.monitor == LOOM_MONITOR_VAL_ACC ? es.val_acc : es.val_loss);
+            res->best_epoch = start_epoch + stopper.best_epoch;
+            if (es.best && !d.keep_last && (st = loom__snapshot_take(&best, tr.plan, tr.g, true)) != LOOM_OK) break;
+        }
         if (d.save_path) {
             char v[5][32];
             snprintf(v[0], 32, "%d", e + 1);
@@ -257,7 +435,34 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
                                   "loom.opt_micro", v[4], "loom.model", md.arch, NULL};
             if ((st = loom_checkpoint_save(tr.plan, d.save_path, meta)) != LOOM_OK) break;
         }
+        if (csv) {
+            fprintf(csv, "epoch,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3f\n", e + 1,
+                    (long long)loom_optimizer_micro_steps(opt), es.train_loss, es.train_acc, lr, es.samples_per_s,
+                    es.val_loss, es.val_acc, es.test_loss, es.test_acc, el);
+            fflush(csv);
+        }
+        if (tb) {
+            const char *tags[] = {"epoch/train_loss", "epoch/train_acc", "epoch/val_loss", "epoch/val_acc",
+                                  "epoch/test_loss", "epoch/test_acc", "epoch/lr", "epoch/samples_per_s"};
+            double vals[] = {es.train_loss, es.train_acc, es.val_loss, es.val_acc, es.test_loss, es.test_acc, lr, es.samples_per_s};
+            for (int k = 0; k < 8 && st == LOOM_OK; k++)
+                if (!isnan(vals[k])) st = loom_tb_scalar(ctx, tb, tags[k], e + 1, vals[k]);
+            if (st != LOOM_OK) break;
+        }
         if (d.on_epoch) d.on_epoch(d.user, &es);
+        if (stopper.stop && e + 1 < d.epochs) {
+            res->stopped_early = true;
+            break;
+        }
+    }
+    /* early stopping: back to the best epoch's weights, measured again */
+    if (st == LOOM_OK && d.early_stop > 0 && !d.keep_last && best.n && res->best_epoch != res->epochs_run) {
+        if ((st = loom__snapshot_restore(&best, tr.plan)) != LOOM_OK ||
+            (st = evaluate(ctx, &ev, d.val, &d, xbuf, ybuf, logits, &res->val_loss, &res->val_acc)) != LOOM_OK)
+            goto done;
+        if (d.test && (st = evaluate(ctx, &ev, d.test, &d, xbuf, ybuf, logits, &res->test_loss, &res->test_acc)) != LOOM_OK)
+            goto done;
+        res->restored_best = true;
     }
     res->seconds = t_all;
     res->samples_per_s = t_all > 0 ? (double)samples_all / t_all : 0;
@@ -271,5 +476,52 @@ done:
     loom_optimizer_destroy(opt);
     loom_backend_destroy(be);
     if (ck) loom_safetensors_close(ck);
+    loom__snapshot_free(&best);
+    if (csv && fclose(csv) != 0 && st == LOOM_OK)
+        st = loom__err(ctx, LOOM_ERR_IO, "train: writing the CSV log '%s' failed", d.log_csv);
+    loom_tb_close(tb);
+    loom_dataset_free(&split_train);
+    loom_dataset_free(&split_val);
+    return st;
+}
+
+/* ---- the LR range test for a training description ---- */
+loom_status loom_lr_find(loom_ctx *ctx, const loom_train_desc *desc, const loom_lr_find_desc *fd, loom_lr_find_result *r) {
+    loom_train_desc d = *desc;
+    memset(r, 0, sizeof *r);
+    r->suggestion_index = -1;
+    r->suggestion = NAN;
+    const loom_dataset *ds = d.train;
+    if (!ds || ds->n < 1) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "lr-find: no training data");
+    if (d.batch <= 0) d.batch = 64;
+    if (d.std <= 0) d.mean = 0.2860f, d.std = 0.3530f;
+    if (d.batch > ds->n)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "lr-find: batch %d is larger than the %lld training samples", d.batch,
+                         (long long)ds->n);
+    loom_model_desc md = d.model;
+    if (!md.in_c) md.in_c = ds->c, md.in_h = ds->h, md.in_w = ds->w;
+    if (!md.num_classes) md.num_classes = ds->num_classes > 2 ? ds->num_classes : 2;
+    const char *bname = d.backend && strcmp(d.backend, "auto") ? d.backend : loom_pick_backend(ctx, NULL);
+    loom_backend *be = NULL;
+    model_graph tr = {0};
+    loom_optimizer *opt = NULL;
+    loom_batch_iter *it = NULL;
+    loom_status st;
+    if ((st = loom_backend_create(ctx, bname, &d.backend_desc, &be)) != LOOM_OK) goto done;
+    r->backend = loom_backend_name(be);
+    if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK ||
+        (st = loom_backward(tr.g, tr.loss)) != LOOM_OK || (st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK ||
+        (st = loom_plan_compile(tr.g, be, NULL, &tr.plan)) != LOOM_OK)
+        goto done;
+    loom_batch_iter_desc id = {.batch = d.batch, .shuffle = true, .drop_last = true, .seed = d.seed, .mean = d.mean, .std = d.std};
+    if ((st = loom_batch_iter_create(ctx, ds, &id, &it)) != LOOM_OK) goto done;
+    const char *be_name = r->backend;
+    st = loom_lr_find_plan(tr.plan, opt, tr.x, tr.y, tr.loss, it, fd, r);
+    r->backend = be_name;
+done:
+    loom_batch_iter_destroy(it);
+    free_graph(&tr);
+    loom_optimizer_destroy(opt);
+    loom_backend_destroy(be);
     return st;
 }

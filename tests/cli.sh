@@ -41,6 +41,12 @@ expect 2 "unknown schedule 'wavy'"           -- train --schedule wavy
 expect 2 "bad value '2,x' for --milestones"  -- train --milestones 2,x
 expect 2 "nesterov is for sgd only"          -- train --optimizer adam --nesterov
 expect 2 "unknown dataset 'imagenet'"        -- train --data imagenet
+expect 2 "unknown monitor 'f1'"             -- train --monitor f1
+expect 2 "early-stop needs --val-split"     -- train --early-stop 3
+expect 2 "bad value '1' for --val-split"    -- train --val-split 1
+expect 2 "lr-end must be above"             -- lr-find --lr-start 1 --lr-end 0.5
+expect 2 "no CSV file given"                -- plot
+expect 1 "no-such.csv"                      -- plot "$tmp/no-such.csv"
 expect 1 "$tmp/none.*no train-images"        -- train --data-dir "$tmp/none" --quiet
 printf 'garbage' >"$tmp/bad.st"
 if [ -d /usr/share/datasets/fashion-mnist ]; then
@@ -48,6 +54,13 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 1 "bad.st"                          -- train --resume "$tmp/bad.st" --quiet
   expect 0 "RESULT backend=cpu model=mlp epochs=1 test_acc=" -- train --model mlp --max-steps 20 --quiet
   expect 0 "epoch 1/1: train loss"          -- train --model mlp --max-steps 5 --backend cpu --threads 1
+  expect 0 "restored the weights of epoch 1" -- train --model mlp --max-steps 10 --epochs 3 --val-split 0.1 --early-stop 1 --min-delta 100 --backend cpu
+  expect 0 "SUGGESTED lr="                   -- lr-find --model mlp --lr-steps 30 --out "$tmp/lf" --backend cpu --quiet
+  expect 0 "wrote $tmp/lf-plot.svg"          -- plot "$tmp/lf.csv" -o "$tmp/lf-plot.svg"
+  expect 0 "RESULT"                          -- train --model mlp --max-steps 5 --backend cpu --quiet --log-csv "$tmp/run.csv" --tensorboard "$tmp/tb"
+  expect 0 "wrote $tmp/run.svg"              -- plot "$tmp/run.csv"
+  ls "$tmp"/tb/events.out.tfevents.* >/dev/null 2>&1 && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: no event file"; }
+  [ -s "$tmp/lf.csv" ] && grep -q "</svg>" "$tmp/lf.svg" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: lr-find files"; }
 else
   echo "note: Fashion-MNIST absent, the data-dependent CLI checks are skipped"
 fi

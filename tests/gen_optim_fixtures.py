@@ -53,6 +53,9 @@ BASE = [
     ("adam", "LOOM_OPT_ADAM", 0.05, 0.0, 0.0, 0, 0.0),
     ("adam wd", "LOOM_OPT_ADAM", 0.05, 0.0, 0.0, 0, 0.01),
     ("adamw", "LOOM_OPT_ADAMW", 0.05, 0.0, 0.0, 0, 0.05),
+    # loom's default: decay on weights (ndim >= 2) only; torch: a param group for the bias without decay
+    ("sgd momentum wd weights-only", "LOOM_OPT_SGD", 0.1, 0.9, 0.0, 0, 0.05),
+    ("adamw weights-only", "LOOM_OPT_ADAMW", 0.05, 0.0, 0.0, 0, 0.05),
 ]
 CONFIGS = [c + (0.0, 1) for c in BASE] + [(c[0] + " clip",) + c[1:] + (CLIP, 1) for c in BASE] + [
     ("sgd momentum accum2", "LOOM_OPT_SGD", 0.1, 0.9, 0.0, 0, 0.0, 0.0, 2),
@@ -65,12 +68,15 @@ def run(cfg):
     _, kind, lr, mom, damp, nest, wd, clip, accum = cfg
     w = torch.tensor([w_init(i) for i in range(35)], dtype=torch.float32).reshape(5, 7).requires_grad_()
     b = torch.tensor([b_init(j) for j in range(3)], dtype=torch.float32).requires_grad_()
+    params = [w, b]
+    if "weights-only" in cfg[0]:
+        params = [{"params": [w]}, {"params": [b], "weight_decay": 0.0}]
     if kind == "LOOM_OPT_SGD":
-        opt = torch.optim.SGD([w, b], lr=lr, momentum=mom, dampening=damp, nesterov=bool(nest), weight_decay=wd)
+        opt = torch.optim.SGD(params, lr=lr, momentum=mom, dampening=damp, nesterov=bool(nest), weight_decay=wd)
     elif kind == "LOOM_OPT_ADAM":
-        opt = torch.optim.Adam([w, b], lr=lr, weight_decay=wd)
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=wd)
     else:
-        opt = torch.optim.AdamW([w, b], lr=lr, weight_decay=wd)
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
     rows, norms = [], []
     opt.zero_grad()
     for k in range(RUNS):
@@ -82,7 +88,8 @@ def run(cfg):
         if (k + 1) % accum == 0:
             if clip > 0:
                 norm = float(torch.nn.utils.clip_grad_norm_([w, b], clip))
-            opt.param_groups[0]["lr"] = lr * LR_MULT[k]
+            for group in opt.param_groups:
+                group["lr"] = lr * LR_MULT[k]
             opt.step()
             opt.zero_grad()
         wf = w.detach().flatten()
@@ -134,6 +141,8 @@ def main():
                 d.append(f".{field} = {v!r}")
         if nest:
             d.append(".nesterov = true")
+        if wd and "weights-only" not in name:
+            d.append(".decay_all = true")  # torch decays every parameter of the group
         if accum > 1:
             d.append(f".grad_accum = {accum}")
         print(f'    {{"{name}", {{{", ".join(d)}}}, {lr!r},')

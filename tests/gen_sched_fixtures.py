@@ -7,6 +7,9 @@ variant composes a linear warm-up in front the way torch users write it:
 SequentialLR([LinearLR(start_factor 0.1, total_iters 3), sched], milestones
 [3]), which is loom's documented warm-up (factor 0.1, 0.4, 0.7 at t = 0, 1, 2;
 then the schedule from its own t = 0). loom's "constant" is LambdaLR(1).
+Sequences are SequentialLR, products ChainedScheduler. ReduceLROnPlateau
+(stateful) is fed a scripted metric sequence; its LR after each step() is
+recorded.
 
 Usage: python3 tests/gen_sched_fixtures.py > tests/sched_fixtures.h
 The repository's tests do not need Python: the header is committed.
@@ -35,6 +38,39 @@ CASES = [
      lambda o: L.CosineAnnealingWarmRestarts(o, 3, 2, 0.0)),
     ("cosine-restarts(4,1)", "LOOM_SCHED_COSINE_RESTARTS", ".t0 = 4, .t_mult = 1",
      lambda o: L.CosineAnnealingWarmRestarts(o, 4, 1)),
+    ("one-cycle", "LOOM_SCHED_ONE_CYCLE", ".t_max = 21",
+     lambda o: L.OneCycleLR(o, BASE_LR, total_steps=21, cycle_momentum=False)),
+    ("one-cycle linear", "LOOM_SCHED_ONE_CYCLE",
+     ".t_max = 24, .pct_start = 0.25, .div_factor = 10, .final_div_factor = 100, .anneal_linear = true",
+     lambda o: L.OneCycleLR(o, BASE_LR, total_steps=24, pct_start=0.25, div_factor=10, final_div_factor=100,
+                            anneal_strategy="linear", cycle_momentum=False)),
+    ("polynomial", "LOOM_SCHED_POLYNOMIAL", "", lambda o: L.PolynomialLR(o)),
+    ("polynomial(8,2)", "LOOM_SCHED_POLYNOMIAL", ".t_max = 8, .power = 2.0", lambda o: L.PolynomialLR(o, 8, 2.0)),
+    ("sequential(exp,cos)", "LOOM_SCHED_SEQUENTIAL",
+     ".seq = (const loom_schedule[]){{.kind = LOOM_SCHED_EXPONENTIAL, .gamma = 0.9}, "
+     "{.kind = LOOM_SCHED_COSINE, .t_max = 20, .eta_min = 0.001}}, .n_seq = 2, .milestones = {4}, .n_milestones = 1",
+     lambda o: L.SequentialLR(o, [L.ExponentialLR(o, 0.9), L.CosineAnnealingLR(o, 20, 0.001)], [4])),
+    ("sequential(step,multistep,exp)", "LOOM_SCHED_SEQUENTIAL",
+     ".seq = (const loom_schedule[]){{.kind = LOOM_SCHED_STEP, .step_size = 3, .gamma = 0.5}, "
+     "{.kind = LOOM_SCHED_MULTISTEP, .milestones = {2}, .n_milestones = 1, .gamma = 0.1}, "
+     "{.kind = LOOM_SCHED_EXPONENTIAL, .gamma = 0.8}}, .n_seq = 3, .milestones = {5, 9}, .n_milestones = 2",
+     lambda o: L.SequentialLR(o, [L.StepLR(o, 3, 0.5), L.MultiStepLR(o, [2], 0.1), L.ExponentialLR(o, 0.8)], [5, 9])),
+    ("chain(exp,step)", "LOOM_SCHED_CHAIN",
+     ".seq = (const loom_schedule[]){{.kind = LOOM_SCHED_EXPONENTIAL, .gamma = 0.9}, "
+     "{.kind = LOOM_SCHED_STEP, .step_size = 4, .gamma = 0.5}}, .n_seq = 2",
+     lambda o: L.ChainedScheduler([L.ExponentialLR(o, 0.9), L.StepLR(o, 4, 0.5)])),
+]
+
+# ReduceLROnPlateau: loom fields, torch kwargs; fed PLATEAU_METRICS
+PLATEAU_METRICS = [1.0, 0.9, 0.9, 0.95, 0.9, 0.91, 0.92, 0.8, 0.8, 0.79995, 0.8, 0.8, 0.7, 0.75, 0.75, 0.75, 0.75,
+                   0.75, 0.75, 0.75, 0.75]
+PLATEAU = [
+    ("plateau min", ".factor = 0.5, .patience = 2, .cooldown = 1, .min_lr = 0.01",
+     dict(factor=0.5, patience=2, cooldown=1, min_lr=0.01)),
+    ("plateau min patience 0", ".factor = 0.5, .patience = -1", dict(factor=0.5, patience=0)),
+    ("plateau defaults patience 3", ".patience = 3", dict(patience=3)),
+    ("plateau max abs", ".maximize = true, .abs_threshold = true, .threshold = 0.01, .patience = 1, .min_lr = 0.002",
+     dict(mode="max", threshold_mode="abs", threshold=0.01, patience=1, min_lr=0.002)),
 ]
 
 
@@ -45,10 +81,23 @@ def run(make, warmup):
     if warmup:
         s = L.SequentialLR(opt, [L.LinearLR(opt, WARMUP_START, 1.0, WARMUP), s], [WARMUP])
     out = []
-    for _ in range(T):
+    for t in range(T):
         out.append(opt.param_groups[0]["lr"])
+        if t + 1 < T:  # OneCycleLR refuses steps past total_steps
+            opt.step()
+            s.step()
+    return out
+
+
+def run_plateau(kw):
+    p = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([p], lr=BASE_LR)
+    s = L.ReduceLROnPlateau(opt, **kw)
+    out = []
+    for m in PLATEAU_METRICS:
         opt.step()
-        s.step()
+        s.step(m)
+        out.append(opt.param_groups[0]["lr"])
     return out
 
 
@@ -72,7 +121,8 @@ def main():
     print()
     print("static const sched_fixture sched_fixtures[] = {")
     for name, kind, fields, make in CASES:
-        for warmup in (0, WARMUP):
+        # SequentialLR cannot nest a SequentialLR / ChainedScheduler (torch raises): no warm-up variant
+        for warmup in (0,) if name.startswith(("sequential", "chain")) else (0, WARMUP):
             lrs = run(make, warmup)
             init = f".kind = {kind}, .lr = {BASE_LR!r}"
             if fields:
@@ -84,6 +134,23 @@ def main():
             print("     {" + ", ".join(vals[:7]) + ",")
             print("      " + ", ".join(vals[7:14]) + ",")
             print("      " + ", ".join(vals[14:]) + "}},")
+    print("};")
+    print()
+    print(f"/* ReduceLROnPlateau(base lr {BASE_LR}): lr after step(metric[t]) */")
+    print(f"static const double plateau_metrics[{T}] = {{{', '.join(map(repr, PLATEAU_METRICS))}}};")
+    print("typedef struct plateau_fixture {")
+    print("    const char *name;")
+    print("    loom_plateau p;")
+    print(f"    double lr[{T}];")
+    print("} plateau_fixture;")
+    print()
+    print("static const plateau_fixture plateau_fixtures[] = {")
+    for name, fields, kw in PLATEAU:
+        vals = [repr(v) for v in run_plateau(kw)]
+        print(f'    {{"{name}", {{{fields}}},')
+        print("     {" + ", ".join(vals[:7]) + ",")
+        print("      " + ", ".join(vals[7:14]) + ",")
+        print("      " + ", ".join(vals[14:]) + "}},")
     print("};")
     print()
     print("#endif")

@@ -8,6 +8,10 @@
  * torch's CosineAnnealingLR rises again; those points are checked against
  * eta_min. Cosine with warm restarts is also walked for a long t against the
  * step-by-step recurrence torch uses, which is exact at every restart.
+ * One-cycle (cos and linear), polynomial, sequences (SequentialLR) and
+ * products (ChainedScheduler) are in the same fixtures; reduce-on-plateau is
+ * fed a scripted metric sequence and checked against torch's LR after each
+ * step(metric).
  */
 #include <math.h>
 #include <string.h>
@@ -69,11 +73,29 @@ static void check_warmup(void) {
     CHECK(close_rel(loom_schedule_lr(&e, 2), 0.01), "exponential default gamma: %.17g, expected 0.01", loom_schedule_lr(&e, 2));
 }
 
+static void check_plateau(void) {
+    int n = (int)(sizeof plateau_fixtures / sizeof *plateau_fixtures);
+    for (int i = 0; i < n; i++) {
+        loom_plateau p = plateau_fixtures[i].p;
+        loom_plateau_init(&p, 0.1);
+        for (int t = 0; t < SCHED_FIX_T; t++) {
+            double got = loom_plateau_step(&p, plateau_metrics[t]), want = plateau_fixtures[i].lr[t];
+            CHECK(close_rel(got, want), "%s: after metric %d (%g): loom %.17g, torch %.17g", plateau_fixtures[i].name, t,
+                  plateau_metrics[t], got, want);
+        }
+    }
+    /* beyond t_max: one-cycle holds its final LR, polynomial 0 */
+    loom_schedule oc = {.kind = LOOM_SCHED_ONE_CYCLE, .lr = 1, .t_max = 10};
+    CHECK(close_rel(loom_schedule_lr(&oc, 50), 1.0 / 25 / 1e4), "one-cycle after t_max: %.17g", loom_schedule_lr(&oc, 50));
+    loom_schedule po = {.kind = LOOM_SCHED_POLYNOMIAL, .lr = 1, .t_max = 4};
+    CHECK(loom_schedule_lr(&po, 9) == 0, "polynomial after t_max: %.17g", loom_schedule_lr(&po, 9));
+}
+
 static void check_parse(void) {
-    const char *names[] = {"constant", "step", "multistep", "exponential", "cosine", "cosine-restarts"};
+    const char *names[] = {"constant", "step", "multistep", "exponential", "cosine", "cosine-restarts", "one-cycle", "polynomial"};
     const int kinds[] = {LOOM_SCHED_CONSTANT, LOOM_SCHED_STEP, LOOM_SCHED_MULTISTEP, LOOM_SCHED_EXPONENTIAL,
-                         LOOM_SCHED_COSINE, LOOM_SCHED_COSINE_RESTARTS};
-    for (int i = 0; i < 6; i++)
+                         LOOM_SCHED_COSINE, LOOM_SCHED_COSINE_RESTARTS, LOOM_SCHED_ONE_CYCLE, LOOM_SCHED_POLYNOMIAL};
+    for (int i = 0; i < 8; i++)
         CHECK(loom_schedule_parse(names[i]) == kinds[i], "parse '%s' -> %d", names[i], loom_schedule_parse(names[i]));
     CHECK(loom_schedule_parse("cosine_restarts") == -1, "unknown name must give -1");
     CHECK(loom_schedule_parse("") == -1 && loom_schedule_parse(NULL) == -1, "empty / NULL name must give -1");
@@ -88,6 +110,7 @@ int main(void) {
     check_restarts_long(1, 10, 200000); /* 111, 111111 */
     check_restarts_long(5, 1.5, 10000); /* non-integer growth (loom allows it; torch does not) */
     check_warmup();
+    check_plateau();
     check_parse();
     return tu_summary();
 }

@@ -25,7 +25,18 @@ int loom_cmd_info(int argc, char **argv) {
     int n = loom_backend_list(names, 16);
     printf("backends built:");
     for (int i = 0; i < n; i++) printf(" %s", names[i]);
-    printf("\nbackends not built: %s\n", "cuda vulkan opencl (not part of this version yet)");
+    /* the GPU backends loom knows, less the ones in this build */
+    static const char *const known[] = {"cuda", "vulkan", "opencl"};
+    static const char *const why_not[] = {"not part of this version yet", "not part of this version yet",
+                                          "OpenCL not found at build time, or LOOM_OPENCL=OFF"};
+    printf("\nbackends not built:");
+    int n_missing = 0;
+    for (int k = 0; k < 3; k++) {
+        bool built = false;
+        for (int i = 0; i < n && i < 16; i++) built |= !strcmp(names[i], known[k]);
+        if (!built) printf("%s %s (%s)", n_missing++ ? ";" : "", known[k], why_not[k]);
+    }
+    printf("%s\n", n_missing ? "" : " none");
     loom_backend *bes[16] = {0};
     for (int i = 0; i < n; i++) {
         const char *why = NULL;

@@ -6,6 +6,8 @@
 
 int loom_cmd_info(int argc, char **argv);
 int loom_cmd_train(int argc, char **argv);
+int loom_cmd_lr_find(int argc, char **argv);
+int loom_cmd_plot(int argc, char **argv);
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -13,6 +15,8 @@ static void usage(FILE *f) {
             "commands:\n"
             "  info      version, backends built and available, devices, op table\n"
             "  train     train a model (mlp, cnn) on Fashion-MNIST; see loom train --help\n"
+            "  lr-find   the LR range test: loss against an exponential LR sweep, CSV + SVG\n"
+            "  plot      loss and accuracy curves of a --log-csv log as SVG: loom plot run.csv -o out.svg\n"
             "  help      this message\n");
 }
 
@@ -23,6 +27,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "info")) return loom_cmd_info(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train")) return loom_cmd_train(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "lr-find")) return loom_cmd_lr_find(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "plot")) return loom_cmd_plot(argc - 1, argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;

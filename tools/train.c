@@ -1,5 +1,6 @@
 /* tools/train.c — `loom train`: train a built-in model on Fashion-MNIST (or
- * an IDX dataset directory) with the options of loom/train.h. */
+ * an IDX dataset directory) with the options of loom/train.h; `loom lr-find`:
+ * the LR range test with the same model, data and optimizer options. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,14 +24,20 @@ static const char *usage_text =
     "  --optimizer sgd|adam|adamw (default sgd)\n"
     "  --momentum X               sgd momentum (default 0.9 for sgd)\n"
     "  --nesterov                 Nesterov momentum\n"
-    "  --weight-decay X           (default 0)\n"
-    "  --schedule NAME            constant|step|multistep|exponential|cosine|cosine-restarts (default cosine)\n"
+    "  --weight-decay X           (default 0) on weights only (ndim >= 2), not biases / norm parameters\n"
+    "  --decay-all                weight decay on every parameter (torch's default)\n"
+    "  --schedule NAME            constant|step|multistep|exponential|cosine|cosine-restarts|one-cycle|\n"
+    "                             polynomial|plateau (default cosine)\n"
     "  --warmup EPOCHS            linear warm-up from lr/10 (fractions allowed; default 0)\n"
     "  --step-size EPOCHS         step schedule period (default 1)\n"
     "  --milestones E1,E2,...     multistep milestones in epochs\n"
     "  --gamma X                  decay factor (default 0.1; exponential: per epoch)\n"
     "  --t0 EPOCHS --t-mult X     cosine-restarts first period and growth (default 1, 1)\n"
     "  --eta-min X                cosine floor (default 0)\n"
+    "  --pct-start X --div-factor X --final-div X   one-cycle (default 0.3, 25, 1e4); --anneal-linear\n"
+    "  --power X                  polynomial power (default 1; decays to 0 at the end of training)\n"
+    "  --factor X --patience N --cooldown N --min-lr X   plateau: reduce the LR by X after N+1 epochs\n"
+    "                             without val (or test) loss improvement (default 0.1, 10, 0, 0)\n"
     "  --label-smoothing X        (default 0)\n"
     "  --dropout P                cnn dropout before the last layer (default 0.5; 0 = off)\n"
     "  --grad-accum N             micro-batches per optimizer step (default 1)\n"
@@ -44,7 +51,19 @@ static const char *usage_text =
     "  --eval-every N             evaluate on the test set every N epochs (default 1)\n"
     "  --max-steps N              at most N batches per epoch (quick runs)\n"
     "  --profile                  time every op of the training step; print the top ops\n"
-    "  --quiet                    no per-epoch lines, only the RESULT line\n";
+    "  --quiet                    no per-epoch lines, only the RESULT line\n"
+    "  --log-csv PATH             CSV log: a row per step and per epoch (loss, accuracy, lr, samples/s, val/test)\n"
+    "  --tensorboard DIR          TensorBoard event file in DIR (train/* per step, epoch/* per epoch)\n"
+    "validation and early stopping:\n"
+    "  --val-split F              hold out a fraction F of the training set for validation (seeded)\n"
+    "  --early-stop PATIENCE      stop after PATIENCE epochs without improvement; restore the best weights\n"
+    "  --min-delta X              smallest improvement that counts (default 0)\n"
+    "  --monitor val_loss|val_acc metric for early stopping (default val_loss)\n"
+    "  --keep-last                keep the last weights instead of restoring the best\n"
+    "lr-find (loom lr-find [options]: the options above plus):\n"
+    "  --lr-start X --lr-end X    sweep range (default 1e-7 .. 10)\n"
+    "  --lr-steps N               batches in the sweep (default 100)\n"
+    "  --out PREFIX               write PREFIX.csv and PREFIX.svg (default lr-find)\n";
 
 static int bad(const char *fmt, const char *a, const char *b) {
     fprintf(stderr, "loom train: ");
@@ -90,19 +109,27 @@ static void on_epoch(void *user, const loom_epoch_stats *s) {
     if (u->tty) printf("\r\033[K");
     printf("epoch %d/%d: train loss %.4f", s->epoch, s->epochs, s->train_loss);
     if (!isnan(s->test_acc)) printf(", test loss %.4f, test acc %.2f%%", s->test_loss, 100 * s->test_acc);
+    if (!isnan(s->val_loss)) printf(", val loss %.4f, val acc %.2f%%%s", s->val_loss, 100 * s->val_acc, s->best ? " *" : "");
     printf(", %.1f s (%.0f samples/s)\n", s->seconds, s->samples_per_s);
     fflush(stdout);
 }
 
-int loom_cmd_train(int argc, char **argv) {
+static int run(int argc, char **argv, bool lrfind) {
     const char *data = "fashion-mnist", *data_dir = NULL, *backend = "auto", *sched = "cosine", *optname = "sgd";
     double lr = -1, momentum = -1, wd = 0, warmup = 0, step_size = 1, gamma = 0.1, t0 = 1, t_mult = 1, eta_min = 0;
-    double ls = 0, dropout = -2, clip = 0;
+    double ls = 0, dropout = -2, clip = 0, pct_start = 0.3, div_factor = 25, final_div = 1e4, power = 1;
+    double pl_factor = 0.1, min_lr = 0;
+    long long pl_patience = 10, cooldown = 0;
+    bool anneal_linear = false;
+    loom_plateau plateau = {0};
     long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0;
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones = 0;
     bool nesterov = false;
     loom_train_desc d = {0};
+    const char *monitor = "val_loss", *out_prefix = "lr-find";
+    long long patience = 0, lr_steps = 100;
+    double val_split = 0, min_delta = 0, lr_start = 1e-7, lr_end = 10;
     ui u = {isatty(STDOUT_FILENO) != 0, false};
     d.model.arch = "cnn";
 
@@ -159,6 +186,24 @@ int loom_cmd_train(int argc, char **argv) {
         DBL("--label-smoothing", ls, ls >= 0 && ls < 1)
         DBL("--dropout", dropout, dropout >= 0 && dropout < 1)
         DBL("--clip-grad", clip, clip > 0)
+        DBL("--val-split", val_split, val_split > 0 && val_split < 1)
+        DBL("--pct-start", pct_start, pct_start > 0 && pct_start < 1)
+        DBL("--div-factor", div_factor, div_factor > 0)
+        DBL("--final-div", final_div, final_div > 0)
+        DBL("--power", power, power > 0)
+        DBL("--factor", pl_factor, pl_factor > 0 && pl_factor < 1)
+        INT("--patience", pl_patience, 0, 1000000)
+        INT("--cooldown", cooldown, 0, 1000000)
+        DBL("--min-lr", min_lr, min_lr >= 0)
+        INT("--early-stop", patience, 1, 1000000)
+        DBL("--min-delta", min_delta, min_delta >= 0)
+        STR("--monitor", monitor)
+        DBL("--lr-start", lr_start, lr_start > 0)
+        DBL("--lr-end", lr_end, lr_end > 0)
+        INT("--lr-steps", lr_steps, 2, 10000000)
+        STR("--out", out_prefix)
+        STR("--log-csv", d.log_csv)
+        STR("--tensorboard", d.tensorboard_dir)
         if (!strcmp(a, "--milestones")) {
             NEEDV;
             char buf[512];
@@ -179,6 +224,18 @@ int loom_cmd_train(int argc, char **argv) {
             d.profile = true;
             continue;
         }
+        if (!strcmp(a, "--decay-all")) {
+            d.opt.decay_all = true;
+            continue;
+        }
+        if (!strcmp(a, "--anneal-linear")) {
+            anneal_linear = true;
+            continue;
+        }
+        if (!strcmp(a, "--keep-last")) {
+            d.keep_last = true;
+            continue;
+        }
         if (!strcmp(a, "--quiet")) {
             u.quiet = true;
             continue;
@@ -192,7 +249,8 @@ int loom_cmd_train(int argc, char **argv) {
     if (strcmp(d.model.arch, "mlp") && strcmp(d.model.arch, "cnn"))
         return bad("unknown model '%s' (mlp or cnn)%s", d.model.arch, "");
     if (!data_dir && strcmp(data, "fashion-mnist")) return bad("unknown dataset '%s' (fashion-mnist, or use --data-dir)%s", data, "");
-    int sk = loom_schedule_parse(sched);
+    bool use_plateau = !strcmp(sched, "plateau");
+    int sk = use_plateau ? LOOM_SCHED_CONSTANT : loom_schedule_parse(sched);
     if (sk < 0) return bad("unknown schedule '%s'%s", sched, "");
     loom_optimizer_kind ok;
     if (!strcmp(optname, "sgd")) ok = LOOM_OPT_SGD;
@@ -200,6 +258,10 @@ int loom_cmd_train(int argc, char **argv) {
     else if (!strcmp(optname, "adamw")) ok = LOOM_OPT_ADAMW;
     else return bad("unknown optimizer '%s' (sgd, adam or adamw)%s", optname, "");
     if (nesterov && ok != LOOM_OPT_SGD) return bad("--nesterov is for sgd only%s%s", "", "");
+    if (strcmp(monitor, "val_loss") && strcmp(monitor, "val_acc"))
+        return bad("unknown monitor '%s' (val_loss or val_acc)%s", monitor, "");
+    if (patience > 0 && val_split <= 0) return bad("--early-stop needs --val-split%s%s", "", "");
+    if (lr_end <= lr_start) return bad("--lr-end must be above --lr-start%s%s", "", "");
 
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)threads}, &ctx) != LOOM_OK) return 1;
@@ -223,6 +285,10 @@ int loom_cmd_train(int argc, char **argv) {
     d.eval_every = (int)eval_every;
     d.max_steps = max_steps;
     d.label_smoothing = ls;
+    d.val_split = val_split;
+    d.early_stop = (int)patience;
+    d.min_delta = min_delta;
+    d.monitor = strcmp(monitor, "val_acc") ? LOOM_MONITOR_VAL_LOSS : LOOM_MONITOR_VAL_ACC;
     if (dropout > -2) d.model.dropout = dropout == 0 ? -1 : dropout;
     d.opt.kind = ok;
     d.opt.momentum = momentum >= 0 ? momentum : ok == LOOM_OPT_SGD ? 0.9 : 0;
@@ -245,6 +311,18 @@ int loom_cmd_train(int argc, char **argv) {
     d.sched.t0 = (int64_t)llround(t0 * spe);
     d.sched.t_mult = t_mult;
     d.sched.eta_min = eta_min;
+    d.sched.pct_start = pct_start;
+    d.sched.div_factor = div_factor;
+    d.sched.final_div_factor = final_div;
+    d.sched.anneal_linear = anneal_linear;
+    d.sched.power = power;
+    if (sk == LOOM_SCHED_ONE_CYCLE || sk == LOOM_SCHED_POLYNOMIAL) d.sched.t_max = (int64_t)llround((double)epochs * spe);
+    if (use_plateau) {
+        plateau = (loom_plateau){.factor = pl_factor, .patience = pl_patience ? (int)pl_patience : -1,
+                                 .cooldown = (int)cooldown, .min_lr = min_lr};
+        loom_plateau_init(&plateau, d.sched.lr);
+        d.plateau = &plateau;
+    }
     d.on_progress = on_progress;
     d.on_epoch = on_epoch;
     d.user = &u;
@@ -253,6 +331,35 @@ int loom_cmd_train(int argc, char **argv) {
     if (!strcmp(backend, "auto")) {
         d.backend = loom_pick_backend(ctx, &why);
         if (!u.quiet) printf("backend %s (auto: %s)\n", d.backend, why);
+    }
+    if (lrfind) {
+        loom_lr_find_result fr;
+        loom_lr_find_desc fd = {.start_lr = lr_start, .end_lr = lr_end, .steps = (int)lr_steps};
+        char csv[1024], svg[1024];
+        snprintf(csv, sizeof csv, "%s.csv", out_prefix);
+        snprintf(svg, sizeof svg, "%s.svg", out_prefix);
+        if (!u.quiet)
+            printf("lr-find: %s on %lld samples, batch %lld, %s, lr %g .. %g over %lld steps\n", d.model.arch,
+                   (long long)train.n, batch, optname, lr_start, lr_end, lr_steps);
+        st = loom_lr_find(ctx, &d, &fd, &fr);
+        if (st == LOOM_OK && (st = loom_lr_find_write_csv(ctx, &fr, csv)) == LOOM_OK)
+            st = loom_lr_find_write_svg(ctx, &fr, svg);
+        int rc = 0;
+        if (st != LOOM_OK) {
+            fprintf(stderr, "loom lr-find: %s\n", loom_last_error(ctx));
+            rc = 1;
+        } else {
+            if (!u.quiet)
+                printf("%d steps%s; lowest smoothed loss %.4f at lr %.3g; wrote %s, %s\n", fr.n,
+                       fr.diverged ? " (stopped: the loss diverged)" : "", fr.smooth[fr.best_index], fr.lr[fr.best_index],
+                       csv, svg);
+            printf("SUGGESTED lr=%.3g backend=%s points=%d\n", fr.suggestion, fr.backend, fr.n);
+        }
+        loom_lr_find_result_free(&fr);
+        loom_dataset_free(&train);
+        loom_dataset_free(&test);
+        loom_ctx_destroy(ctx);
+        return rc;
     }
     if (!u.quiet)
         printf("training %s on %lld samples (%dx%dx%d, %d classes), testing on %lld; batch %lld, %s, lr %g\n",
@@ -275,6 +382,14 @@ int loom_cmd_train(int argc, char **argv) {
                        1e3 * r.profile[i].seconds / (double)(r.profile[i].runs ? r.profile[i].runs : 1),
                        100 * r.profile[i].seconds / (total > 0 ? total : 1));
         }
+        if (wd > 0 && !u.quiet)
+            printf("weight decay %g on %d parameter tensors, not on %d (biases, norm parameters%s)\n", wd, r.decayed,
+                   r.not_decayed, d.opt.decay_all ? "; --decay-all" : "");
+        if (r.restored_best && !u.quiet)
+            printf("early stopping: restored the weights of epoch %d (val loss %.4f, val acc %.2f%%)\n", r.best_epoch,
+                   r.val_loss, 100 * r.val_acc);
+        else if (r.stopped_early && !u.quiet)
+            printf("early stopping: stopped after epoch %d\n", r.epochs_run);
         printf("RESULT backend=%s model=%s epochs=%d test_acc=%.4f test_loss=%.4f train_loss=%.4f samples_per_s=%.0f "
                "seconds=%.1f peak_bytes=%zu\n",
                r.backend, d.model.arch, r.epochs_run, r.test_acc, r.test_loss, r.train_loss, r.samples_per_s, r.seconds,
@@ -285,3 +400,6 @@ int loom_cmd_train(int argc, char **argv) {
     loom_ctx_destroy(ctx);
     return rc;
 }
+
+int loom_cmd_train(int argc, char **argv) { return run(argc, argv, false); }
+int loom_cmd_lr_find(int argc, char **argv) { return run(argc, argv, true); }

@@ -6,7 +6,7 @@
  *          argument and launch helpers, and the op table loom__cl_kernels.
  *
  * Files: device.c (platform/device selection, capabilities, available,
- * describe), program.c (programs from the embedded kernels/*.cl, one per
+ * describe), program.c (programs from the embedded kernels/<name>.cl, one per
  * storage dtype, binary cache on disk), memory.c (buffers, pinned host
  * memory), dispatch.c (vtable, plan prepare/run, profiling, the run-time error
  * slots), ops/<family>.c (host side of each op), kernels/<family>.cl.
@@ -144,6 +144,8 @@ struct loom__cl_node {
     const loom_tensor *t;
     int n_launch;
     loom__cl_launch l[LOOM__CL_MAX_LAUNCH];
+    int n_kernel;
+    cl_kernel kernel[LOOM__CL_MAX_LAUNCH]; /* created by loom__cl_kernel */
     int n_owned;
     cl_mem owned[LOOM__CL_MAX_OWNED]; /* geometry tables, scratch */
     int err_slot;                     /* -1, or this node's slot in the plan's error buffer */

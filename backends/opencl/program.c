@@ -1,5 +1,5 @@
 /* backends/opencl/program.c — building the kernels: one program per storage
- * dtype (f32, f16, bf16) from the embedded kernels/*.cl (common.cl first),
+ * dtype (f32, f16, bf16) from the embedded kernels/<name>.cl (common.cl first),
  * with -DLOOM_T_<DT>; program binaries cached on disk.
  *
  * Cache: directory LOOM_OPENCL_CACHE (the value "off" disables the cache),

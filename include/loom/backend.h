@@ -38,6 +38,9 @@ int loom_backend_list(const char **names, int max);
 /* Whether backend `name` can run here; if not, *why explains (static text or
  * a string owned by ctx). */
 bool loom_backend_available(loom_ctx *ctx, const char *name, const char **why);
+/* Whether backend `name` is available and its default device is a real GPU
+ * (a CPU device behind a GPU API, such as PoCL or lavapipe, is not). */
+bool loom_backend_is_gpu(loom_ctx *ctx, const char *name);
 /* Whether the backend has a kernel for op index `op` (see loom_op_name) with output dtype dt. */
 bool loom_backend_supports(const loom_backend *be, int op, loom_dtype dt);
 /* Human-readable device and capability description. */

@@ -3,7 +3,13 @@
  * defines: loom_optimizer (SGD with momentum/Nesterov, Adam, AdamW; weight
  *          decay; gradient clipping by global norm; gradient accumulation),
  *          loom_schedule (constant, step, multistep, exponential, cosine,
- *          cosine with warm restarts; linear warm-up composes with any).
+ *          cosine with warm restarts, one-cycle, polynomial; sequences of
+ *          schedules and products of schedules; linear warm-up composes with
+ *          any), loom_plateau (reduce-on-plateau, stateful).
+ *
+ * Weight decay applies by default to weights only (parameters with ndim >= 2:
+ * linear and conv weights), not to biases and normalisation parameters
+ * (decay_all changes that); loom_optimizer_decay_counts reports the split.
  *
  * The optimizer appends its update ops to the graph after loom_backward, so a
  * plan run is a whole training step on the device. Before each run the host
@@ -35,6 +41,7 @@ typedef struct loom_optimizer_desc {
     double weight_decay;   /* SGD/Adam: L2 added to the gradient; AdamW: decoupled */
     double clip_grad_norm; /* > 0: scale gradients so their global L2 norm is at most this */
     int grad_accum;        /* micro-batches per optimizer step; 0 or 1 = none */
+    bool decay_all;        /* weight decay on every parameter (default: ndim >= 2 only) */
 } loom_optimizer_desc;
 
 typedef struct loom_optimizer loom_optimizer;
@@ -54,6 +61,9 @@ int64_t loom_optimizer_micro_steps(const loom_optimizer *opt);
 void loom_optimizer_set_counters(loom_optimizer *opt, int64_t steps, int64_t micro_steps);
 /* Parameters updated / state tensors created. */
 int loom_optimizer_param_count(const loom_optimizer *opt);
+/* Parameters with weight decay applied, and without (both 0 counted as
+ * "without" when weight_decay is 0). */
+void loom_optimizer_decay_counts(const loom_optimizer *opt, int *decayed, int *not_decayed);
 
 /* ---- schedules ---- */
 typedef enum loom_schedule_kind {
@@ -64,7 +74,16 @@ typedef enum loom_schedule_kind {
     LOOM_SCHED_COSINE,      /* eta_min + (lr - eta_min) (1 + cos(pi t / t_max)) / 2;
                                holds eta_min for t >= t_max (torch's
                                CosineAnnealingLR would rise again) */
-    LOOM_SCHED_COSINE_RESTARTS /* SGDR: periods t0, t0*t_mult, ... */
+    LOOM_SCHED_COSINE_RESTARTS, /* SGDR: periods t0, t0*t_mult, ... */
+    LOOM_SCHED_ONE_CYCLE,   /* torch OneCycleLR (two phases, cos or linear anneal): over t_max
+                               steps from lr/div_factor up to lr at pct_start (t = pct_start
+                               t_max - 1), then down to lr/div_factor/final_div_factor at
+                               t_max - 1 (held after) */
+    LOOM_SCHED_POLYNOMIAL,  /* torch PolynomialLR: lr (1 - min(t, t_max)/t_max)^power */
+    LOOM_SCHED_SEQUENTIAL,  /* torch SequentialLR: seq[i] runs from milestones[i-1] (its own t
+                               restarting at 0) up to milestones[i] */
+    LOOM_SCHED_CHAIN        /* torch ChainedScheduler of multiplicative schedules: lr times the
+                               product of every seq[i]'s factor lr_i(t) / lr_i */
 } loom_schedule_kind;
 
 #define LOOM_MAX_MILESTONES 16
@@ -75,26 +94,63 @@ typedef enum loom_schedule_kind {
  * so it reaches lr at t = warmup; the schedule itself then starts, at its own
  * t = 0, at t = warmup. This is torch's SequentialLR([LinearLR(optimizer,
  * start_factor=warmup_start, total_iters=warmup), schedule], milestones=[warmup]). */
-typedef struct loom_schedule {
+typedef struct loom_schedule loom_schedule;
+struct loom_schedule {
     loom_schedule_kind kind;
     double lr;             /* base learning rate */
     int64_t step_size;     /* STEP */
     double gamma;          /* STEP, MULTISTEP, EXPONENTIAL; 0 = 0.1 */
     int64_t milestones[LOOM_MAX_MILESTONES];
     int n_milestones;
-    int64_t t_max;         /* COSINE */
+    int64_t t_max;         /* COSINE; ONE_CYCLE: total steps; POLYNOMIAL: total iters (0 = 5) */
     double eta_min;        /* COSINE, COSINE_RESTARTS */
     int64_t t0;            /* COSINE_RESTARTS: first period */
     double t_mult;         /* COSINE_RESTARTS: period growth; 0 = 1 */
     int64_t warmup;        /* warm-up length; 0 = none */
     double warmup_start;   /* starting factor; 0 = 0.1 */
-} loom_schedule;
+    double pct_start;      /* ONE_CYCLE: 0 = 0.3 */
+    double div_factor;     /* ONE_CYCLE: 0 = 25 */
+    double final_div_factor; /* ONE_CYCLE: 0 = 1e4 */
+    bool anneal_linear;    /* ONE_CYCLE: linear instead of cosine annealing */
+    double power;          /* POLYNOMIAL: 0 = 1 */
+    const loom_schedule *seq; /* SEQUENTIAL, CHAIN: the sub-schedules (a sub-schedule's lr 0 = this lr) */
+    int n_seq;             /* SEQUENTIAL: n_milestones = n_seq - 1 */
+};
 
 /* The learning rate at t. */
 double loom_schedule_lr(const loom_schedule *s, int64_t t);
 /* Parse a schedule name ("constant", "step", "multistep", "exponential",
- * "cosine", "cosine-restarts"); -1 if unknown. */
+ * "cosine", "cosine-restarts", "one-cycle", "polynomial"); -1 if unknown. */
 int loom_schedule_parse(const char *name);
+
+/* ---- reduce-on-plateau (torch ReduceLROnPlateau) ----
+ * Stateful: after each evaluation call loom_plateau_step with the metric;
+ * when it has not improved (min mode: below best (1 - threshold), or best -
+ * threshold with abs_threshold; max mode mirrored) for more than `patience`
+ * calls, the LR is multiplied by factor (not below min_lr; changes smaller
+ * than eps are skipped) and `cooldown` calls follow in which bad epochs are
+ * not counted. */
+typedef struct loom_plateau {
+    double lr;             /* current LR; set by loom_plateau_init */
+    double factor;         /* 0 = 0.1 */
+    int patience;          /* 0 = 10 (use -1 for torch's patience 0) */
+    double threshold;      /* 0 = 1e-4 */
+    bool abs_threshold;    /* torch threshold_mode 'abs' (default 'rel') */
+    bool maximize;         /* torch mode 'max' */
+    int cooldown;
+    double min_lr;
+    double eps;            /* 0 = 1e-8 */
+    /* state */
+    double best;
+    int bad, cooldown_left, reductions;
+    double base_lr;
+} loom_plateau;
+
+/* Fill the defaults of the fields left 0 and reset the state; lr is the
+ * starting LR. */
+void loom_plateau_init(loom_plateau *p, double lr);
+/* Feed a metric; returns the LR to use from now on. */
+double loom_plateau_step(loom_plateau *p, double metric);
 
 #ifdef __cplusplus
 }

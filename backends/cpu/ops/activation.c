@@ -59,11 +59,17 @@ typedef struct ajob {
         case A_SIGMOID:                                                                           \
             for (int64_t i = i0; i < i1; i++) Y[i] = sigmoid_##T(X[i]);                           \
             break;                                                                                \
-        case G_RELU:                                                                              \
-            for (int64_t i = i0; i < i1; i++) Y[i] = X[i] > 0 ? D[i] : 0;                         \
+        case G_RELU: /* D loaded on both paths: the select vectorises */                          \
+            for (int64_t i = i0; i < i1; i++) {                                                   \
+                T d = D[i];                                                                       \
+                Y[i] = X[i] > 0 ? d : 0;                                                          \
+            }                                                                                     \
             break;                                                                                \
         case G_LEAKY:                                                                             \
-            for (int64_t i = i0; i < i1; i++) Y[i] = X[i] > 0 ? D[i] : slope * D[i];              \
+            for (int64_t i = i0; i < i1; i++) {                                                   \
+                T d = D[i];                                                                       \
+                Y[i] = X[i] > 0 ? d : slope * d;                                                  \
+            }                                                                                     \
             break;                                                                                \
         case G_GELU: /* Phi(x) + x phi(x) */                                                      \
             for (int64_t i = i0; i < i1; i++) {                                                   \

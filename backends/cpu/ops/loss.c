@@ -125,7 +125,7 @@ static void ce_init(cejob *j, const loom__cpu_args *a) {
 loom_status loom__cpu_cross_entropy(const loom__cpu_args *a) {
     cejob j;
     ce_init(&j, a);
-    int64_t count;
+    int64_t count = 0;
     loom_status st = ce_check(a, &j, &count);
     if (st != LOOM_OK) return st;
     j.nblk = block_count(j.N, j.C);
@@ -142,7 +142,7 @@ loom_status loom__cpu_cross_entropy(const loom__cpu_args *a) {
 loom_status loom__cpu_cross_entropy_grad(const loom__cpu_args *a) {
     cejob j;
     ce_init(&j, a);
-    int64_t count;
+    int64_t count = 0;
     loom_status st = ce_check(a, &j, &count);
     if (st != LOOM_OK) return st;
     double dloss = a->dt == LOOM_F64 ? *(const double *)a->x[2] : *(const float *)a->x[2];

@@ -1,0 +1,338 @@
+/* backends/opencl/dispatch.c — the OpenCL backend's vtable: create/destroy,
+ * plan_prepare (each node's host function records its kernels, arguments and
+ * launches once), plan_run (enqueue every launch in order on one in-order
+ * queue, clFinish, then check the run-time error slots), profiling from event
+ * timestamps, and the helpers the op files use to set arguments and launch.
+ *
+ * Run-time errors (an index out of range): a node with an error slot gets an
+ * int32 in the plan's error buffer, reset to INT32_MAX before each run; its
+ * kernel atomic_min's the first bad position into it (and reads nothing out
+ * of bounds). After clFinish the slots are read once; the first node in
+ * execution order whose slot changed formats the error (its `check`). */
+#include <stdint.h>
+
+#include "opencl.h"
+
+typedef struct cl_plan {
+    int n;
+    loom__cl_node *nodes; /* by exec index */
+    cl_mem err_buf;       /* int32 per exec node */
+    bool any_err;
+    cl_event *events;     /* [n * LOOM__CL_MAX_LAUNCH], profiled runs only */
+} cl_plan;
+
+/* ---- helpers for the op files ---- */
+cl_mem loom__cl_mem(const loom_plan *p, const loom_tensor *t) { return p->addr[t->id].buf->mem; }
+
+size_t loom__cl_elem_off(const loom_plan *p, const loom_tensor *t) {
+    size_t es = loom_dtype_size(t->dtype), off = p->addr[t->id].off;
+    LOOM__ASSERT(off % es == 0);
+    return off / es;
+}
+
+loom_status loom__cl_kernel(loom__cl_op *o, loom_dtype dt, const char *name, cl_kernel *out) {
+    loom__cl_node *n = o->node;
+    LOOM__ASSERT(n->n_kernel < LOOM__CL_MAX_LAUNCH);
+    cl_program prog;
+    loom_status st = loom__cl_program(o->cl, dt, &prog);
+    if (st != LOOM_OK) return st;
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    if (err != CL_SUCCESS)
+        return loom__err(o->cl->ctx, LOOM_ERR_BACKEND, "opencl: clCreateKernel('%s') for op '%s' (node '%s') failed: %s (%d)",
+                         name, loom_op_name(o->t->op), o->t->name, loom__cl_errstr(err), (int)err);
+    n->kernel[n->n_kernel++] = k;
+    *out = k;
+    return LOOM_OK;
+}
+
+loom__cl_args loom__cl_args_begin(loom__cl_op *o, cl_kernel k) { return (loom__cl_args){o, k, 0, CL_SUCCESS, 0}; }
+
+static void set(loom__cl_args *a, size_t size, const void *v) {
+    cl_int e = clSetKernelArg(a->k, a->i, size, v);
+    if (e != CL_SUCCESS && a->err == CL_SUCCESS) a->err = e, a->err_index = a->i;
+    a->i++;
+}
+
+void loom__cl_arg_t(loom__cl_args *a, const loom_tensor *t) {
+    cl_mem m = loom__cl_mem(a->o->plan, t);
+    cl_ulong off = loom__cl_elem_off(a->o->plan, t);
+    set(a, sizeof m, &m);
+    set(a, sizeof off, &off);
+}
+void loom__cl_arg_mem(loom__cl_args *a, cl_mem m) { set(a, sizeof m, &m); }
+void loom__cl_arg_i32(loom__cl_args *a, int32_t v) { cl_int x = v; set(a, sizeof x, &x); }
+void loom__cl_arg_u32(loom__cl_args *a, uint32_t v) { cl_uint x = v; set(a, sizeof x, &x); }
+void loom__cl_arg_i64(loom__cl_args *a, int64_t v) { cl_long x = v; set(a, sizeof x, &x); }
+void loom__cl_arg_u64(loom__cl_args *a, uint64_t v) { cl_ulong x = v; set(a, sizeof x, &x); }
+void loom__cl_arg_f32(loom__cl_args *a, float v) { cl_float x = v; set(a, sizeof x, &x); }
+void loom__cl_arg_local(loom__cl_args *a, size_t bytes) { set(a, bytes, NULL); }
+
+loom_status loom__cl_args_end(loom__cl_args *a) {
+    if (a->err == CL_SUCCESS) return LOOM_OK;
+    char name[64] = "?";
+    clGetKernelInfo(a->k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+    name[sizeof name - 1] = 0;
+    return loom__err(a->o->cl->ctx, LOOM_ERR_BACKEND, "opencl: clSetKernelArg(kernel '%s', arg %u) for node '%s' failed: %s (%d)",
+                     name, a->err_index, a->o->t->name, loom__cl_errstr(a->err), (int)a->err);
+}
+
+static loom_status own(loom__cl_op *o, cl_mem m) {
+    loom__cl_node *n = o->node;
+    LOOM__ASSERT(n->n_owned < LOOM__CL_MAX_OWNED);
+    n->owned[n->n_owned++] = m;
+    return LOOM_OK;
+}
+
+loom_status loom__cl_meta(loom__cl_op *o, const int64_t *v, int count, cl_mem *out) {
+    cl_long tmp[64];
+    LOOM__ASSERT(count > 0 && count <= 64);
+    for (int i = 0; i < count; i++) tmp[i] = v[i];
+    cl_int err;
+    *out = clCreateBuffer(o->cl->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)count * sizeof(cl_long), tmp,
+                          &err);
+    LOOM_CL_CHECK_ERR(o->cl->ctx, err, "clCreateBuffer(geometry table)");
+    return own(o, *out);
+}
+
+loom_status loom__cl_scratch(loom__cl_op *o, size_t bytes, cl_mem *out) {
+    cl_int err;
+    *out = clCreateBuffer(o->cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 64, NULL, &err);
+    LOOM_CL_CHECK_ERR(o->cl->ctx, err, "clCreateBuffer(scratch)");
+    return own(o, *out);
+}
+
+void loom__cl_err_slot(loom__cl_op *o, int *slot) {
+    cl_plan *cp = o->plan->impl;
+    o->node->err_slot = (int)(o->node - cp->nodes);
+    cp->any_err = true;
+    *slot = o->node->err_slot;
+}
+
+size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n) {
+    size_t lim = cl->max_wg < 256 ? cl->max_wg : 256, l = 1;
+    while (l < lim && (int64_t)l < n) l <<= 1;
+    while (l > lim) l >>= 1;
+    return l;
+}
+
+static loom_status add_launch(loom__cl_op *o, cl_kernel k, size_t global, size_t local) {
+    loom__cl_node *n = o->node;
+    LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
+    n->l[n->n_launch++] = (loom__cl_launch){k, 1, {global, 1}, {local, 1}};
+    return LOOM_OK;
+}
+
+loom_status loom__cl_launch_1d(loom__cl_op *o, cl_kernel k, int64_t n) {
+    if (n <= 0) return LOOM_OK;
+    size_t local = o->cl->max_wg < 256 ? o->cl->max_wg : 256;
+    size_t global = ((size_t)n + local - 1) / local * local;
+    return add_launch(o, k, global, local);
+}
+
+loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, size_t local) {
+    if (groups <= 0) return LOOM_OK;
+    return add_launch(o, k, (size_t)groups * local, local);
+}
+
+/* ---- plans ---- */
+static void release_nodes(cl_plan *cp) {
+    for (int e = 0; e < cp->n; e++) {
+        loom__cl_node *n = &cp->nodes[e];
+        for (int i = 0; i < n->n_kernel; i++) clReleaseKernel(n->kernel[i]);
+        for (int i = 0; i < n->n_owned; i++) clReleaseMemObject(n->owned[i]);
+    }
+}
+
+static void cl_plan_release(loom_backend *be, loom_plan *p) {
+    (void)be;
+    cl_plan *cp = p->impl;
+    if (!cp) return;
+    if (cp->nodes) release_nodes(cp);
+    if (cp->err_buf) clReleaseMemObject(cp->err_buf);
+    free(cp->nodes), free(cp->events), free(cp);
+    p->impl = NULL;
+}
+
+static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
+    loom__cl *cl = be->impl;
+    cl_plan *cp = calloc(1, sizeof *cp);
+    if (!cp) return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
+    p->impl = cp;
+    cp->n = p->n_exec;
+    cp->nodes = calloc((size_t)(p->n_exec ? p->n_exec : 1), sizeof *cp->nodes);
+    if (!cp->nodes) {
+        cl_plan_release(be, p);
+        return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
+    }
+    cl_int err;
+    cp->err_buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, (size_t)(p->n_exec ? p->n_exec : 1) * sizeof(cl_int),
+                                 NULL, &err);
+    if (err != CL_SUCCESS) {
+        cl_plan_release(be, p);
+        return loom__cl_fail(be->ctx, err, "clCreateBuffer(error slots)", __FILE__, __LINE__);
+    }
+    for (int e = 0; e < p->n_exec; e++) {
+        const loom_tensor *t = p->exec[e];
+        loom__cl_node *n = &cp->nodes[e];
+        n->t = t;
+        n->err_slot = -1;
+        loom__cl_op o = {cl, p, t, n, cp->err_buf};
+        loom__cl_fn fn = (loom__cl_fn)loom__cl_kernels[t->op].fn;
+        LOOM__ASSERT(fn); /* plan.c checked support */
+        loom_status st = fn(&o);
+        if (st != LOOM_OK) {
+            if (loom_last_status(be->ctx) != st)
+                loom__err(be->ctx, st, "opencl: preparing op '%s' (node '%s') failed", loom_op_name(t->op), t->name);
+            cl_plan_release(be, p);
+            return st;
+        }
+    }
+    return LOOM_OK;
+}
+
+static loom_status profile_queue(loom__cl *cl) {
+    if (cl->queue_prof) return LOOM_OK;
+    cl_int err;
+    cl->queue_prof = clCreateCommandQueue(cl->context, cl->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    LOOM_CL_CHECK_ERR(cl->ctx, err, "clCreateCommandQueue(CL_QUEUE_PROFILING_ENABLE)");
+    return LOOM_OK;
+}
+
+/* node_seconds[e] += time from the first launch's start to the last one's end */
+static loom_status collect_profile(loom__cl *cl, loom_plan *p, cl_plan *cp) {
+    loom_status st = LOOM_OK;
+    for (int e = 0; e < cp->n; e++) {
+        const loom__cl_node *n = &cp->nodes[e];
+        if (!n->n_launch) continue;
+        cl_event *ev = cp->events + (size_t)e * LOOM__CL_MAX_LAUNCH;
+        cl_ulong t0 = 0, t1 = 0;
+        if (st == LOOM_OK) {
+            cl_int a = clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+            cl_int b = clGetEventProfilingInfo(ev[n->n_launch - 1], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+            if (a != CL_SUCCESS || b != CL_SUCCESS)
+                st = loom__cl_fail(cl->ctx, a != CL_SUCCESS ? a : b, "clGetEventProfilingInfo", __FILE__, __LINE__);
+            else if (t1 > t0)
+                p->node_seconds[e] += 1e-9 * (double)(t1 - t0);
+        }
+        for (int i = 0; i < n->n_launch; i++) clReleaseEvent(ev[i]);
+    }
+    return st;
+}
+
+static loom_status check_errors(loom__cl *cl, cl_command_queue q, loom_plan *p, cl_plan *cp) {
+    cl_int *slots = malloc((size_t)cp->n * sizeof *slots);
+    if (!slots) return loom__err(cl->ctx, LOOM_ERR_OOM, "opencl: out of memory");
+    cl_int err = clEnqueueReadBuffer(q, cp->err_buf, CL_TRUE, 0, (size_t)cp->n * sizeof *slots, slots, 0, NULL, NULL);
+    loom_status st = LOOM_OK;
+    if (err != CL_SUCCESS) st = loom__cl_fail(cl->ctx, err, "clEnqueueReadBuffer(error slots)", __FILE__, __LINE__);
+    for (int e = 0; e < cp->n && st == LOOM_OK; e++) {
+        const loom__cl_node *n = &cp->nodes[e];
+        if (n->err_slot >= 0 && slots[n->err_slot] != INT32_MAX) st = n->check(cl, p, n->t, slots[n->err_slot]);
+    }
+    free(slots);
+    return st;
+}
+
+static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
+    loom__cl *cl = be->impl;
+    cl_plan *cp = p->impl;
+    bool prof = p->node_seconds != NULL;
+    loom_status st;
+    if (prof) {
+        if ((st = profile_queue(cl)) != LOOM_OK) return st;
+        if (!cp->events && !(cp->events = calloc((size_t)(cp->n ? cp->n : 1) * LOOM__CL_MAX_LAUNCH, sizeof *cp->events)))
+            return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory for profiling events");
+    }
+    cl_command_queue q = prof ? cl->queue_prof : cl->queue;
+    if (prof) LOOM_CL_CHECK(be->ctx, clFinish(cl->queue)); /* order against work on the other queue */
+    if (cp->any_err) {
+        cl_int none = INT32_MAX;
+        LOOM_CL_CHECK(be->ctx, clEnqueueFillBuffer(q, cp->err_buf, &none, sizeof none, 0, (size_t)cp->n * sizeof none,
+                                                   0, NULL, NULL));
+    }
+    int launched = 0; /* nodes whose events exist */
+    st = LOOM_OK;
+    for (int e = 0; e < cp->n && st == LOOM_OK; e++) {
+        loom__cl_node *n = &cp->nodes[e];
+        if (n->before_run && (st = n->before_run(cl, p, n)) != LOOM_OK) break;
+        for (int i = 0; i < n->n_launch; i++) {
+            const loom__cl_launch *l = &n->l[i];
+            cl_event *ev = prof ? &cp->events[(size_t)e * LOOM__CL_MAX_LAUNCH + i] : NULL;
+            cl_int err = clEnqueueNDRangeKernel(q, l->k, l->dim, NULL, l->global, l->local[0] ? l->local : NULL, 0,
+                                                NULL, ev);
+            if (err != CL_SUCCESS) {
+                for (int j = 0; prof && j < i; j++) clReleaseEvent(cp->events[(size_t)e * LOOM__CL_MAX_LAUNCH + j]);
+                st = loom__cl_fail(be->ctx, err, "clEnqueueNDRangeKernel", __FILE__, __LINE__);
+                loom__err(be->ctx, st, "opencl: op '%s' (node '%s'): %s", loom_op_name(n->t->op), n->t->name,
+                          loom_last_error(be->ctx));
+                break;
+            }
+        }
+        if (st == LOOM_OK) launched = e + 1;
+    }
+    cl_int ferr = clFinish(q);
+    if (prof) {
+        /* release what was enqueued; collect times only after a clean run */
+        int keep = cp->n;
+        cp->n = launched;
+        loom_status pst = st == LOOM_OK && ferr == CL_SUCCESS ? collect_profile(cl, p, cp) : LOOM_OK;
+        if (st != LOOM_OK || ferr != CL_SUCCESS)
+            for (int e = 0; e < launched; e++)
+                for (int i = 0; i < cp->nodes[e].n_launch; i++)
+                    clReleaseEvent(cp->events[(size_t)e * LOOM__CL_MAX_LAUNCH + i]);
+        cp->n = keep;
+        if (st == LOOM_OK) st = pst;
+    }
+    if (st != LOOM_OK) return st;
+    if (ferr != CL_SUCCESS) return loom__cl_fail(be->ctx, ferr, "clFinish", __FILE__, __LINE__);
+    return cp->any_err ? check_errors(cl, q, p, cp) : LOOM_OK;
+}
+
+static loom_status cl_synchronize(loom_backend *be) {
+    loom__cl *cl = be->impl;
+    LOOM_CL_CHECK(be->ctx, clFinish(cl->queue));
+    return LOOM_OK;
+}
+
+/* ---- the backend ---- */
+static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
+    loom__cl *cl = calloc(1, sizeof *cl);
+    if (!cl) return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
+    cl->ctx = be->ctx;
+    loom_status st = loom__cl_open(cl, desc);
+    if (st != LOOM_OK) {
+        loom__cl_close(cl);
+        free(cl);
+        return st;
+    }
+    be->impl = cl;
+    return LOOM_OK;
+}
+
+static void cl_destroy(loom_backend *be) {
+    loom__cl *cl = be->impl;
+    if (!cl) return;
+    loom__cl_close(cl);
+    free(cl);
+}
+
+const loom__backend_vtbl loom__opencl_backend = {
+    .name = "opencl",
+    .available = loom__cl_available,
+    .create = cl_create,
+    .destroy = cl_destroy,
+    .describe = loom__cl_describe,
+    .buffer_alloc = loom__cl_buffer_alloc,
+    .buffer_free = loom__cl_buffer_free,
+    .buffer_write = loom__cl_buffer_write,
+    .buffer_read = loom__cl_buffer_read,
+    .host_alloc = loom__cl_host_alloc,
+    .host_free = loom__cl_host_free,
+    .plan_prepare = cl_plan_prepare,
+    .plan_run = cl_plan_run,
+    .plan_release = cl_plan_release,
+    .synchronize = cl_synchronize,
+    .can_profile = true,
+    .kernels = loom__cl_kernels,
+};

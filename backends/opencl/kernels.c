@@ -1,0 +1,54 @@
+/* backends/opencl/kernels.c — the OpenCL backend's op table: one entry per
+ * op, its host function (ops/<family>.c) and the output dtypes it takes. A
+ * missing entry means "unsupported"; this table is the only record. f64 is
+ * never listed: OpenCL devices mostly lack it. Still to come: matmul, linear,
+ * conv2d, pool2d, norm families. */
+#include "opencl.h"
+
+#define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cl_##stem, dts}
+#define FLOAT LOOM__CL_FLOAT
+#define ALL LOOM__CL_ALL
+#define F32 LOOM__DT(F32)
+
+const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
+    K(ADD, add, FLOAT),
+    K(SUB, sub, FLOAT),
+    K(MUL, mul, FLOAT),
+    K(DIV, div, FLOAT),
+    K(SCALE, scale, FLOAT),
+    K(FILL, fill, FLOAT),
+    K(EXPAND, expand, FLOAT),
+    K(CAST, cast, ALL),
+    K(RELU, relu, FLOAT),
+    K(LEAKY_RELU, leaky_relu, FLOAT),
+    K(GELU, gelu, FLOAT),
+    K(SILU, silu, FLOAT),
+    K(TANH, tanh, FLOAT),
+    K(SIGMOID, sigmoid, FLOAT),
+    K(SOFTMAX, softmax, FLOAT),
+    K(LOG_SOFTMAX, log_softmax, FLOAT),
+    K(CROSS_ENTROPY, cross_entropy, FLOAT),
+    K(MSE, mse, FLOAT),
+    K(DROPOUT, dropout, FLOAT),
+    K(EMBEDDING, embedding, FLOAT),
+    K(PERMUTE, permute, ALL),
+    K(CONCAT, concat, ALL),
+    K(SLICE, slice, ALL),
+    K(SUM, sum, FLOAT),
+    K(MEAN, mean, FLOAT),
+    K(SGD_STEP, sgd_step, F32),
+    K(ADAM_STEP, adam_step, F32),
+    K(ACCUMULATE, accumulate, F32),
+    K(CLIP_COEF, clip_coef, F32),
+    K(RELU_GRAD, relu_grad, FLOAT),
+    K(LEAKY_RELU_GRAD, leaky_relu_grad, FLOAT),
+    K(GELU_GRAD, gelu_grad, FLOAT),
+    K(SILU_GRAD, silu_grad, FLOAT),
+    K(TANH_GRAD, tanh_grad, FLOAT),
+    K(SIGMOID_GRAD, sigmoid_grad, FLOAT),
+    K(SOFTMAX_GRAD, softmax_grad, FLOAT),
+    K(LOG_SOFTMAX_GRAD, log_softmax_grad, FLOAT),
+    K(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
+    K(EMBEDDING_GRAD, embedding_grad, FLOAT),
+    K(SLICE_GRAD, slice_grad, ALL),
+};

@@ -1,0 +1,99 @@
+/* backends/opencl/kernels/binary.cl — add/sub/mul/div (same shape and
+ * broadcast), expand, scale, fill, cast. Matches backends/cpu/ops/binary.c:
+ * one float operation per element, one rounding to the storage dtype. */
+
+#define B_ADD 0
+#define B_SUB 1
+#define B_MUL 2
+#define B_DIV 3
+#define B_COPY 4
+
+inline float bin_op(int kind, float a, float b) {
+    switch (kind) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    default: return a;
+    }
+}
+
+/* a, b, y (n) flat, same shape */
+__kernel void binary_flat(__global const T *a, ulong ao, __global const T *b, ulong bo, __global T *y, ulong yo,
+                          long n, int kind) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    a += ao, b += bo, y += yo;
+    ST(y, i, bin_op(kind, LD(a, i), LD(b, i)));
+}
+
+/* y (g[1..nd]) = a op b with broadcasting; g = {nd, dims[5], sa[5], sb[5]}:
+ * element strides of a and b per y axis (0 on broadcast axes). For expand
+ * (B_COPY) b is a again and unused. */
+__kernel void binary_bcast(__constant long *g, __global const T *a, ulong ao, __global const T *b, ulong bo,
+                           __global T *y, ulong yo, long n, int kind) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    a += ao, b += bo, y += yo;
+    int nd = (int)g[0];
+    long r = i, oa = 0, ob = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        long k = r % g[1 + d];
+        r /= g[1 + d];
+        oa += k * g[6 + d];
+        ob += k * g[11 + d];
+    }
+    ST(y, i, bin_op(kind, LD(a, oa), kind == B_COPY ? 0.0f : LD(b, ob)));
+}
+
+/* y (n) = s * x */
+__kernel void scale(__global const T *x, ulong xo, __global T *y, ulong yo, long n, float s) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    x += xo, y += yo;
+    ST(y, i, s * LD(x, i));
+}
+
+/* y (n) = v */
+__kernel void fill(__global T *y, ulong yo, long n, float v) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    y += yo;
+    ST(y, i, v);
+}
+
+/* y (n, dtype ddt) = x (n, dtype sdt), as loom_convert: floats round to
+ * nearest even; to i32/u8 truncate toward zero and saturate, NaN -> 0. A
+ * 16-bit destination from i32 goes through f32 (two roundings), as the CPU's
+ * 16-bit wrapper does. Byte pointers, element offsets. */
+__kernel void cast(__global const uchar *x, ulong xo, int sdt, __global uchar *y, ulong yo, int ddt, long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    float v = 0.0f;
+    int iv = 0;
+    bool is_int = sdt == DT_I32 || sdt == DT_U8;
+    if (sdt == DT_I32) iv = ((__global const int *)x)[xo + i];
+    else if (sdt == DT_U8) iv = ((__global const uchar *)x)[xo + i];
+    else v = ld_any(x + xo * (sdt == DT_F32 ? 4 : 2), sdt, i);
+    if (ddt == DT_I32 || ddt == DT_U8) {
+        int r;
+        if (is_int) {
+            r = iv;
+        } else if (isnan(v)) {
+            r = 0;
+        } else if (ddt == DT_I32) {
+            r = v >= 2147483647.0f ? INT_MAX : v <= -2147483648.0f ? INT_MIN : (int)v;
+        } else {
+            r = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)v;
+        }
+        if (ddt == DT_U8) ((__global uchar *)y)[yo + i] = (uchar)(r <= 0 ? 0 : r >= 255 ? 255 : r);
+        else ((__global int *)y)[yo + i] = r;
+        return;
+    }
+    if (is_int) v = (float)iv;
+    switch (ddt) {
+    case DT_F16: ST_F16((__global half *)y + yo, i, v); break;
+    case DT_BF16: ST_BF16((__global ushort *)y + yo, i, v); break;
+    default: ST_F32((__global float *)y + yo, i, v); break;
+    }
+}

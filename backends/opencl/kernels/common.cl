@@ -1,0 +1,113 @@
+/* backends/opencl/kernels/common.cl — shared definitions for every kernel
+ * file: the storage type T and its load/store macros, explicit per-dtype
+ * loads/stores, the dtype codes, Philox4x32-10, reduction helpers.
+ *
+ * The program is built once per storage dtype with -DLOOM_T_F32, -DLOOM_T_F16
+ * or -DLOOM_T_BF16. Arithmetic is always float. Conversions match
+ * core/dtype.c bit for bit: f16 via vload_half / vstore_half_rte (round to
+ * nearest even; no cl_khr_fp16 needed), bf16 as ushort with the same
+ * round-to-nearest-even and quiet-NaN rule as loom_f32_to_bf16.
+ *
+ * Contraction is off: a * b + c is two roundings, as in the CPU backend
+ * (C11 without -ffp-contract), so elementwise results match it exactly. */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* dtype codes = enum loom_dtype (include/loom/tensor.h) */
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+#define DT_F64 3
+#define DT_I32 4
+#define DT_U8 5
+
+inline float bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
+
+inline ushort f32_to_bf16(float f) {
+    uint x = as_uint(f);
+    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (ushort)((x >> 16) | 0x40u); /* quiet NaN */
+    uint lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (ushort)(x >> 16);
+}
+
+/* explicit dtypes: p is a __global pointer of the storage type */
+#define LD_F32(p, i) ((p)[i])
+#define ST_F32(p, i, v) ((p)[i] = (v))
+#define LD_F16(p, i) vload_half((i), (p))
+#define ST_F16(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD_BF16(p, i) bf16_to_f32((p)[i])
+#define ST_BF16(p, i, v) ((p)[i] = f32_to_bf16(v))
+
+/* the program's storage type */
+#if defined(LOOM_T_F32)
+typedef float T;
+#define LD LD_F32
+#define ST ST_F32
+#elif defined(LOOM_T_F16)
+typedef half T;
+#define LD LD_F16
+#define ST ST_F16
+#elif defined(LOOM_T_BF16)
+typedef ushort T;
+#define LD LD_BF16
+#define ST ST_BF16
+#else
+#error "build with -DLOOM_T_F32, -DLOOM_T_F16 or -DLOOM_T_BF16"
+#endif
+
+/* Any float dtype through a byte pointer (element index i). */
+inline float ld_any(__global const uchar *p, int dt, long i) {
+    switch (dt) {
+    case DT_F16: return vload_half(i, (__global const half *)p);
+    case DT_BF16: return bf16_to_f32(((__global const ushort *)p)[i]);
+    default: return ((__global const float *)p)[i];
+    }
+}
+
+/* Philox4x32-10, identical to core/rng.c loom_philox4x32_10 / loom_philox. */
+inline uint4 philox4x32_10(uint4 c, uint2 k) {
+    for (int r = 0; r < 10; r++) {
+        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+        k.x += 0x9E3779B9u;
+        k.y += 0xBB67AE85u;
+    }
+    return c;
+}
+
+inline uint4 philox(ulong seed, ulong stream, ulong counter) {
+    return philox4x32_10((uint4)((uint)counter, (uint)(counter >> 32), (uint)stream, (uint)(stream >> 32)),
+                         (uint2)((uint)seed, (uint)(seed >> 32)));
+}
+
+/* Work-group tree reductions over s[0..get_local_size(0)) (a power of two);
+ * every item gets the result. */
+inline float group_sum(__local float *s, float v) {
+    int l = get_local_id(0), n = get_local_size(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = n / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] += s[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+inline float group_max(__local float *s, float v) {
+    int l = get_local_id(0), n = get_local_size(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = n / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] = s[l + h] > s[l] ? s[l + h] : s[l];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/* the capability probe program.c queries (preferred work-group multiple) */
+__kernel void loom_probe(__global float *y) { y[get_global_id(0)] = 0.0f; }

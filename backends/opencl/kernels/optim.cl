@@ -1,0 +1,94 @@
+/* backends/opencl/kernels/optim.cl — the optimizer's effect ops on f32
+ * params and states (semantics and the hyper layout in core/ops/optim.c),
+ * matching the f32 path of backends/cpu/ops/optim.c operation for operation.
+ * Factors the CPU forms in double from f[] alone arrive as floats rounded
+ * once on the host; those that need hyper[] (read here, on the device) are
+ * formed in float so that they round the same way: lr / bc1 and sqrt(bc2)
+ * are correctly rounded (the program is built with
+ * -cl-fp32-correctly-rounded-divide-sqrt where the device has it), and
+ * 1 - lr wd uses an exact product and sum (fma, two-sum). The placeholder
+ * output y () is set to 0. */
+
+#define H_LR 0
+#define H_BC1 1
+#define H_BC2 2
+#define H_APPLY 3
+#define H_GMULT 4
+#define H_FIRST 5
+
+/* flags: 1 momentum buffer, 2 nesterov, 4 zero grad, 8 coef given */
+__kernel void sgd_step(__global float *p, ulong po, __global float *gr, ulong go, __global const float *hy, ulong ho,
+                       __global float *buf, ulong bo, __global const float *cf, ulong co, __global float *y, ulong yo,
+                       long n, int flags, float mom, float damp1, float wd) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    hy += ho;
+    if (i == 0) y[yo] = 0.0f;
+    if (hy[H_APPLY] == 0.0f) return;
+    p += po, gr += go, buf += bo;
+    float lr = hy[H_LR], mult = hy[H_GMULT] * ((flags & 8) ? cf[co] : 1.0f);
+    bool first = hy[H_FIRST] != 0.0f;
+    float g = gr[i] * mult;
+    if (wd != 0.0f) g += wd * p[i];
+    if (flags & 1) {
+        buf[i] = first ? g : mom * buf[i] + damp1 * g;
+        g = (flags & 2) ? g + mom * buf[i] : buf[i];
+    }
+    p[i] -= lr * g;
+    if (flags & 4) gr[i] = 0.0f;
+}
+
+/* 1 - lr * (wd_hi + wd_lo), rounded once from a nearly exact value */
+inline float one_minus_prod(float lr, float wd_hi, float wd_lo) {
+    float ph = lr * wd_hi;
+    float pl = fma(lr, wd_hi, -ph) + lr * wd_lo; /* lr * wd = ph + pl */
+    float s = 1.0f - ph, bb = s - 1.0f;
+    float e = (1.0f - (s - bb)) + (-ph - bb); /* 1 - ph = s + e exactly */
+    return s + (e - pl);
+}
+
+/* flags: 1 decoupled (AdamW), 4 zero grad, 8 coef given */
+__kernel void adam_step(__global float *p, ulong po, __global float *gr, ulong go, __global const float *hy, ulong ho,
+                        __global float *m, ulong mo, __global float *v, ulong vo, __global const float *cf, ulong co,
+                        __global float *y, ulong yo, long n, int flags, float b1, float b2, float eps, float wd,
+                        float omb1, float omb2, float wd_hi, float wd_lo) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    hy += ho;
+    if (i == 0) y[yo] = 0.0f;
+    if (hy[H_APPLY] == 0.0f) return;
+    p += po, gr += go, m += mo, v += vo;
+    float lr = hy[H_LR];
+    float mult = hy[H_GMULT] * ((flags & 8) ? cf[co] : 1.0f);
+    float decay = one_minus_prod(lr, wd_hi, wd_lo);
+    float step = lr / hy[H_BC1];
+    float bc2s = sqrt(hy[H_BC2]);
+    float g = gr[i] * mult;
+    if (wd != 0.0f) {
+        if (flags & 1) p[i] *= decay;
+        else g += wd * p[i];
+    }
+    m[i] = b1 * m[i] + omb1 * g;
+    v[i] = b2 * v[i] + omb2 * g * g;
+    p[i] -= step * m[i] / (sqrt(v[i]) / bc2s + eps);
+    if (flags & 4) gr[i] = 0.0f;
+}
+
+/* acc (n) += grad */
+__kernel void accumulate(__global float *acc, ulong ao, __global const float *g, ulong go, __global float *y, ulong yo,
+                         long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    if (i == 0) y[yo] = 0.0f;
+    acc[ao + i] += g[go + i];
+}
+
+/* y () = min(1, max_norm / (sqrt(sumsq) * hyper[GMULT] + 1e-6)); sumsq of
+ * dtype sdt (the CPU forms this in double; float here) */
+__kernel void clip_coef(__global const uchar *ss, ulong so, int sdt, __global const float *hy, ulong ho,
+                        __global float *y, ulong yo, float max_norm) {
+    if (get_global_id(0) != 0) return;
+    float s = ld_any(ss + so * (sdt == DT_F32 ? 4 : 2), sdt, 0);
+    float c = max_norm / (sqrt(s) * hy[ho + H_GMULT] + 1e-6f);
+    y[yo] = c < 1.0f ? c : 1.0f;
+}

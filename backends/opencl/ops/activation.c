@@ -1,0 +1,34 @@
+/* backends/opencl/ops/activation.c — host side of the activations and their
+ * gradient ops: one elementwise kernel (kernels/activation.cl) selected by
+ * kind. */
+#include "../opencl.h"
+
+enum { A_RELU, A_LEAKY, A_GELU, A_SILU, A_TANH, A_SIGMOID, G_RELU, G_LEAKY, G_GELU, G_SILU, G_TANH, G_SIGMOID };
+
+static loom_status run(loom__cl_op *o, int kind) {
+    const loom_tensor *y = o->t;
+    int64_t n = loom_tensor_numel(y);
+    cl_kernel k;
+    loom_status st = loom__cl_kernel(o, y->dtype, "activation", &k);
+    if (st != LOOM_OK) return st;
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&ar, y->src[0]);
+    loom__cl_arg_t(&ar, kind >= G_RELU ? y->src[1] : y->src[0]); /* dy (unused by forward kinds) */
+    loom__cl_arg_t(&ar, y);
+    loom__cl_arg_i64(&ar, n), loom__cl_arg_i32(&ar, kind), loom__cl_arg_f32(&ar, (float)y->f[0]);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, n);
+}
+
+loom_status loom__cl_relu(loom__cl_op *o) { return run(o, A_RELU); }
+loom_status loom__cl_leaky_relu(loom__cl_op *o) { return run(o, A_LEAKY); }
+loom_status loom__cl_gelu(loom__cl_op *o) { return run(o, A_GELU); }
+loom_status loom__cl_silu(loom__cl_op *o) { return run(o, A_SILU); }
+loom_status loom__cl_tanh(loom__cl_op *o) { return run(o, A_TANH); }
+loom_status loom__cl_sigmoid(loom__cl_op *o) { return run(o, A_SIGMOID); }
+loom_status loom__cl_relu_grad(loom__cl_op *o) { return run(o, G_RELU); }
+loom_status loom__cl_leaky_relu_grad(loom__cl_op *o) { return run(o, G_LEAKY); }
+loom_status loom__cl_gelu_grad(loom__cl_op *o) { return run(o, G_GELU); }
+loom_status loom__cl_silu_grad(loom__cl_op *o) { return run(o, G_SILU); }
+loom_status loom__cl_tanh_grad(loom__cl_op *o) { return run(o, G_TANH); }
+loom_status loom__cl_sigmoid_grad(loom__cl_op *o) { return run(o, G_SIGMOID); }

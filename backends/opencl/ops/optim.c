@@ -1,0 +1,79 @@
+/* backends/opencl/ops/optim.c — host side of sgd_step, adam_step,
+ * accumulate and clip_coef (kernels/optim.cl). f32 master weights only: an f64
+ * parameter is LOOM_ERR_UNSUPPORTED at plan compile. The factors that depend
+ * on f[] alone are formed here in double and rounded once, as the CPU does. */
+#include "../opencl.h"
+
+static loom_status need_f32(loom__cl_op *o, const loom_tensor *p) {
+    if (p->dtype == LOOM_F32) return LOOM_OK;
+    return loom__err(o->cl->ctx, LOOM_ERR_UNSUPPORTED, "opencl: %s on %s parameter '%s': only f32 master weights (node '%s')",
+                     loom_op_name(o->t->op), loom_dtype_name(p->dtype), p->name, o->t->name);
+}
+
+loom_status loom__cl_sgd_step(loom__cl_op *o) {
+    const loom_tensor *t = o->t, *p = t->src[0];
+    loom_status st = need_f32(o, p);
+    if (st != LOOM_OK) return st;
+    int ci = (int)t->p[3];
+    int flags = (t->p[0] ? 1 : 0) | (t->p[1] ? 2 : 0) | (t->p[2] ? 4 : 0) | (ci >= 0 ? 8 : 0);
+    cl_kernel k;
+    if ((st = loom__cl_kernel(o, LOOM_F32, "sgd_step", &k)) != LOOM_OK) return st;
+    int64_t n = loom_tensor_numel(p);
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, p), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t->src[2]);
+    loom__cl_arg_t(&a, t->p[0] ? t->src[3] : p);       /* momentum buffer (or unused) */
+    loom__cl_arg_t(&a, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
+    loom__cl_arg_t(&a, t), loom__cl_arg_i64(&a, n), loom__cl_arg_i32(&a, flags);
+    loom__cl_arg_f32(&a, (float)t->f[0]), loom__cl_arg_f32(&a, (float)(1 - t->f[1])), loom__cl_arg_f32(&a, (float)t->f[2]);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, n);
+}
+
+loom_status loom__cl_adam_step(loom__cl_op *o) {
+    const loom_tensor *t = o->t, *p = t->src[0];
+    loom_status st = need_f32(o, p);
+    if (st != LOOM_OK) return st;
+    int ci = (int)t->p[3];
+    int flags = (t->p[0] ? 1 : 0) | (t->p[2] ? 4 : 0) | (ci >= 0 ? 8 : 0);
+    cl_kernel k;
+    if ((st = loom__cl_kernel(o, LOOM_F32, "adam_step", &k)) != LOOM_OK) return st;
+    int64_t n = loom_tensor_numel(p);
+    float wd_hi = (float)t->f[3], wd_lo = (float)(t->f[3] - (double)wd_hi);
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, p), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t->src[2]);
+    loom__cl_arg_t(&a, t->src[3]), loom__cl_arg_t(&a, t->src[4]);
+    loom__cl_arg_t(&a, ci >= 0 ? t->src[ci] : t->src[2]);
+    loom__cl_arg_t(&a, t), loom__cl_arg_i64(&a, n), loom__cl_arg_i32(&a, flags);
+    loom__cl_arg_f32(&a, (float)t->f[0]), loom__cl_arg_f32(&a, (float)t->f[1]);
+    loom__cl_arg_f32(&a, (float)t->f[2]), loom__cl_arg_f32(&a, (float)t->f[3]);
+    loom__cl_arg_f32(&a, (float)(1 - t->f[0])), loom__cl_arg_f32(&a, (float)(1 - t->f[1]));
+    loom__cl_arg_f32(&a, wd_hi), loom__cl_arg_f32(&a, wd_lo);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, n);
+}
+
+loom_status loom__cl_accumulate(loom__cl_op *o) {
+    const loom_tensor *t = o->t, *acc = t->src[0];
+    loom_status st = need_f32(o, acc);
+    if (st != LOOM_OK) return st;
+    cl_kernel k;
+    if ((st = loom__cl_kernel(o, LOOM_F32, "accumulate", &k)) != LOOM_OK) return st;
+    int64_t n = loom_tensor_numel(acc);
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, acc), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t), loom__cl_arg_i64(&a, n);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, n);
+}
+
+loom_status loom__cl_clip_coef(loom__cl_op *o) {
+    const loom_tensor *t = o->t, *ss = t->src[0];
+    if (ss->dtype == LOOM_F64) return need_f32(o, ss);
+    cl_kernel k;
+    loom_status st = loom__cl_kernel(o, LOOM_F32, "clip_coef", &k);
+    if (st != LOOM_OK) return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, ss), loom__cl_arg_i32(&a, (int32_t)ss->dtype), loom__cl_arg_t(&a, t->src[1]);
+    loom__cl_arg_t(&a, t), loom__cl_arg_f32(&a, (float)t->f[0]);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, 1);
+}

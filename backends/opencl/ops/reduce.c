@@ -1,0 +1,34 @@
+/* backends/opencl/ops/reduce.c — host side of sum and mean (p[0] = axes
+ * mask): the geometry table for kernels/reduce.cl, one work-group per output. */
+#include "../opencl.h"
+
+static loom_status run_reduce(loom__cl_op *o, bool mean) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t g[23] = {0}, strides[LOOM_MAX_DIMS], st = 1;
+    for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
+    int nk = 0, nr = 0;
+    int64_t rcount = 1;
+    for (int i = 0; i < x->ndim; i++) {
+        if (y->p[0] & (1u << i)) {
+            g[12 + nr] = x->dims[i], g[17 + nr] = strides[i], nr++;
+            rcount *= x->dims[i];
+        } else {
+            g[1 + nk] = x->dims[i], g[6 + nk] = strides[i], nk++;
+        }
+    }
+    g[0] = nk, g[11] = nr, g[22] = rcount;
+    cl_mem gm;
+    cl_kernel k;
+    loom_status s;
+    if ((s = loom__cl_meta(o, g, 23, &gm)) != LOOM_OK) return s;
+    if ((s = loom__cl_kernel(o, y->dtype, "reduce", &k)) != LOOM_OK) return s;
+    size_t local = loom__cl_reduce_local(o->cl, rcount);
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&ar, gm), loom__cl_arg_t(&ar, x), loom__cl_arg_t(&ar, y);
+    loom__cl_arg_f32(&ar, mean ? (float)rcount : 1.0f), loom__cl_arg_local(&ar, local * sizeof(float));
+    if ((s = loom__cl_args_end(&ar)) != LOOM_OK) return s;
+    return loom__cl_launch_groups(o, k, loom_tensor_numel(y), local);
+}
+
+loom_status loom__cl_sum(loom__cl_op *o) { return run_reduce(o, false); }
+loom_status loom__cl_mean(loom__cl_op *o) { return run_reduce(o, true); }
