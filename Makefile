@@ -3,9 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
-# The OpenCL backend is being written: off in the quick-start builds until it
-# passes the op-check (build it with CMAKE_FLAGS=-DLOOM_OPENCL=AUTO).
-CMAKE_FLAGS ?= -DLOOM_OPENCL=OFF
+CMAKE_FLAGS ?=
 
 .PHONY: all deps build asan demo test test-release test-asan clean
 

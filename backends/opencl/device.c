@@ -123,6 +123,19 @@ static int pick(const devlist *l, const char *spec, char *msg, size_t n) {
     return -1;
 }
 
+bool loom__cl_is_gpu(loom_ctx *ctx) {
+    (void)ctx;
+    devlist l;
+    list_devices(&l);
+    if (l.err != CL_SUCCESS || l.n == 0) return false;
+    const char *env = getenv("LOOM_OPENCL_DEVICE");
+    char msg[768];
+    int i = pick(&l, env && *env ? env : "0", msg, sizeof msg);
+    cl_device_type t = 0;
+    return i >= 0 && clGetDeviceInfo(l.dev[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) == CL_SUCCESS &&
+           (t & CL_DEVICE_TYPE_GPU);
+}
+
 static void query(loom__cl *cl) {
     cl_device_id d = cl->device;
     dev_str(d, CL_DEVICE_NAME, cl->name, sizeof cl->name);

@@ -320,6 +320,7 @@ static void cl_destroy(loom_backend *be) {
 const loom__backend_vtbl loom__opencl_backend = {
     .name = "opencl",
     .available = loom__cl_available,
+    .is_gpu = loom__cl_is_gpu,
     .create = cl_create,
     .destroy = cl_destroy,
     .describe = loom__cl_describe,

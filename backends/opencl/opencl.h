@@ -21,7 +21,10 @@
  *    (// x (N, C, H, W)). Geometry that does not fit a few scalars goes in a
  *    `__constant long *g` table (loom__cl_meta). Match backends/cpu/ops/norm.c
  *    exactly (same formulas and order of operations; reductions may be
- *    trees, in float).
+ *    trees, in float: group_sum / group_max). Work-group kernels must reach
+ *    every barrier from every item: never `return` before a barrier, even
+ *    when the whole group would (PoCL hangs); shrink the loop bounds instead
+ *    (see ce_rows in loss.cl).
  * 2. ops/norm.c: one `loom_status loom__cl_<stem>(loom__cl_op *o)` per op.
  *    It runs once per node at plan_prepare: get kernels with loom__cl_kernel,
  *    set their arguments with loom__cl_arg_* (tensors via loom__cl_arg_t,
@@ -36,7 +39,10 @@
  *    never F64: there is no fp64 on most OpenCL devices). A missing entry is
  *    "unsupported" everywhere (loom info, the op-check, plan compile).
  * 4. Declare nothing: the loom__cl_<stem> prototypes come from ops.def below.
- *    Check with `build/tests/test-opcheck -b opencl -o <op>`.
+ *    Check with `build/tests/test-opcheck -b opencl -o <op>` (it runs every
+ *    case, reports the one op). Kernel sources are embedded at build time
+ *    (embed.cmake); programs are cached under LOOM_OPENCL_CACHE, keyed by the
+ *    source, so an edited .cl file rebuilds by itself.
  */
 #ifndef LOOM_OPENCL_H
 #define LOOM_OPENCL_H
@@ -105,6 +111,7 @@ loom_status loom__cl_fail(loom_ctx *ctx, cl_int e, const char *call, const char 
 
 /* ---- device.c ---- */
 bool loom__cl_available(loom_ctx *ctx, const char **why);
+bool loom__cl_is_gpu(loom_ctx *ctx); /* the default device (LOOM_OPENCL_DEVICE or 0) is a GPU */
 loom_status loom__cl_open(loom__cl *cl, const loom_backend_desc *desc);
 void loom__cl_close(loom__cl *cl);
 void loom__cl_describe(const loom_backend *be, FILE *out);

@@ -1,6 +1,7 @@
 /* backends/opencl/program.c — building the kernels: one program per storage
  * dtype (f32, f16, bf16) from the embedded kernels/<name>.cl (common.cl first),
- * with -DLOOM_T_<DT>; program binaries cached on disk.
+ * with -DLOOM_T_<DT> (#line directives make build logs name file:line);
+ * program binaries cached on disk.
  *
  * Cache: directory LOOM_OPENCL_CACHE (the value "off" disables the cache),
  * else $XDG_CACHE_HOME/loom/opencl, else ~/.cache/loom/opencl. File name =
@@ -119,7 +120,7 @@ static loom_status build(loom__cl *cl, int which) {
     if (!src) return loom__err(cl->ctx, LOOM_ERR_OOM, "opencl: out of memory");
     size_t at = 0;
     for (int i = 0; i < loom__cl_source_count; i++)
-        at += (size_t)sprintf(src + at, "/* %s */\n%s\n", loom__cl_source_names[i], loom__cl_source_texts[i]);
+        at += (size_t)sprintf(src + at, "#line 1 \"%s\"\n%s\n", loom__cl_source_names[i], loom__cl_source_texts[i]);
     char opts[256];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s", DT_DEFINE[which],
              cl->correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");

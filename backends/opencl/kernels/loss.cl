@@ -4,14 +4,14 @@
  * ignore_index is reported through the error slot (first bad row, by
  * atomic_min) and its row is skipped: nothing is read out of bounds. */
 
-/* 1 if row i counts, 0 if ignored or bad (bad rows flag err[slot]) */
-inline int ce_valid(int t, int ignore, long C, long i, __global int *err, int slot) {
-    if (t == ignore) return 0;
+/* whether row i counts: false if ignored or bad (item 0 flags a bad row in err[slot]) */
+inline bool ce_valid(int t, int ignore, long C, long i, __global int *err, int slot, int l) {
+    if (t == ignore) return false;
     if (t < 0 || t >= C) {
-        atomic_min(err + slot, (int)i);
-        return 0;
+        if (l == 0) atomic_min(err + slot, (int)i);
+        return false;
     }
-    return 1;
+    return true;
 }
 
 /* logits x (N, C), targets (N) -> part (N): loss_i (0 for skipped rows);
@@ -21,21 +21,19 @@ __kernel void ce_rows(__global const T *x, ulong xo, __global const int *tg, ulo
     long i = get_group_id(0);
     int l = get_local_id(0), nl = get_local_size(0);
     int t = tg[to + i];
-    if (!ce_valid(t, ignore, C, i, err, slot)) {
-        if (l == 0) part[i] = 0.0f;
-        return; /* uniform per group: no barrier is skipped by part of it */
-    }
+    bool ok = ce_valid(t, ignore, C, i, err, slot, l);
+    long n = ok ? C : 0; /* skipped rows still reach every barrier */
     x += xo + i * C;
-    float m = LD(x, 0);
-    for (long c = l; c < C; c += nl) m = LD(x, c) > m ? LD(x, c) : m;
+    float m = ok ? LD(x, 0) : 0.0f;
+    for (long c = l; c < n; c += nl) m = LD(x, c) > m ? LD(x, c) : m;
     m = group_max(s, m);
     float se = 0.0f, sx = 0.0f;
-    for (long c = l; c < C; c += nl) se += exp(LD(x, c) - m), sx += LD(x, c);
+    for (long c = l; c < n; c += nl) se += exp(LD(x, c) - m), sx += LD(x, c);
     se = group_sum(s, se);
     sx = group_sum(s, sx);
     if (l == 0) {
         float lse = m + log(se);
-        part[i] = -(1.0f - eps) * (LD(x, t) - lse) - eps * (sx / (float)C - lse);
+        part[i] = ok ? -(1.0f - eps) * (LD(x, t) - lse) - eps * (sx / (float)C - lse) : 0.0f;
     }
 }
 
@@ -76,18 +74,16 @@ __kernel void ce_grad_rows(__global const T *x, ulong xo, __global const int *tg
     int l = get_local_id(0), nl = get_local_size(0);
     int t = tg[to + i];
     x += xo + i * C, dx += dxo + i * C;
-    if (!ce_valid(t, ignore, C, i, err, slot)) {
-        for (long c = l; c < C; c += nl) ST(dx, c, 0.0f);
-        return;
-    }
-    float m = LD(x, 0);
-    for (long c = l; c < C; c += nl) m = LD(x, c) > m ? LD(x, c) : m;
+    bool ok = ce_valid(t, ignore, C, i, err, slot, l);
+    long n = ok ? C : 0; /* skipped rows still reach every barrier */
+    float m = ok ? LD(x, 0) : 0.0f;
+    for (long c = l; c < n; c += nl) m = LD(x, c) > m ? LD(x, c) : m;
     m = group_max(s, m);
     float se = 0.0f;
-    for (long c = l; c < C; c += nl) se += exp(LD(x, c) - m);
+    for (long c = l; c < n; c += nl) se += exp(LD(x, c) - m);
     se = group_sum(s, se);
     float inv = 1.0f / se, k = scale[0];
-    for (long c = l; c < C; c += nl) ST(dx, c, (exp(LD(x, c) - m) * inv - (c == t ? on : off)) * k);
+    for (long c = l; c < C; c += nl) ST(dx, c, ok ? (exp(LD(x, c) - m) * inv - (c == t ? on : off)) * k : 0.0f);
 }
 
 /* y () = mean((a - b)^2) over n elements, one work-group */
