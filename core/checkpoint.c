@@ -62,6 +62,64 @@ static void note(char names[][64], int count, const char *name) {
 
 static char *st_shape(const loom_st_tensor *t, char *buf, size_t n) { return loom__shape_str(t->ndim, t->dims, buf, n); }
 
+/* ---- name maps and optimizer state (load_desc.name_map, weights_only) ---- */
+
+static bool opt_state_name(const char *name) {
+    static const char *const sfx[] = {".momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"};
+    size_t n = strlen(name);
+    for (int i = 0; i < 4; i++) {
+        size_t k = strlen(sfx[i]);
+        if (n > k && !strcmp(name + n - k, sfx[i])) return true;
+    }
+    return false;
+}
+
+/* The pattern is well formed: non-empty, '*' only as its last byte. */
+static bool map_pattern_ok(const char *p, bool *star) {
+    const char *s = strchr(p, '*');
+    *star = s != NULL;
+    return p[0] && (!s || s[1] == 0);
+}
+
+static loom_status check_map(loom_ctx *ctx, const char *path, const char *const *map) {
+    for (int i = 0; map && map[2 * i]; i++) {
+        const char *a = map[2 * i], *b = map[2 * i + 1];
+        bool sa, sb;
+        if (!b || !map_pattern_ok(a, &sa) || !map_pattern_ok(b, &sb) || sa != sb)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                             "%s: name map pair %d '%s' -> '%s' is malformed: both names non-empty, a '*' only at the end, in both or neither",
+                             path, i + 1, a, b ? b : "(null)");
+    }
+    return LOOM_OK;
+}
+
+/* The new name of `name` under the map into buf; false if it does not fit
+ * (truncated: such a name matches no graph tensor, whose names fit). */
+static bool map_name(const char *const *map, const char *name, char *buf, size_t cap, bool *renamed) {
+    *renamed = false;
+    for (int i = 0; map && map[2 * i]; i++) {
+        const char *a = map[2 * i], *b = map[2 * i + 1];
+        size_t la = strlen(a);
+        if (a[la - 1] == '*') {
+            if (strncmp(name, a, la - 1)) continue;
+            *renamed = true;
+            int k = snprintf(buf, cap, "%.*s%s", (int)(strlen(b) - 1), b, name + la - 1);
+            return k > 0 && (size_t)k < cap;
+        }
+        if (strcmp(name, a)) continue;
+        *renamed = true;
+        return (size_t)snprintf(buf, cap, "%s", b) < cap;
+    }
+    return (size_t)snprintf(buf, cap, "%s", name) < cap;
+}
+
+typedef struct named {
+    const char *name;
+    int idx;
+} named;
+
+static int cmp_named(const void *a, const void *b) { return strcmp(((const named *)a)->name, ((const named *)b)->name); }
+
 loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loom_checkpoint_load_desc *desc,
                                     loom_checkpoint_report *report, loom_safetensors **meta_out) {
     if (meta_out) *meta_out = NULL;
@@ -72,24 +130,66 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
     loom_checkpoint_load_desc d = desc ? *desc : (loom_checkpoint_load_desc){0};
     loom_graph *g = plan->g;
     loom_ctx *ctx = plan->ctx;
-    loom_safetensors *file = NULL;
-    loom_status st = loom_safetensors_open(ctx, path, &file);
+    loom_status st = check_map(ctx, path, d.name_map);
     if (st != LOOM_OK) return st;
+    loom_safetensors *file = NULL;
+    if ((st = loom_safetensors_open(ctx, path, &file)) != LOOM_OK) return st;
     int nf = loom_safetensors_count(file);
     const loom_st_tensor *base = loom_safetensors_tensor(file, 0);
     /* match[i]: the file tensor for graph node i (NULL: missing or mismatched) */
     const loom_st_tensor **match = calloc((size_t)(g->n ? g->n : 1), sizeof *match);
     bool *used = calloc((size_t)(nf ? nf : 1), 1);
-    if (!match || !used) {
+    bool *skip_node = calloc((size_t)(g->n ? g->n : 1), 1);
+    char(*fname)[64] = calloc((size_t)(nf ? nf : 1), sizeof *fname);
+    named *sorted = calloc((size_t)(nf ? nf : 1), sizeof *sorted);
+    int ns = 0;
+    if (!match || !used || !skip_node || !fname || !sorted) {
         st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory", path);
         goto done;
+    }
+    /* the file's names after the map, sorted; optimizer state set aside */
+    for (int j = 0; j < nf; j++) {
+        bool renamed;
+        bool fits = map_name(d.name_map, base[j].name, fname[j], sizeof fname[j], &renamed);
+        if (!fits && !renamed) continue; /* unexpected, reported truncated */
+        if (!fits) {
+            st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: the name map renames '%.64s' to a name longer than 63 bytes", path,
+                           base[j].name);
+            goto done;
+        }
+        rep->renamed += renamed;
+        if (d.weights_only && opt_state_name(fname[j])) {
+            used[j] = true;
+            rep->ignored++;
+            continue;
+        }
+        sorted[ns++] = (named){fname[j], j};
+    }
+    qsort(sorted, (size_t)ns, sizeof *sorted, cmp_named);
+    for (int k = 1; k < ns; k++)
+        if (!strcmp(sorted[k - 1].name, sorted[k].name)) {
+            st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: the name map renames both '%.64s' and '%.64s' to '%s'", path,
+                           base[sorted[k - 1].idx].name, base[sorted[k].idx].name, sorted[k].name);
+            goto done;
+        }
+    /* weights_only: the graph's optimizer states are the states its update ops own */
+    for (int i = 0; d.weights_only && i < g->n; i++) {
+        const loom_tensor *t = g->nodes[i];
+        int lo = 0, hi = -1;
+        if (t->op == LOOM_OP_SGD_STEP && t->p[0]) lo = hi = 3;
+        else if (t->op == LOOM_OP_ADAM_STEP) lo = 3, hi = 4;
+        else if (t->op == LOOM_OP_ACCUMULATE) lo = hi = 0;
+        for (int k = lo; k <= hi && k < t->nsrc; k++)
+            if (t->src[k] && t->src[k]->leaf == LOOM__STATE) skip_node[t->src[k]->id] = true;
     }
     const loom_tensor *first_missing = NULL, *first_bad = NULL;
     const loom_st_tensor *first_bad_file = NULL;
     for (int i = 0; i < g->n; i++) {
         const loom_tensor *t = g->nodes[i];
-        if (!is_saved(t)) continue;
-        const loom_st_tensor *f = loom_safetensors_find(file, t->name);
+        if (!is_saved(t) || skip_node[i]) continue;
+        named key = {t->name, 0};
+        const named *hit = ns ? bsearch(&key, sorted, (size_t)ns, sizeof *sorted, cmp_named) : NULL;
+        const loom_st_tensor *f = hit ? &base[hit->idx] : NULL;
         if (!f) {
             if (!first_missing) first_missing = t;
             note(rep->missing_names, rep->missing++, t->name);
@@ -108,8 +208,8 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
     const char *first_unexpected = NULL;
     for (int j = 0; j < nf; j++) {
         if (used[j]) continue;
-        if (!first_unexpected) first_unexpected = base[j].name;
-        note(rep->unexpected_names, rep->unexpected++, base[j].name);
+        if (!first_unexpected) first_unexpected = fname[j];
+        note(rep->unexpected_names, rep->unexpected++, fname[j]);
     }
     if (first_bad && !d.skip_mismatched) {
         char a[96], b[96];
@@ -130,7 +230,7 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
         goto done;
     }
     uint64_t step = 0;
-    const char *sv = loom_safetensors_meta(file, LOOM_CHECKPOINT_PLAN_STEP_KEY);
+    const char *sv = d.weights_only ? NULL : loom_safetensors_meta(file, LOOM_CHECKPOINT_PLAN_STEP_KEY);
     if (sv) {
         char *end = NULL;
         errno = 0;
@@ -155,6 +255,9 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
 done:
     free(match);
     free(used);
+    free(skip_node);
+    free(fname);
+    free(sorted);
     if (st == LOOM_OK && meta_out)
         *meta_out = file;
     else

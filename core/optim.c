@@ -6,13 +6,36 @@
 #include "optim_impl.h"
 #include "backend_impl.h"
 
+/* A parameter group: the parameters with one LR multiplier, reading their
+ * own hyper input (group 0's is "optim.hyper", the others "optim.hyper.<i>"). */
+typedef struct opt_group {
+    double mult;
+    loom_tensor *hyper;
+    int params;
+} opt_group;
+
 struct loom_optimizer {
     loom_graph *g;
     loom_optimizer_desc d;
-    loom_tensor *hyper;
+    opt_group *groups;
+    int ngroups;
     int nparams, ndecay;
     int64_t steps, micro;
 };
+
+/* The group of multiplier m, created (with its hyper input) on first use. */
+static opt_group *group_of(loom_optimizer *o, double m) {
+    for (int i = 0; i < o->ngroups; i++)
+        if (o->groups[i].mult == m) return &o->groups[i];
+    char name[32];
+    if (o->ngroups)
+        snprintf(name, sizeof name, "optim.hyper.%d", o->ngroups);
+    else
+        snprintf(name, sizeof name, "optim.hyper");
+    opt_group *gr = &o->groups[o->ngroups++];
+    *gr = (opt_group){m, loom_input(o->g, name, LOOM_F32, 1, (int64_t[]){LOOM__HYPER_LEN}), 0};
+    return gr;
+}
 
 static loom_tensor *state_like(loom_graph *g, const loom_tensor *p, const char *suffix) {
     char name[128];
@@ -51,13 +74,14 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
     if (!o) return loom__err(ctx, LOOM_ERR_OOM, "optimizer: out of memory");
     o->g = g;
     o->d = d;
-    o->hyper = loom_input(g, "optim.hyper", LOOM_F32, 1, (int64_t[]){LOOM__HYPER_LEN});
 
     /* the parameters to update (fixed list: nodes appended below are not params) */
     int n = g->n, np = 0;
     loom_tensor **params = malloc((size_t)n * sizeof *params), **grads = malloc((size_t)n * sizeof *grads);
-    if (!params || !grads) {
-        free(params), free(grads), free(o);
+    double *mults = malloc((size_t)n * sizeof *mults);
+    o->groups = calloc((size_t)n + 1, sizeof *o->groups);
+    if (!params || !grads || !mults || !o->groups) {
+        free(params), free(grads), free(mults), free(o->groups), free(o);
         return loom__err(ctx, LOOM_ERR_OOM, "optimizer: out of memory");
     }
     for (int i = 0; i < n; i++) {
@@ -65,9 +89,21 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
         if (t->leaf == LOOM__PARAM && t->requires_grad && t->grad) params[np] = t, grads[np++] = t->grad;
     }
     if (np == 0) {
-        free(params), free(grads), free(o);
+        free(params), free(grads), free(mults), free(o->groups), free(o);
         return loom__err(ctx, LOOM_ERR_STATE, "optimizer: no parameter of the graph has a gradient");
     }
+    for (int i = 0; i < np; i++) {
+        mults[i] = d.lr_mult ? d.lr_mult(d.lr_mult_user, params[i]->name) : 1.0;
+        if (!(mults[i] >= 0) || !isfinite(mults[i])) {
+            loom_status st = loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                                       "optimizer: LR multiplier %g for parameter '%s' must be finite and >= 0", mults[i],
+                                       params[i]->name);
+            free(params), free(grads), free(mults), free(o->groups), free(o);
+            return st;
+        }
+    }
+    /* group 0 first: the one of the first parameter (clipping reads its hyper) */
+    for (int i = 0; i < np; i++) group_of(o, mults[i])->params++;
     /* gradient accumulation: persistent accumulators, zeroed by the update */
     bool accum = d.grad_accum > 1;
     for (int i = 0; accum && i < np; i++) {
@@ -85,26 +121,27 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
             if (sumsq && s && s->dtype != sumsq->dtype) s = loom_cast(g, s, sumsq->dtype);
             sumsq = sumsq ? loom_add(g, sumsq, s) : s;
         }
-        coef = loom__clip_coef(g, sumsq, o->hyper, d.clip_grad_norm);
+        coef = loom__clip_coef(g, sumsq, o->groups[0].hyper, d.clip_grad_norm);
     }
     for (int i = 0; i < np; i++) {
         loom_tensor *p = params[i];
         /* weights only by default: biases and norm parameters (ndim < 2) are not decayed */
         double wd = d.decay_all || p->ndim >= 2 ? d.weight_decay : 0.0;
         o->ndecay += wd > 0;
+        loom_tensor *hyper = group_of(o, mults[i])->hyper;
         if (d.kind == LOOM_OPT_SGD) {
             loom__sgd_params sp = {d.momentum, d.dampening, wd, d.nesterov, accum};
             loom_tensor *buf = d.momentum > 0 ? state_like(g, p, "momentum_buffer") : NULL;
-            loom__sgd_step(g, p, grads[i], o->hyper, buf, coef, &sp);
+            loom__sgd_step(g, p, grads[i], hyper, buf, coef, &sp);
         } else {
             loom__adam_params ap = {d.beta1, d.beta2, d.eps, wd, d.kind == LOOM_OPT_ADAMW, accum};
-            loom__adam_step(g, p, grads[i], o->hyper, state_like(g, p, "exp_avg"), state_like(g, p, "exp_avg_sq"),
+            loom__adam_step(g, p, grads[i], hyper, state_like(g, p, "exp_avg"), state_like(g, p, "exp_avg_sq"),
                             coef, &ap);
         }
     }
-    free(params), free(grads);
+    free(params), free(grads), free(mults);
     if (g->status != LOOM_OK) {
-        free(o);
+        free(o->groups), free(o);
         return g->status;
     }
     o->nparams = np;
@@ -112,7 +149,10 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
     return LOOM_OK;
 }
 
-void loom_optimizer_destroy(loom_optimizer *o) { free(o); }
+void loom_optimizer_destroy(loom_optimizer *o) {
+    if (o) free(o->groups);
+    free(o);
+}
 
 loom_status loom_optimizer_begin_step(loom_optimizer *o, loom_plan *plan, double lr) {
     if (!(lr >= 0) || !isfinite(lr))
@@ -120,14 +160,16 @@ loom_status loom_optimizer_begin_step(loom_optimizer *o, loom_plan *plan, double
     bool apply = (o->micro + 1) % o->d.grad_accum == 0;
     int64_t t = o->steps + 1; /* the step this micro-step contributes to */
     float h[LOOM__HYPER_LEN] = {0};
-    h[LOOM__H_LR] = (float)lr;
     h[LOOM__H_BC1] = (float)(1.0 - pow(o->d.beta1, (double)t));
     h[LOOM__H_BC2] = (float)(1.0 - pow(o->d.beta2, (double)t));
     h[LOOM__H_APPLY] = apply ? 1.0f : 0.0f;
     h[LOOM__H_GMULT] = (float)(1.0 / o->d.grad_accum);
     h[LOOM__H_FIRST] = t == 1 ? 1.0f : 0.0f;
-    loom_status st = loom_plan_write(plan, o->hyper, h, sizeof h);
-    if (st != LOOM_OK) return st;
+    for (int i = 0; i < o->ngroups; i++) {
+        h[LOOM__H_LR] = (float)(lr * o->groups[i].mult);
+        loom_status st = loom_plan_write(plan, o->groups[i].hyper, h, sizeof h);
+        if (st != LOOM_OK) return st;
+    }
     o->micro++;
     if (apply) o->steps++;
     return LOOM_OK;
@@ -143,4 +185,12 @@ int loom_optimizer_param_count(const loom_optimizer *o) { return o->nparams; }
 void loom_optimizer_decay_counts(const loom_optimizer *o, int *decayed, int *not_decayed) {
     if (decayed) *decayed = o->ndecay;
     if (not_decayed) *not_decayed = o->nparams - o->ndecay;
+}
+
+int loom_optimizer_groups(const loom_optimizer *o, int i, double *mult, int *params) {
+    if (i >= 0 && i < o->ngroups) {
+        if (mult) *mult = o->groups[i].mult;
+        if (params) *params = o->groups[i].params;
+    }
+    return o->ngroups;
 }

@@ -1,5 +1,6 @@
 /* core/train.c — the training loop behind `loom train` (see loom/train.h). */
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <time.h>
 
@@ -117,6 +118,86 @@ static loom_status build_graph(loom_ctx *ctx, const loom_train_desc *d, const lo
     loom_keep(m->loss);
     loom_keep(m->logits);
     return LOOM_OK;
+}
+
+/* ---- transfer learning: freezing, the head's LR group, init_from ---- */
+typedef struct head_rule {
+    char pattern[80];
+    double mult;
+    int head; /* parameters the pattern matched (counted by the optimizer's calls) */
+} head_rule;
+
+static double head_lr_mult(void *user, const char *name) {
+    head_rule *h = user;
+    if (fnmatch(h->pattern, name, 0) == 0) {
+        h->head++;
+        return 1.0;
+    }
+    return h->mult;
+}
+
+/* Before loom_backward: freeze the parameters matching d->freeze, and with
+ * d->backbone_lr_mult point od's LR multiplier at the head rule. */
+static loom_status prepare_transfer(loom_ctx *ctx, loom_graph *g, const loom_train_desc *d, loom_optimizer_desc *od,
+                                    head_rule *hr, int *frozen, int64_t *frozen_numel) {
+    *frozen = 0, *frozen_numel = 0;
+    for (int k = 0; d->freeze && d->freeze[k]; k++) {
+        int hits = 0;
+        for (int i = 0; i < g->n; i++) {
+            loom_tensor *t = g->nodes[i];
+            if (t->leaf != LOOM__PARAM || fnmatch(d->freeze[k], t->name, 0) != 0) continue;
+            hits++;
+            if (!t->requires_grad) continue; /* frozen by an earlier pattern */
+            loom_status st = loom_set_requires_grad(t, false);
+            if (st != LOOM_OK) return st;
+            (*frozen)++, *frozen_numel += loom_tensor_numel(t);
+        }
+        if (!hits)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: freeze pattern '%s' matches no parameter of model '%s'",
+                             d->freeze[k], d->model.arch ? d->model.arch : "?");
+    }
+    if (!(d->backbone_lr_mult >= 0) || !isfinite(d->backbone_lr_mult))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: backbone LR multiplier %g must be finite and >= 0 (0 = 1)",
+                         d->backbone_lr_mult);
+    if (d->backbone_lr_mult <= 0) return LOOM_OK;
+    *hr = (head_rule){.mult = d->backbone_lr_mult};
+    if (d->head) {
+        if (strlen(d->head) >= sizeof hr->pattern)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: head pattern '%.80s...' is longer than %zu bytes", d->head,
+                             sizeof hr->pattern - 1);
+        snprintf(hr->pattern, sizeof hr->pattern, "%s", d->head);
+    } else {
+        /* the last fc layer: "fc2.weight" -> "fc2.*" */
+        const char *last = NULL;
+        for (int i = 0; i < g->n; i++)
+            if (g->nodes[i]->leaf == LOOM__PARAM && !strncmp(g->nodes[i]->name, "fc", 2)) last = g->nodes[i]->name;
+        if (!last)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: a backbone LR multiplier needs a head, and model '%s' has no fc layer: give a head pattern",
+                             d->model.arch ? d->model.arch : "?");
+        size_t k = strcspn(last, ".");
+        snprintf(hr->pattern, sizeof hr->pattern, "%.*s.*", (int)k, last);
+    }
+    int hits = 0;
+    for (int i = 0; i < g->n; i++)
+        hits += g->nodes[i]->leaf == LOOM__PARAM && fnmatch(hr->pattern, g->nodes[i]->name, 0) == 0;
+    if (!hits)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: head pattern '%s' matches no parameter of model '%s'",
+                         hr->pattern, d->model.arch ? d->model.arch : "?");
+    od->lr_mult = head_lr_mult;
+    od->lr_mult_user = hr;
+    return LOOM_OK;
+}
+
+/* After compiling: the model's weights from d->init_from (shape mismatches skipped). */
+static loom_status load_init(loom_ctx *ctx, loom_plan *plan, const loom_train_desc *d, loom_checkpoint_report *rep) {
+    loom_checkpoint_load_desc ld = {.skip_mismatched = true, .weights_only = true, .name_map = d->init_map};
+    loom_status st = loom_checkpoint_load_ex(plan, d->init_from, &ld, rep, NULL);
+    if (st == LOOM_OK && rep->loaded == 0)
+        st = loom__err(ctx, LOOM_ERR_FORMAT,
+                       "train: nothing of '%s' fits the model (%d tensors unexpected, e.g. '%s'; %d mismatched): check the name map",
+                       d->init_from, rep->unexpected, rep->unexpected ? rep->unexpected_names[0] : "-", rep->mismatched);
+    if (st == LOOM_OK && d->on_init) d->on_init(d->user, rep);
+    return st;
 }
 
 static void free_graph(model_graph *m) {
@@ -296,9 +377,13 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     res->backend = loom_backend_name(be);
 
     if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK) goto done;
+    head_rule hr = {.head = 0};
+    if ((st = prepare_transfer(ctx, tr.g, &d, &d.opt, &hr, &res->frozen, &res->frozen_numel)) != LOOM_OK) goto done;
     if ((st = loom_backward(tr.g, tr.loss)) != LOOM_OK) goto done;
     if ((st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK) goto done;
     loom_optimizer_decay_counts(opt, &res->decayed, &res->not_decayed);
+    res->trained = loom_optimizer_param_count(opt);
+    res->head_params = hr.head;
     if ((st = loom_plan_compile(tr.g, be, NULL, &tr.plan)) != LOOM_OK) goto done;
     if (d.profile && (st = loom_plan_set_profiling(tr.plan, true)) != LOOM_OK) goto done;
     int64_t eval_n = d.test ? d.test->n : 0;
@@ -313,6 +398,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if (ev.plan) loom_plan_memory_stats(ev.plan, &m2);
     res->peak_bytes = m1.arena_bytes + m1.persistent_bytes + m2.arena_bytes + m2.persistent_bytes;
 
+    if (d.init_from && !ck && (st = load_init(ctx, tr.plan, &d, &res->init)) != LOOM_OK) goto done;
     int start_epoch = 0;
     if (ck) {
         /* strict: a checkpoint of another model or optimizer is an error */
@@ -509,10 +595,16 @@ loom_status loom_lr_find(loom_ctx *ctx, const loom_train_desc *desc, const loom_
     loom_status st;
     if ((st = loom_backend_create(ctx, bname, &d.backend_desc, &be)) != LOOM_OK) goto done;
     r->backend = loom_backend_name(be);
+    head_rule hr = {.head = 0};
+    int frozen;
+    int64_t frozen_numel;
+    loom_checkpoint_report rep;
     if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK ||
+        (st = prepare_transfer(ctx, tr.g, &d, &d.opt, &hr, &frozen, &frozen_numel)) != LOOM_OK ||
         (st = loom_backward(tr.g, tr.loss)) != LOOM_OK || (st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK ||
         (st = loom_plan_compile(tr.g, be, NULL, &tr.plan)) != LOOM_OK)
         goto done;
+    if (d.init_from && (st = load_init(ctx, tr.plan, &d, &rep)) != LOOM_OK) goto done;
     loom_batch_iter_desc id = {.batch = d.batch, .shuffle = true, .drop_last = true, .seed = d.seed, .mean = d.mean, .std = d.std};
     if ((st = loom_batch_iter_create(ctx, ds, &id, &it)) != LOOM_OK) goto done;
     const char *be_name = r->backend;

@@ -45,6 +45,11 @@ expect 2 "unknown monitor 'f1'"             -- train --monitor f1
 expect 2 "early-stop needs --val-split"     -- train --early-stop 3
 expect 2 "bad value '1' for --val-split"    -- train --val-split 1
 expect 2 "lr-end must be above"             -- lr-find --lr-start 1 --lr-end 0.5
+expect 2 "bad value 'conv1' for --init-map" -- train --init-map conv1
+expect 2 "bad value 'fc1.*a.b=c.' for --init-map" -- train --init-map 'fc1.*=x.*,a*b=c*'
+expect 2 "bad value 'x.=y' for --init-map"  -- train --init-map 'x*=y'
+expect 2 "bad value 'conv1,,bn1' for --freeze" -- train --freeze conv1,,bn1
+expect 2 "bad value '0' for --backbone-lr-mult" -- train --backbone-lr-mult 0
 expect 2 "no CSV file given"                -- plot
 expect 1 "no-such.csv"                      -- plot "$tmp/no-such.csv"
 expect 1 "$tmp/none.*no train-images"        -- train --data-dir "$tmp/none" --quiet
@@ -55,6 +60,12 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 0 "RESULT backend=cpu model=mlp epochs=1 test_acc=" -- train --model mlp --max-steps 20 --quiet
   expect 0 "epoch 1/1: train loss"          -- train --model mlp --max-steps 5 --backend cpu --threads 1
   expect 0 "restored the weights of epoch 1" -- train --model mlp --max-steps 10 --epochs 3 --val-split 0.1 --early-stop 1 --min-delta 100 --backend cpu
+  expect 1 "freeze pattern 'encoder[.][*]' matches no parameter" -- train --model mlp --freeze 'fc1*,encoder.*' --quiet --backend cpu
+  expect 1 "head pattern 'cls[.][*]' matches no parameter" -- train --model mlp --backbone-lr-mult 0.1 --head 'cls.*' --quiet --backend cpu
+  expect 1 "$tmp/none.st"                    -- train --model mlp --init-from "$tmp/none.st" --quiet --backend cpu
+  expect 0 "RESULT"                          -- train --model mlp --max-steps 5 --backend cpu --quiet --save "$tmp/pre.st"
+  expect 0 "transfer: 2 parameter tensors frozen .* head 2 tensors" -- train --model mlp --max-steps 5 --backend cpu --init-from "$tmp/pre.st" --freeze 'fc1*' --backbone-lr-mult 0.1
+  expect 0 "init: 2 missing .*fc3"           -- train --model mlp --max-steps 5 --backend cpu --init-from "$tmp/pre.st" --init-map 'fc3.*=old.*'
   expect 0 "SUGGESTED lr="                   -- lr-find --model mlp --lr-steps 30 --out "$tmp/lf" --backend cpu --quiet
   expect 0 "wrote $tmp/lf-plot.svg"          -- plot "$tmp/lf.csv" -o "$tmp/lf-plot.svg"
   expect 0 "RESULT"                          -- train --model mlp --max-steps 5 --backend cpu --quiet --log-csv "$tmp/run.csv" --tensorboard "$tmp/tb"

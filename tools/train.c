@@ -60,6 +60,14 @@ static const char *usage_text =
     "  --min-delta X              smallest improvement that counts (default 0)\n"
     "  --monitor val_loss|val_acc metric for early stopping (default val_loss)\n"
     "  --keep-last                keep the last weights instead of restoring the best\n"
+    "transfer learning:\n"
+    "  --init-from PATH           load the model's weights by name from a safetensors file (a loom\n"
+    "                             checkpoint); tensors of another shape (the head) keep their fresh init\n"
+    "  --init-map OLD=NEW,...     rename the file's tensors first; 'backbone.*=*' strips a prefix\n"
+    "  --freeze PATTERNS          freeze parameters matching the patterns (fnmatch, comma-separated or\n"
+    "                             repeated), e.g. 'conv*,bn*': no gradient, no optimizer state\n"
+    "  --backbone-lr-mult X       LR x X for the trained parameters outside the head\n"
+    "  --head PATTERN             the head's parameters (default: the last fc layer, e.g. 'fc2.*')\n"
     "lr-find (loom lr-find [options]: the options above plus):\n"
     "  --lr-start X --lr-end X    sweep range (default 1e-7 .. 10)\n"
     "  --lr-steps N               batches in the sweep (default 100)\n"
@@ -114,6 +122,46 @@ static void on_epoch(void *user, const loom_epoch_stats *s) {
     fflush(stdout);
 }
 
+static void on_init(void *user, const loom_checkpoint_report *r) {
+    ui *u = user;
+    if (u->quiet) return;
+    const int k = LOOM_CHECKPOINT_REPORT_NAMES;
+    printf("init: loaded %d tensors", r->loaded);
+    if (r->renamed) printf(" (%d renamed by the map)", r->renamed);
+    if (r->ignored) printf(", ignored %d optimizer-state tensors", r->ignored);
+    printf("\n");
+    const char *what[3] = {"missing (fresh init)", "unexpected (unused)", "shape-mismatched (skipped, fresh init)"};
+    int counts[3] = {r->missing, r->unexpected, r->mismatched};
+    const char(*names[3])[64] = {r->missing_names, r->unexpected_names, r->mismatched_names};
+    for (int w = 0; w < 3; w++) {
+        if (!counts[w]) continue;
+        printf("init: %d %s:", counts[w], what[w]);
+        for (int i = 0; i < counts[w] && i < k; i++) printf(" %s", names[w][i]);
+        printf("%s\n", counts[w] > k ? " ..." : "");
+    }
+    fflush(stdout);
+}
+
+/* Append the comma-separated items of v to list (at most cap - 1; NULL-terminated). */
+static bool split_list(char *v, const char **list, int *n, int cap) {
+    for (char *tok = v;;) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = 0;
+        if (*n >= cap - 1 || !*tok) return false; /* too many, or an empty item */
+        list[(*n)++] = tok;
+        if (!comma) break;
+        tok = comma + 1;
+    }
+    list[*n] = NULL;
+    return true;
+}
+
+/* OLD=NEW: both non-empty, '*' only at the end of both or neither. */
+static bool map_item_ok(const char *old, const char *new_) {
+    const char *a = strchr(old, '*'), *b = strchr(new_, '*');
+    return old[0] && new_[0] && !strchr(new_, '=') && (!a || !a[1]) && (!b || !b[1]) && !a == !b;
+}
+
 static int run(int argc, char **argv, bool lrfind) {
     const char *data = "fashion-mnist", *data_dir = NULL, *backend = "auto", *sched = "cosine", *optname = "sgd";
     double lr = -1, momentum = -1, wd = 0, warmup = 0, step_size = 1, gamma = 0.1, t0 = 1, t_mult = 1, eta_min = 0;
@@ -132,6 +180,20 @@ static int run(int argc, char **argv, bool lrfind) {
     double val_split = 0, min_delta = 0, lr_start = 1e-7, lr_end = 10;
     ui u = {isatty(STDOUT_FILENO) != 0, false};
     d.model.arch = "cnn";
+    enum { MAXLIST = 129 };
+    const char *freeze[MAXLIST], *init_map[2 * MAXLIST];
+    char pool[8192]; /* copies of list arguments (strtok writes into them) */
+    size_t pool_used = 0;
+    int n_freeze = 0, n_map = 0;
+    double backbone_mult = 0;
+    freeze[0] = init_map[0] = NULL;
+#define OWN(dst, src)                                                                 \
+    do {                                                                              \
+        size_t len_ = strlen(src) + 1;                                                \
+        if (len_ > sizeof pool - pool_used) return bad("%s: the lists are too long%s", a, ""); \
+        dst = memcpy(pool + pool_used, src, len_);                                    \
+        pool_used += len_;                                                            \
+    } while (0)
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -203,6 +265,38 @@ static int run(int argc, char **argv, bool lrfind) {
         INT("--lr-steps", lr_steps, 2, 10000000)
         STR("--out", out_prefix)
         STR("--log-csv", d.log_csv)
+        STR("--init-from", d.init_from)
+        STR("--head", d.head)
+        DBL("--backbone-lr-mult", backbone_mult, backbone_mult > 0)
+        if (!strcmp(a, "--freeze")) {
+            NEEDV;
+            char *c;
+            OWN(c, v);
+            if (!split_list(c, freeze, &n_freeze, MAXLIST)) return bad("bad value '%s' for %s (comma-separated patterns)", v, a);
+            continue;
+        }
+        if (!strcmp(a, "--init-map")) {
+            NEEDV;
+            char *c;
+            OWN(c, v);
+            const char *items[MAXLIST];
+            int n = 0;
+            bool ok = split_list(c, items, &n, MAXLIST) && n_map / 2 + n < MAXLIST;
+            for (int k = 0; ok && k < n; k++) {
+                char *eq = strchr(items[k], '=');
+                if (!eq) {
+                    ok = false;
+                    break;
+                }
+                *eq = 0;
+                ok = map_item_ok(items[k], eq + 1);
+                init_map[n_map++] = items[k], init_map[n_map++] = eq + 1;
+            }
+            if (!ok)
+                return bad("bad value '%s' for %s (OLD=NEW pairs, comma-separated; a '*' only at the end of both names)", v, a);
+            init_map[n_map] = NULL;
+            continue;
+        }
         STR("--tensorboard", d.tensorboard_dir)
         if (!strcmp(a, "--milestones")) {
             NEEDV;
@@ -325,7 +419,11 @@ static int run(int argc, char **argv, bool lrfind) {
     }
     d.on_progress = on_progress;
     d.on_epoch = on_epoch;
+    d.on_init = on_init;
     d.user = &u;
+    if (n_freeze) d.freeze = freeze;
+    if (n_map) d.init_map = init_map;
+    d.backbone_lr_mult = backbone_mult;
 
     const char *why = NULL;
     if (!strcmp(backend, "auto")) {
@@ -381,6 +479,14 @@ static int run(int argc, char **argv, bool lrfind) {
                 printf("  %-26s %8.3f ms/step  %5.1f%%\n", r.profile[i].op,
                        1e3 * r.profile[i].seconds / (double)(r.profile[i].runs ? r.profile[i].runs : 1),
                        100 * r.profile[i].seconds / (total > 0 ? total : 1));
+        }
+        if ((r.frozen || backbone_mult > 0) && !u.quiet) {
+            printf("transfer: %d parameter tensors frozen (%lld elements), %d trained", r.frozen, (long long)r.frozen_numel,
+                   r.trained);
+            if (backbone_mult > 0)
+                printf("; head %d tensors at lr %g, backbone %d at lr x %g", r.head_params, d.sched.lr,
+                       r.trained - r.head_params, backbone_mult);
+            printf("\n");
         }
         if (wd > 0 && !u.quiet)
             printf("weight decay %g on %d parameter tensors, not on %d (biases, norm parameters%s)\n", wd, r.decayed,

@@ -112,6 +112,8 @@ typedef struct loom_checkpoint_report {
     char unexpected_names[LOOM_CHECKPOINT_REPORT_NAMES][64];
     char mismatched_names[LOOM_CHECKPOINT_REPORT_NAMES][64];
     bool plan_step_restored; /* the file had LOOM_CHECKPOINT_PLAN_STEP_KEY */
+    int renamed;     /* tensors of the file renamed by desc.name_map */
+    int ignored;     /* weights_only: optimizer-state tensors of the file, ignored */
 } loom_checkpoint_report;
 
 /* Zero is default for every field. */
@@ -123,6 +125,26 @@ typedef struct loom_checkpoint_load_desc {
      * default a mismatch is LOOM_ERR_SHAPE naming the tensor and both
      * shapes and dtypes. */
     bool skip_mismatched;
+    /* Rename the file's tensors before matching them with the graph's:
+     * NULL or a NULL-terminated list of pairs "old", "new", "old", "new", ...,
+     * NULL. A tensor takes the first pair that matches its name: an exact
+     * name, or a prefix pattern ending in '*' ("backbone.*" -> "*" strips
+     * the prefix "backbone.", "features.*" -> "conv.*" replaces it; the '*'
+     * stands for the rest of the name and may only end a pattern, in both
+     * halves or in neither). Names that no pair matches are kept. A
+     * malformed pair, a result longer than 63 bytes, or two tensors renamed
+     * to the same name are LOOM_ERR_INVALID_ARG naming them. The report and
+     * messages use the new names. */
+    const char *const *name_map;
+    /* Load the model only (transfer learning, torch's load_state_dict):
+     * parameters and the model's states (batch-norm statistics). The
+     * graph's optimizer states (the momentum buffers, Adam moments and
+     * gradient accumulators its update ops own) are neither loaded nor
+     * counted missing, tensors of the file named like optimizer state
+     * ("<name>.momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum")
+     * are ignored (report->ignored), and the plan's step counter is not
+     * restored. */
+    bool weights_only;
 } loom_checkpoint_load_desc;
 
 /* Load the parameters and states of plan's graph from a file written by

@@ -14,7 +14,10 @@
  * The optimizer appends its update ops to the graph after loom_backward, so a
  * plan run is a whole training step on the device. Before each run the host
  * calls loom_optimizer_begin_step, which writes the step's learning rate and
- * bias corrections into a small input (one tiny upload, no read-back).
+ * bias corrections into a small input (one tiny upload per parameter group,
+ * no read-back; see desc.lr_mult for groups). Parameters with
+ * requires_grad off (loom_set_requires_grad, before loom_backward) have no
+ * gradient, so they get no update op and no state: frozen.
  * Optimizer state (momentum buffers, Adam moments) is held in state tensors
  * named "<param>.momentum_buffer", "<param>.exp_avg", "<param>.exp_avg_sq"
  * (torch's names), so checkpoints carry it.
@@ -42,6 +45,14 @@ typedef struct loom_optimizer_desc {
     double clip_grad_norm; /* > 0: scale gradients so their global L2 norm is at most this */
     int grad_accum;        /* micro-batches per optimizer step; 0 or 1 = none */
     bool decay_all;        /* weight decay on every parameter (default: ndim >= 2 only) */
+    /* Per-parameter learning-rate multipliers (torch's parameter groups):
+     * NULL = 1 for every parameter. loom_optimizer_create calls it once per
+     * updated parameter with its name; it must return a finite value >= 0.
+     * Parameters with the same multiplier form a group, and each group reads
+     * its own hyper input (below) whose LR is lr * mult, formed in double and
+     * rounded once to f32, as a torch group's LR reaches its kernel. */
+    double (*lr_mult)(void *user, const char *param);
+    void *lr_mult_user;
 } loom_optimizer_desc;
 
 typedef struct loom_optimizer loom_optimizer;
@@ -64,6 +75,10 @@ int loom_optimizer_param_count(const loom_optimizer *opt);
 /* Parameters with weight decay applied, and without (both 0 counted as
  * "without" when weight_decay is 0). */
 void loom_optimizer_decay_counts(const loom_optimizer *opt, int *decayed, int *not_decayed);
+/* Parameter groups (distinct LR multipliers, in order of first use): the
+ * count; with i < count, *mult and *params receive group i's multiplier and
+ * its number of parameters (either may be NULL). */
+int loom_optimizer_groups(const loom_optimizer *opt, int i, double *mult, int *params);
 
 /* ---- schedules ---- */
 typedef enum loom_schedule_kind {

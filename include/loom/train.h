@@ -20,6 +20,20 @@
  * not improved by more than min_delta for PATIENCE epochs, and the weights
  * (parameters and batch-norm statistics) of the best epoch are restored at
  * the end, from a host copy taken whenever the metric improves.
+ *
+ * Transfer learning: desc.init_from loads the model's parameters and
+ * batch-norm statistics by name from a safetensors file (a loom checkpoint
+ * or any file with the same names; desc.init_map renames the file's tensors
+ * first) before training. Tensors whose shape differs (a classifier head
+ * for another class count) are skipped and keep their fresh initialisation:
+ * that replaces the head. The file's optimizer state and step counters are
+ * not loaded; result.init reports loaded / missing / unexpected /
+ * mismatched tensors. desc.freeze freezes parameters by name pattern
+ * (fnmatch): they get no gradient, no update op and no optimizer state.
+ * Batch-norm layers whose gamma and beta are frozen still update their
+ * running statistics in training mode, as torch does for a module left in
+ * train() mode. desc.backbone_lr_mult scales the LR of every trained
+ * parameter outside the head (desc.head, by default the last fc layer).
  */
 #ifndef LOOM_TRAIN_H
 #define LOOM_TRAIN_H
@@ -105,6 +119,18 @@ typedef struct loom_train_desc {
     void (*on_progress)(void *user, const loom_train_progress *p); /* after every batch */
     void (*on_epoch)(void *user, const loom_epoch_stats *s);
     void *user;
+    /* transfer learning (see the top of this file) */
+    const char *init_from;         /* safetensors file to initialise the model from; NULL = none; ignored
+                                      when resuming (the checkpoint has everything) */
+    const char *const *init_map;   /* name map for init_from: pairs "old", "new", ..., NULL (see
+                                      loom_checkpoint_load_desc.name_map: exact names or "prefix.*") */
+    const char *const *freeze;     /* NULL-terminated fnmatch patterns of parameter names to freeze;
+                                      a pattern that matches no parameter is LOOM_ERR_INVALID_ARG */
+    const char *head;              /* fnmatch pattern of the head's parameters; NULL = the last fc layer
+                                      of the model ("fc2.*" for cnn, "fc3.*" for mlp) */
+    double backbone_lr_mult;       /* > 0: LR multiplier for the trained parameters outside the head
+                                      (0 = 1: one LR for all); it overrides opt.lr_mult */
+    void (*on_init)(void *user, const loom_checkpoint_report *r); /* after init_from is loaded */
 } loom_train_desc;
 
 typedef struct loom_train_result {
@@ -123,6 +149,11 @@ typedef struct loom_train_result {
     bool restored_best;    /* the best epoch's weights were restored at the end */
     int64_t val_n;         /* validation samples (after val_split) */
     int decayed, not_decayed; /* parameter tensors with / without weight decay */
+    loom_checkpoint_report init; /* init_from: what the load found */
+    int frozen;            /* parameter tensors frozen by desc.freeze */
+    int64_t frozen_numel;  /* their elements */
+    int trained;           /* parameter tensors updated by the optimizer */
+    int head_params;       /* with backbone_lr_mult: trained parameter tensors of the head (LR x 1) */
 } loom_train_result;
 
 loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_result *result);
