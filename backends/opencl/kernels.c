@@ -1,8 +1,8 @@
 /* backends/opencl/kernels.c — the OpenCL backend's op table: one entry per
  * op, its host function (ops/<family>.c) and the output dtypes it takes. A
  * missing entry means "unsupported"; this table is the only record. f64 is
- * never listed: OpenCL devices mostly lack it. Still to come: matmul, linear,
- * conv2d, pool2d, norm families. */
+ * never listed: OpenCL devices mostly lack it.
+ */
 #include "opencl.h"
 
 #define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cl_##stem, dts}
@@ -36,6 +36,11 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(SLICE, slice, ALL),
     K(SUM, sum, FLOAT),
     K(MEAN, mean, FLOAT),
+    K(MAX_POOL2D, max_pool2d, FLOAT),
+    K(AVG_POOL2D, avg_pool2d, FLOAT),
+    K(ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d, FLOAT),
+    K(BATCH_NORM, batch_norm, FLOAT),
+    K(LAYER_NORM, layer_norm, FLOAT),
     K(SGD_STEP, sgd_step, F32),
     K(ADAM_STEP, adam_step, F32),
     K(ACCUMULATE, accumulate, F32),
@@ -51,4 +56,16 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
     K(EMBEDDING_GRAD, embedding_grad, FLOAT),
     K(SLICE_GRAD, slice_grad, ALL),
+    K(MATMUL, matmul, FLOAT),
+    K(LINEAR, linear, FLOAT),
+    K(CONV2D, conv2d, FLOAT),
+    K(CONV2D_GRAD_INPUT, conv2d_grad_input, FLOAT),
+    K(CONV2D_GRAD_WEIGHT, conv2d_grad_weight, FLOAT),
+    K(MAX_POOL2D_GRAD, max_pool2d_grad, FLOAT),
+    K(AVG_POOL2D_GRAD, avg_pool2d_grad, FLOAT),
+    K(ADAPTIVE_AVG_POOL2D_GRAD, adaptive_avg_pool2d_grad, FLOAT),
+    K(BATCH_NORM_GRAD, batch_norm_grad, FLOAT),
+    K(BATCH_NORM_GRAD_PARAMS, batch_norm_grad_params, FLOAT),
+    K(LAYER_NORM_GRAD, layer_norm_grad, FLOAT),
+    K(LAYER_NORM_GRAD_PARAMS, layer_norm_grad_params, FLOAT),
 };

@@ -24,7 +24,10 @@
  *    trees, in float: group_sum / group_max). Work-group kernels must reach
  *    every barrier from every item: never `return` before a barrier, even
  *    when the whole group would (PoCL hangs); shrink the loop bounds instead
- *    (see ce_rows in loss.cl).
+ *    (see ce_rows in loss.cl). Nor call a function with barriers inside a
+ *    branch, even one that is uniform across the group (PoCL crashes in the
+ *    generated work-group function): call it always and pass a count of 0
+ *    (see the train/eval statistics in norm.cl).
  * 2. ops/norm.c: one `loom_status loom__cl_<stem>(loom__cl_op *o)` per op.
  *    It runs once per node at plan_prepare: get kernels with loom__cl_kernel,
  *    set their arguments with loom__cl_arg_* (tensors via loom__cl_arg_t,

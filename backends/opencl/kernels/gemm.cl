@@ -1,0 +1,128 @@
+/* backends/opencl/kernels/gemm.cl — the batched GEMM every product in the
+ * backend runs on (matmul, linear, the conv2d family):
+ *
+ *   C[b] (M, N) = op(A[b]) (M, K) x op(B[b]) (K, N) [+ bias]
+ *
+ * op(X) = X or X^T: one kernel per transpose pair, gemm_<ta><tb> with
+ * n = as stored, t = transposed (A stored (M, K) row-major with leading
+ * dimension lda for n, (K, M) for t; B (K, N) for n, (N, K) for t). A and B
+ * are storage T; C is T, or float for the _cf variants (conv2d_grad_input's
+ * columns). Accumulation is float.
+ *
+ * Tiling: a work-group of GEMM_WG x GEMM_WG (16 x 16) items computes a
+ * GEMM_TM x GEMM_TN (64 x 64) tile of C; each item a 4 x 4 register block at
+ * rows ly + 16 i, columns 4 lx .. 4 lx + 3, as four float4 accumulators (one
+ * float4 read of Bs and four broadcasts of As per k: explicit SIMD, which
+ * PoCL's CPU device needs — the scalar 4 x 4 form ran at half the speed). The K loop steps GEMM_TK (16) at a time through two local tiles
+ * As[k][m], Bs[k][n] (float), each loaded by the 256 items as 4-element runs
+ * along the operand's contiguous axis: a vector load (vload4 / vload_half4 /
+ * ushort4) when the run is inside the matrix, scalar loads with zero fill at
+ * the edges. Any M, N, K.
+ *
+ * Batch (grid dimension 1 = batch * row tiles): b in [0, g[0]*g[1]*g[2])
+ * splits into (i0, i1, i2) over dims g[0..2]; each operand's element offset
+ * is i0*s0 + i1*s1 + i2*s2 with its strides from the table
+ * (`__constant long *g`):
+ *   g[0..2]   batch dims          g[3..5]   A strides    g[6..8]  B strides
+ *   g[9..11]  C strides           g[12..14] bias strides
+ *   g[15]     bias stride per row of C, g[16] per column (linear: 0, 1;
+ *             conv2d: 1, 0); read only when has_bias.
+ * Broadcast batch dims have stride 0. */
+
+#define GEMM_WG 16
+#define GEMM_TM 64
+#define GEMM_TN 64
+#define GEMM_TK 16
+
+/* four consecutive elements p[i .. i+3] of the storage type as float4 */
+#if defined(LOOM_T_F32)
+#define LD4(p, i) vload4(0, (p) + (i))
+#elif defined(LOOM_T_F16)
+#define LD4(p, i) vload_half4(0, (p) + (i))
+#else
+#define LD4(p, i) as_float4(convert_uint4(vload4(0, (p) + (i))) << 16)
+#endif
+
+/* A run of 4 starting at (r, c) of a row-major matrix X (rows x cols, leading
+ * dimension ld) along its columns, as float4: zero outside. */
+inline float4 run4(__global const T *X, long ld, long r, long c, long rows, long cols) {
+    if (r >= rows) return (float4)(0.0f);
+    __global const T *p = X + r * ld;
+    if (c + 3 < cols) return LD4(p, c);
+    float4 v = (float4)(0.0f);
+    if (c < cols) v.s0 = LD(p, c);
+    if (c + 1 < cols) v.s1 = LD(p, c + 1);
+    if (c + 2 < cols) v.s2 = LD(p, c + 2);
+    return v;
+}
+
+/* A's tile rows m0.., columns k0.. into As[k][m] (item t of 256) */
+#define GEMM_LOAD_A_n                                                                 \
+    {                                                                                 \
+        int m = t >> 2, k4 = (t & 3) << 2;                                            \
+        float4 v = run4(A, lda, m0 + m, k0 + k4, M, K);                               \
+        As[k4][m] = v.s0, As[k4 + 1][m] = v.s1, As[k4 + 2][m] = v.s2, As[k4 + 3][m] = v.s3; \
+    }
+#define GEMM_LOAD_A_t                                                                 \
+    {                                                                                 \
+        int k = t >> 4, m4 = (t & 15) << 2;                                           \
+        vstore4(run4(A, lda, k0 + k, m0 + m4, K, M), 0, &As[k][m4]);                  \
+    }
+/* B's tile rows k0.., columns n0.. into Bs[k][n] */
+#define GEMM_LOAD_B_n                                                                 \
+    {                                                                                 \
+        int k = t >> 4, n4 = (t & 15) << 2;                                           \
+        vstore4(run4(B, ldb, k0 + k, n0 + n4, K, N), 0, &Bs[k][n4]);                  \
+    }
+#define GEMM_LOAD_B_t                                                                 \
+    {                                                                                 \
+        int n = t >> 2, k4 = (t & 3) << 2;                                            \
+        float4 v = run4(B, ldb, n0 + n, k0 + k4, N, K);                               \
+        Bs[k4][n] = v.s0, Bs[k4 + 1][n] = v.s1, Bs[k4 + 2][n] = v.s2, Bs[k4 + 3][n] = v.s3; \
+    }
+
+/* NAME: kernel name; TA, TB: n or t; TC: C's element type; STC: its store */
+#define GEMM_KERNEL(NAME, TA, TB, TC, STC)                                                                    \
+    __kernel __attribute__((reqd_work_group_size(GEMM_WG, GEMM_WG, 1))) void NAME(                            \
+        __global const T *A, ulong ao, __global const T *B, ulong bo, __global TC *C, ulong co,               \
+        __global const T *bias, ulong biaso, __constant long *g, long M, long N, long K, long lda, long ldb,  \
+        long ldc, int has_bias) {                                                                             \
+        __local float As[GEMM_TK][GEMM_TM];                                                                   \
+        __local float Bs[GEMM_TK][GEMM_TN];                                                                   \
+        int lx = get_local_id(0), ly = get_local_id(1), t = ly * GEMM_WG + lx;                                \
+        long mt = (M + GEMM_TM - 1) / GEMM_TM;                                                                \
+        long bt = get_group_id(1) / mt;                                                                       \
+        long m0 = (get_group_id(1) % mt) * GEMM_TM, n0 = (long)get_group_id(0) * GEMM_TN;                     \
+        long i2 = bt % g[2], i1 = bt / g[2] % g[1], i0 = bt / (g[2] * g[1]);                                  \
+        A += ao + i0 * g[3] + i1 * g[4] + i2 * g[5];                                                          \
+        B += bo + i0 * g[6] + i1 * g[7] + i2 * g[8];                                                          \
+        C += co + i0 * g[9] + i1 * g[10] + i2 * g[11];                                                        \
+        float4 acc[4];                                                                                        \
+        for (int i = 0; i < 4; i++) acc[i] = (float4)(0.0f);                                                  \
+        for (long k0 = 0; k0 < K; k0 += GEMM_TK) {                                                            \
+            GEMM_LOAD_A_##TA GEMM_LOAD_B_##TB barrier(CLK_LOCAL_MEM_FENCE);                                   \
+            for (int k = 0; k < GEMM_TK; k++) {                                                               \
+                float4 b = vload4(0, &Bs[k][lx * 4]);                                                         \
+                for (int i = 0; i < 4; i++) acc[i] = mad((float4)(As[k][ly + GEMM_WG * i]), b, acc[i]);       \
+            }                                                                                                 \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                                     \
+        }                                                                                                     \
+        if (has_bias) bias += biaso + i0 * g[12] + i1 * g[13] + i2 * g[14];                                   \
+        for (int i = 0; i < 4; i++) {                                                                         \
+            long m = m0 + ly + GEMM_WG * i;                                                                   \
+            if (m >= M) break;                                                                                \
+            for (int j = 0; j < 4; j++) {                                                                     \
+                long n = n0 + lx * 4 + j;                                                                     \
+                if (n >= N) break;                                                                            \
+                float v = ((float *)&acc[i])[j];                                                                          \
+                if (has_bias) v += LD(bias, m * g[15] + n * g[16]);                                           \
+                STC(C, m * ldc + n, v);                                                                       \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+
+GEMM_KERNEL(gemm_nn, n, n, T, ST)
+GEMM_KERNEL(gemm_nt, n, t, T, ST)
+GEMM_KERNEL(gemm_tn, t, n, T, ST)
+GEMM_KERNEL(gemm_tt, t, t, T, ST)
+GEMM_KERNEL(gemm_tn_cf, t, n, float, ST_F32)

@@ -1,0 +1,146 @@
+/* backends/opencl/ops/conv2d.c — host side of conv2d, conv2d_grad_input and
+ * conv2d_grad_weight (parameters: core/ops/conv2d.c): im2col / col2im
+ * (kernels/conv2d.cl) around the batched GEMM (kernels/gemm.cl, ops/gemm.h).
+ * Every image and group goes in one launch (the GEMM's batch is (image,
+ * group)), so a node records at most three launches.
+ *
+ *   conv2d:      col (N, G, K, P) = im2col(x); y[n, g] (Og, P) = w_g (Og, K) col[n, g] (K, P) + bias
+ *                (1x1, stride 1, no padding: x is the column matrix, no im2col)
+ *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather
+ *   grad_weight: col (G, K, N*P) = im2col(x); dyp (O, N*P) = dy permuted;
+ *                dw_g (Og, K) = dyp_g (Og, N*P) col_g^T — one GEMM per group over every image
+ * with K = C/groups*KH*KW, P = OH*OW.
+ *
+ * Workspace: per node, sized at plan_prepare (loom__cl_scratch, released with
+ * the plan): N*C*KH*KW*P elements of the storage type (float for
+ * grad_input), plus N*O*P for grad_weight's permuted dy. LOOM_ERR_OOM when
+ * one exceeds the device's largest allocation. */
+#include "gemm.h"
+
+typedef struct geom {
+    int64_t N, C, H, W, O, KH, KW, OH, OW;
+    int64_t sh, sw, ph, pw, dh, dw, G, Cg, Og, K, P;
+} geom;
+
+static geom geom_of(const loom_tensor *t) {
+    const int64_t *xd, *wd, *yd;
+    switch (t->op) {
+    case LOOM_OP_CONV2D: xd = t->src[0]->dims, wd = t->src[1]->dims, yd = t->dims; break;
+    case LOOM_OP_CONV2D_GRAD_INPUT: yd = t->src[0]->dims, wd = t->src[1]->dims, xd = t->dims; break;
+    default: yd = t->src[0]->dims, xd = t->src[1]->dims, wd = t->dims; break; /* grad_weight */
+    }
+    geom q = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[2], wd[3], yd[2], yd[3],
+              t->p[0], t->p[1], t->p[2], t->p[3], t->p[4], t->p[5], t->p[6], 0, 0, 0, 0};
+    q.Cg = q.C / q.G, q.Og = q.O / q.G, q.K = q.Cg * q.KH * q.KW, q.P = q.OH * q.OW;
+    return q;
+}
+
+/* a node-owned workspace of n elements of es bytes */
+static loom_status workspace(loom__cl_op *o, int64_t n, size_t es, const char *what, cl_mem *out) {
+    size_t bytes = (size_t)n * es;
+    if (bytes > o->cl->max_alloc_bytes)
+        return loom__err(o->cl->ctx, LOOM_ERR_OOM,
+                         "opencl: %s (node '%s'): the %s workspace needs %zu bytes, the device's largest buffer is %llu",
+                         loom_op_name(o->t->op), o->t->name, what, bytes, (unsigned long long)o->cl->max_alloc_bytes);
+    return loom__cl_scratch(o, bytes, out);
+}
+
+/* conv_im2col of x into col with column strides (image, group, row) */
+static loom_status im2col(loom__cl_op *o, const geom *q, const loom_tensor *x, cl_mem col, int64_t sn, int64_t sg,
+                          int64_t sk) {
+    int64_t g[19] = {q->N, q->C, q->H, q->W, q->KH, q->KW, q->OH, q->OW, q->sh, q->sw,
+                     q->ph, q->pw, q->dh, q->dw, q->G, q->Cg, sn, sg, sk};
+    cl_mem gm;
+    cl_kernel k;
+    loom_status st;
+    if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
+    if ((st = loom__cl_kernel(o, x->dtype, "conv_im2col", &k)) != LOOM_OK) return st;
+    int64_t total = q->N * q->G * q->K * q->P;
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&ar, x), loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_mem(&ar, gm);
+    loom__cl_arg_i64(&ar, total);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, total);
+}
+
+static bool is_1x1(const geom *q) {
+    return q->KH == 1 && q->KW == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
+}
+
+/* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
+loom_status loom__cl_conv2d(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
+    geom q = geom_of(y);
+    loom_status st;
+    /* batch (1, n, g): y[n, g] (Og, P) = w_g (Og, K) @ col[n, g] (K, P) */
+    loom__cl_gemm_desc d = {.batch = {1, q.N, q.G}, .M = q.Og, .N = q.P, .K = q.K, .lda = q.K, .ldb = q.P, .ldc = q.P};
+    d.a = loom__cl_mat_t(o, w), d.sa[2] = q.Og * q.K;
+    d.c = loom__cl_mat_t(o, y), d.sc[1] = q.O * q.P, d.sc[2] = q.Og * q.P;
+    if (y->nsrc > 2) d.bias = loom__cl_mat_t(o, y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
+    if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
+        d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
+    } else {
+        cl_mem col;
+        if ((st = workspace(o, q.N * q.G * q.K * q.P, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) return st;
+        if ((st = im2col(o, &q, x, col, q.G * q.K * q.P, q.K * q.P, q.P)) != LOOM_OK) return st;
+        d.b = (loom__cl_mat){col, 0}, d.sb[1] = q.G * q.K * q.P, d.sb[2] = q.K * q.P;
+    }
+    return loom__cl_gemm(o, y->dtype, &d);
+}
+
+/* dx (N,C,H,W) = conv2d_grad_input(dy (N,O,OH,OW), w (O,Cg,KH,KW)) */
+loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
+    const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
+    geom q = geom_of(dx);
+    loom_status st;
+    cl_mem col;
+    if ((st = workspace(o, q.N * q.G * q.K * q.P, sizeof(float), "column", &col)) != LOOM_OK) return st;
+    /* batch (1, n, g): col[n, g] (K, P) = w_g^T (K, Og) @ dy[n, g] (Og, P), in float */
+    loom__cl_gemm_desc d = {.ta = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.K, .N = q.P, .K = q.Og,
+                            .lda = q.K, .ldb = q.P, .ldc = q.P};
+    d.a = loom__cl_mat_t(o, w), d.sa[2] = q.Og * q.K;
+    d.b = loom__cl_mat_t(o, dy), d.sb[1] = q.O * q.P, d.sb[2] = q.Og * q.P;
+    d.c = (loom__cl_mat){col, 0}, d.sc[1] = q.G * q.K * q.P, d.sc[2] = q.K * q.P;
+    if ((st = loom__cl_gemm(o, dx->dtype, &d)) != LOOM_OK) return st;
+    int64_t g[19] = {q.N, q.C, q.H, q.W, q.KH, q.KW, q.OH, q.OW, q.sh, q.sw,
+                     q.ph, q.pw, q.dh, q.dw, q.G, q.Cg, q.G * q.K * q.P, q.K * q.P, q.P};
+    cl_mem gm;
+    cl_kernel k;
+    if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
+    if ((st = loom__cl_kernel(o, dx->dtype, "conv_col2im", &k)) != LOOM_OK) return st;
+    int64_t total = loom_tensor_numel(dx);
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dx), loom__cl_arg_mem(&ar, gm);
+    loom__cl_arg_i64(&ar, total);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, total);
+}
+
+/* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
+loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
+    const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
+    geom q = geom_of(dw);
+    size_t es = loom_dtype_size(dw->dtype);
+    int64_t L = q.N * q.P;
+    loom_status st;
+    cl_mem col, dyp;
+    cl_kernel k;
+    /* col (G, K, N*P): image n's columns at n*P of each row */
+    if ((st = workspace(o, q.G * q.K * L, es, "im2col", &col)) != LOOM_OK) return st;
+    if ((st = im2col(o, &q, x, col, q.P, q.K * L, L)) != LOOM_OK) return st;
+    /* dyp (O, N*P) = dy (N, O, P) permuted */
+    if ((st = workspace(o, q.O * L, es, "permuted dy", &dyp)) != LOOM_OK) return st;
+    if ((st = loom__cl_kernel(o, dw->dtype, "conv_dy_perm", &k)) != LOOM_OK) return st;
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&ar, dy), loom__cl_arg_mem(&ar, dyp), loom__cl_arg_u64(&ar, 0);
+    loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O), loom__cl_arg_i64(&ar, q.P);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    if ((st = loom__cl_launch_1d(o, k, q.O * L)) != LOOM_OK) return st;
+    /* batch (1, 1, g): dw_g (Og, K) = dyp_g (Og, N*P) @ col_g^T (N*P, K) */
+    loom__cl_gemm_desc d = {.tb = true, .batch = {1, 1, q.G}, .M = q.Og, .N = q.K, .K = L, .lda = L, .ldb = L,
+                            .ldc = q.K};
+    d.a = (loom__cl_mat){dyp, 0}, d.sa[2] = q.Og * L;
+    d.b = (loom__cl_mat){col, 0}, d.sb[2] = q.K * L;
+    d.c = loom__cl_mat_t(o, dw), d.sc[2] = q.Og * q.K;
+    return loom__cl_gemm(o, dw->dtype, &d);
+}

@@ -1,0 +1,95 @@
+/* backends/opencl/ops/matmul.c — host side of matmul (batched, broadcast,
+ * transposes) and linear (x w^T with the bias added in the GEMM's epilogue),
+ * and the GEMM launcher (ops/gemm.h) the conv2d family shares.
+ *
+ * Measured (PoCL pthread device, 2 cores of an AMD EPYC shared with other
+ * jobs; square f32 C = A B through a one-node plan, best of 5 runs):
+ *   n = 256: 9.4 GFLOP/s, 512: 9.5, 1024: 10.9   (CPU backend, OpenBLAS: 114, 119, 96) */
+#include "gemm.h"
+
+/* tile of C per work-group and its items (kernels/gemm.cl) */
+#define TM 64
+#define TN 64
+#define WG 16
+
+loom__cl_mat loom__cl_mat_t(const loom__cl_op *o, const loom_tensor *t) {
+    return (loom__cl_mat){loom__cl_mem(o->plan, t), loom__cl_elem_off(o->plan, t)};
+}
+
+loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_desc *d) {
+    int64_t nb = d->batch[0] * d->batch[1] * d->batch[2];
+    if (d->M <= 0 || d->N <= 0 || nb <= 0) return LOOM_OK;
+    if (o->cl->max_wg < WG * WG)
+        return loom__err(o->cl->ctx, LOOM_ERR_BACKEND,
+                         "opencl: %s (node '%s'): the GEMM needs work-groups of %d items, the device allows %zu",
+                         loom_op_name(o->t->op), o->t->name, WG * WG, o->cl->max_wg);
+    static const char *names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
+    const char *name = d->c_float ? "gemm_tn_cf" : names[d->ta * 2 + d->tb];
+    LOOM__ASSERT(!d->c_float || (d->ta && !d->tb));
+    int64_t g[17];
+    for (int i = 0; i < 3; i++)
+        g[i] = d->batch[i], g[3 + i] = d->sa[i], g[6 + i] = d->sb[i], g[9 + i] = d->sc[i], g[12 + i] = d->sbias[i];
+    g[15] = d->bias_rs, g[16] = d->bias_cs;
+    cl_mem gm;
+    cl_kernel k;
+    loom_status st;
+    if ((st = loom__cl_meta(o, g, 17, &gm)) != LOOM_OK) return st;
+    if ((st = loom__cl_kernel(o, dt, name, &k)) != LOOM_OK) return st;
+    bool has_bias = d->bias.mem != NULL;
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&ar, d->a.mem), loom__cl_arg_u64(&ar, d->a.off);
+    loom__cl_arg_mem(&ar, d->b.mem), loom__cl_arg_u64(&ar, d->b.off);
+    loom__cl_arg_mem(&ar, d->c.mem), loom__cl_arg_u64(&ar, d->c.off);
+    loom__cl_arg_mem(&ar, has_bias ? d->bias.mem : d->a.mem), loom__cl_arg_u64(&ar, has_bias ? d->bias.off : 0);
+    loom__cl_arg_mem(&ar, gm);
+    loom__cl_arg_i64(&ar, d->M), loom__cl_arg_i64(&ar, d->N), loom__cl_arg_i64(&ar, d->K);
+    loom__cl_arg_i64(&ar, d->lda), loom__cl_arg_i64(&ar, d->ldb), loom__cl_arg_i64(&ar, d->ldc);
+    loom__cl_arg_i32(&ar, has_bias);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    loom__cl_node *n = o->node;
+    LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
+    size_t gx = (size_t)((d->N + TN - 1) / TN) * WG, gy = (size_t)(nb * ((d->M + TM - 1) / TM)) * WG;
+    n->l[n->n_launch++] = (loom__cl_launch){k, 2, {gx, gy}, {WG, WG}};
+    return LOOM_OK;
+}
+
+/* y (batch..., M, N) = op(a) (batch_a..., M, K) x op(b) (batch_b..., K, N);
+ * up to 3 batch dims (LOOM_MAX_DIMS = 5), broadcast strides as the CPU backend */
+loom_status loom__cl_matmul(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *A = y->src[0], *B = y->src[1];
+    bool ta = y->p[0], tb = y->p[1];
+    int nd = y->ndim, nbd = nd - 2;
+    LOOM__ASSERT(nbd <= 3);
+    loom__cl_gemm_desc d = {.ta = ta, .tb = tb, .batch = {1, 1, 1}};
+    d.M = y->dims[nd - 2], d.N = y->dims[nd - 1], d.K = A->dims[A->ndim - (ta ? 2 : 1)];
+    d.lda = A->dims[A->ndim - 1], d.ldb = B->dims[B->ndim - 1], d.ldc = d.N;
+    d.a = loom__cl_mat_t(o, A), d.b = loom__cl_mat_t(o, B), d.c = loom__cl_mat_t(o, y);
+    int64_t sa_mat = A->dims[A->ndim - 1] * A->dims[A->ndim - 2], sb_mat = B->dims[B->ndim - 1] * B->dims[B->ndim - 2];
+    int64_t batch = loom__numel(nbd, y->dims);
+    if (B->ndim == 2 && !ta) { /* b shared by every batch, a not transposed: fold the batch into M */
+        d.M *= batch;
+        return loom__cl_gemm(o, y->dtype, &d);
+    }
+    /* y's batch dims right-aligned into batch[0..2]; a's and b's strides broadcast (0 where size 1 or absent) */
+    int64_t sta = sa_mat, stb = sb_mat, stc = d.M * d.N;
+    for (int i = nbd - 1, s = 2; i >= 0; i--, s--) {
+        int ja = A->ndim - 3 - (nbd - 1 - i), jb = B->ndim - 3 - (nbd - 1 - i);
+        d.batch[s] = y->dims[i];
+        if (ja >= 0 && A->dims[ja] != 1) d.sa[s] = sta, sta *= A->dims[ja];
+        if (jb >= 0 && B->dims[jb] != 1) d.sb[s] = stb, stb *= B->dims[jb];
+        d.sc[s] = stc, stc *= y->dims[i];
+    }
+    return loom__cl_gemm(o, y->dtype, &d);
+}
+
+/* y (R, OUT) = x (R, IN) w^T (IN, OUT) + bias (OUT) per column */
+loom_status loom__cl_linear(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
+    int64_t out = w->dims[0], in = w->dims[1];
+    loom__cl_gemm_desc d = {.ta = false, .tb = true, .batch = {1, 1, 1}};
+    d.M = loom_tensor_numel(y) / (out ? out : 1), d.N = out, d.K = in;
+    d.lda = in, d.ldb = in, d.ldc = out;
+    d.a = loom__cl_mat_t(o, x), d.b = loom__cl_mat_t(o, w), d.c = loom__cl_mat_t(o, y);
+    if (y->p[0]) d.bias = loom__cl_mat_t(o, y->src[2]), d.bias_rs = 0, d.bias_cs = 1;
+    return loom__cl_gemm(o, y->dtype, &d);
+}
