@@ -1,10 +1,14 @@
-/* bench/gemm_conv.c — CPU micro-benchmark: f32 GEMM and conv2d throughput.
+/* bench/gemm_conv.c — micro-benchmark: f32 GEMM and conv2d throughput per backend.
  *
- * GEMM: square C = A B for n = 256, 512, 1024 (and 2048 when 1024 is quick
- * enough), run through a loom plan (a loom_matmul graph on the cpu backend)
- * and through OpenBLAS cblas_sgemm called directly on the same data; prints
- * GFLOP/s (2 n^3 flops) of both and their ratio, and the largest relative
- * difference between the two results.
+ * Every backend asked for (default: every backend available here) runs the
+ * same graphs through loom plans, side by side in one table per benchmark.
+ *
+ * GEMM: square C = A B for n = 256, 512, 1024 (and 2048 for the backends
+ * where 1024 is quick enough), a one-node loom_matmul plan per backend, and
+ * OpenBLAS cblas_sgemm called directly on the same data as the reference
+ * column; prints GFLOP/s (2 n^3 flops) of each, each backend's speed relative
+ * to OpenBLAS, and the largest relative difference of its result from
+ * OpenBLAS's.
  *
  * conv2d: the cnn example's two convolutions through loom plans:
  *   x (64,1,28,28)  w (32,1,3,3)  pad 1
@@ -16,12 +20,18 @@
  * GFLOP/s count 2*N*O*OH*OW*(C/groups)*KH*KW flops per pass, three passes
  * for the step.
  *
- * Every timing is the best of several runs after one warm-up run; the loom
- * and OpenBLAS GEMMs take turns, so load changes on a shared machine hit both.
+ * Every timing is the best of the timed runs after one warm-up run. Each cell
+ * is time-boxed: at least 3 runs (2 with --quick), then more until its runs
+ * add up to 0.5 s (0.2 s) or 50 runs, so a slow backend (PoCL's GEMM runs at
+ * ~10 GFLOP/s) gets few runs and the whole program stays short. The cells of
+ * one GEMM row run in turns (round robin), so load changes on a shared
+ * machine hit all of them alike.
  *
- * usage: bench-gemm_conv [--threads N] [--quick]
- *   --threads N  CPU threads for loom and OpenBLAS (default: all cores)
- *   --quick      n = 256, 512 only and fewer runs
+ * usage: bench-gemm_conv [--threads N] [--quick] [--backend NAME]...
+ *   --threads N        CPU threads for the cpu backend and OpenBLAS (default: all cores)
+ *   --quick            n = 256, 512 only and shorter time boxes
+ *   --backend NAME     a backend to time; repeatable, or a comma list
+ *   --backends A,B     (the same) default: every backend available here
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cpu.h" /* loom__cpu_sgemm, and core/impl.h for loom__node */
+#include "impl.h" /* loom__node, struct loom_tensor */
 #include "loom/loom.h"
 
 #ifdef LOOM_HAVE_OPENBLAS
@@ -38,9 +48,13 @@
 void openblas_set_num_threads(int n);
 #endif
 
+#define MAX_BACKENDS 8
+
 typedef struct bench {
     loom_ctx *ctx;
-    loom_backend *be;
+    int nbe;
+    loom_backend *be[MAX_BACKENDS];
+    const char *name[MAX_BACKENDS];
     int threads;
     bool quick;
 } bench;
@@ -51,37 +65,38 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Best time of each fns[i](args[i]) after one warm-up run each. The
- * functions run in turns (round robin), so a change in machine load during
- * the measurement affects all of them alike. At least min_reps rounds, and
- * more (up to 50) until min_s seconds have passed. Returns the rounds, or
- * -1 if a run failed. */
+/* Best time of each fns[i](args[i]) after one warm-up run each, into
+ * best[i], and its timed runs into runs[i]. The functions run in turns
+ * (round robin), so a change in machine load affects all of them alike; each
+ * one stops on its own time box: at least min_reps runs, then more (up to
+ * 50) while its runs add up to less than box_s seconds. Returns 0, or -1 if
+ * a run failed (then *failed is its index). */
 typedef int (*bench_fn)(void *arg);
-static int best_times(int n, const bench_fn *fns, void *const *args, int min_reps, double min_s, double *best) {
+static int best_times(int n, const bench_fn *fns, void *const *args, int min_reps, double box_s, double *best,
+                      int *runs, int *failed) {
+    double spent[MAX_BACKENDS + 1];
     for (int i = 0; i < n; i++) {
+        *failed = i;
         if (fns[i](args[i])) return -1;
-        best[i] = INFINITY;
+        best[i] = INFINITY, runs[i] = 0, spent[i] = 0;
     }
-    double start = now_s();
-    int rounds = 0;
-    while (rounds < min_reps || (now_s() - start < min_s && rounds < 50)) {
+    for (bool more = true; more;) {
+        more = false;
         for (int i = 0; i < n; i++) {
+            if (runs[i] >= min_reps && (spent[i] >= box_s || runs[i] >= 50)) continue;
             double t0 = now_s();
+            *failed = i;
             if (fns[i](args[i])) return -1;
             double t = now_s() - t0;
-            if (t < best[i]) best[i] = t;
+            best[i] = fmin(best[i], t), spent[i] += t, runs[i]++;
+            more = true;
         }
-        rounds++;
     }
-    return rounds;
+    return 0;
 }
 
-static double best_time(bench_fn fn, void *arg, int min_reps, double min_s, int *reps_out) {
-    double t;
-    int r = best_times(1, &fn, &arg, min_reps, min_s, &t);
-    if (reps_out) *reps_out = r;
-    return r < 0 ? -1 : t;
-}
+static int min_reps(const bench *b) { return b->quick ? 2 : 3; }
+static double box_s(const bench *b) { return b->quick ? 0.2 : 0.5; }
 
 static int run_plan(void *p) { return loom_plan_run(p) != LOOM_OK; }
 
@@ -90,115 +105,165 @@ static void fill_random(float *v, size_t n, uint64_t stream) {
 }
 
 /* ---- GEMM ---- */
+#ifdef LOOM_HAVE_OPENBLAS
 typedef struct direct_gemm {
-    int64_t n;
+    int n;
     const float *a, *b;
     float *c;
-    loom__cpu *cpu;
 } direct_gemm;
 
-#ifdef LOOM_HAVE_OPENBLAS
 static int run_cblas(void *v) {
     direct_gemm *d = v;
-    int n = (int)d->n;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, d->a, n, d->b, n, 0.0f, d->c, n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->n, d->n, d->n, 1.0f, d->a, d->n, d->b, d->n, 0.0f,
+                d->c, d->n);
     return 0;
 }
 #endif
 
-/* fallback while loom_matmul is missing: the backend's GEMM entry point */
-static int run_cpu_sgemm(void *v) {
-    direct_gemm *d = v;
-    loom__cpu_sgemm(d->cpu, false, false, d->n, d->n, d->n, 1.0f, d->a, d->n, d->b, d->n, 0.0f, d->c, d->n);
-    return 0;
+/* width of backend i's GEMM columns: "<name> diff" or a number */
+static int col_width(const bench *b, int i) {
+    int w = (int)strlen(b->name[i]) + 5;
+    return w < 8 ? 8 : w;
 }
 
-static void bench_gemm_size(bench *b, int64_t n, double *loom_s_out) {
+/* One row of the GEMM table: backends whose skip[i] is set (n = 1024 too slow
+ * for 2048) print "-". t_out[i]: backend i's best time (< 0: not run). */
+static void bench_gemm_size(bench *b, int64_t n, const bool *skip, double *t_out) {
     size_t nn = (size_t)(n * n);
-    float *A = malloc(nn * sizeof *A), *B = malloc(nn * sizeof *B), *C1 = malloc(nn * sizeof *C1),
-          *C2 = malloc(nn * sizeof *C2);
-    loom_graph *g = NULL;
-    loom_plan *p = NULL;
-    *loom_s_out = -1;
-    if (!A || !B || !C1 || !C2) {
+    int nbe = b->nbe;
+    float *A = malloc(nn * sizeof *A), *B = malloc(nn * sizeof *B), *C = malloc((size_t)(nbe + 1) * nn * sizeof *C);
+    loom_graph *g[MAX_BACKENDS] = {0};
+    loom_plan *p[MAX_BACKENDS] = {0};
+    loom_tensor *y[MAX_BACKENDS] = {0};
+    char why[MAX_BACKENDS][160] = {{0}};
+    for (int i = 0; i < nbe; i++) t_out[i] = -1;
+    if (!A || !B || !C) {
         printf("%6lld  out of memory\n", (long long)n);
         goto done;
     }
     fill_random(A, nn, 1);
     fill_random(B, nn, 2);
-    int min_reps = b->quick ? 3 : 5;
-    double min_s = b->quick ? 0.2 : 1.0, flops = 2.0 * (double)n * (double)n * (double)n;
+    double flops = 2.0 * (double)n * (double)n * (double)n;
 
-    /* loom: a matmul graph through a plan (or, without matmul, the backend's sgemm) */
-    const char *how = "plan";
-    loom_graph_create(b->ctx, NULL, &g);
-    loom_tensor *a = loom_input(g, "a", LOOM_F32, 2, (const int64_t[]){n, n});
-    loom_tensor *bb = loom_input(g, "b", LOOM_F32, 2, (const int64_t[]){n, n});
-    loom_tensor *y = loom_matmul(g, a, bb, false, false);
-    if (y) loom_keep(y);
-    if (!y || loom_plan_compile(g, b->be, NULL, &p) != LOOM_OK || loom_plan_write(p, a, A, nn * 4) != LOOM_OK ||
-        loom_plan_write(p, bb, B, nn * 4) != LOOM_OK) {
-        static bool said;
-        if (!said)
-            printf("note: loom_matmul through a plan failed (%s); timing loom__cpu_sgemm directly\n",
-                   loom_last_error(b->ctx));
-        said = true;
-        how = "sgemm";
-        loom_plan_destroy(p);
-        p = NULL;
+    /* per backend: a one-node matmul graph through a plan */
+    bench_fn fns[MAX_BACKENDS + 1];
+    void *args[MAX_BACKENDS + 1];
+    int col[MAX_BACKENDS + 1], nf = 0; /* col[k]: the backend of timed function k (nbe: OpenBLAS) */
+    for (int i = 0; i < nbe; i++) {
+        if (skip[i]) continue;
+        loom_graph_create(b->ctx, NULL, &g[i]);
+        loom_tensor *a = loom_input(g[i], "a", LOOM_F32, 2, (const int64_t[]){n, n});
+        loom_tensor *bb = loom_input(g[i], "b", LOOM_F32, 2, (const int64_t[]){n, n});
+        y[i] = loom_matmul(g[i], a, bb, false, false);
+        if (y[i]) loom_keep(y[i]);
+        if (!y[i] || loom_plan_compile(g[i], b->be[i], NULL, &p[i]) != LOOM_OK ||
+            loom_plan_write(p[i], a, A, nn * 4) != LOOM_OK || loom_plan_write(p[i], bb, B, nn * 4) != LOOM_OK) {
+            snprintf(why[i], sizeof why[i], "%s", loom_last_error(b->ctx));
+            loom_plan_destroy(p[i]);
+            p[i] = NULL;
+            continue;
+        }
+        fns[nf] = run_plan, args[nf] = p[i], col[nf++] = i;
     }
-    direct_gemm dl = {n, A, B, C1, b->be->impl};
-    bench_fn fns[2] = {p ? run_plan : run_cpu_sgemm};
-    void *args[2] = {p ? (void *)p : (void *)&dl};
-    int nf = 1;
 #ifdef LOOM_HAVE_OPENBLAS
     openblas_set_num_threads(b->threads);
-    direct_gemm db = {n, A, B, C2, NULL};
-    fns[1] = run_cblas, args[1] = &db, nf = 2;
+    direct_gemm db = {(int)n, A, B, C + (size_t)nbe * nn};
+    fns[nf] = run_cblas, args[nf] = &db, col[nf++] = nbe;
 #endif
-    double t[2] = {-1, -1};
-    int rounds = best_times(nf, fns, args, min_reps, min_s, t);
-    if (rounds < 0 || (p && loom_plan_read(p, y, C1, nn * 4) != LOOM_OK)) {
-        printf("%6lld  failed: %s\n", (long long)n, loom_last_error(b->ctx));
+    double t[MAX_BACKENDS + 1], tb = -1;
+    int runs[MAX_BACKENDS + 1], failed = 0, runs_of[MAX_BACKENDS + 1] = {0};
+    if (best_times(nf, fns, args, min_reps(b), box_s(b), t, runs, &failed) < 0) {
+        printf("%6lld  %s failed: %s\n", (long long)n, col[failed] < nbe ? b->name[col[failed]] : "OpenBLAS",
+               loom_last_error(b->ctx));
         goto done;
     }
-    *loom_s_out = t[0];
-    if (nf == 2) {
-        double maxrel = 0, maxc = 0;
-        for (size_t i = 0; i < nn; i++) maxc = fmax(maxc, fabs(C2[i]));
-        for (size_t i = 0; i < nn; i++) maxrel = fmax(maxrel, fabs(C1[i] - C2[i]) / (maxc > 0 ? maxc : 1));
-        printf("%6lld  %10.1f (%-5s) %12.1f %12.3f %11.1e %8.2f %8.2f %6d\n", (long long)n, flops / t[0] / 1e9, how,
-               flops / t[1] / 1e9, t[1] / t[0], maxrel, t[0] * 1e3, t[1] * 1e3, rounds);
-    } else {
-        printf("%6lld  %10.1f (%-5s) %12s %12s %11s %8.2f %8s %6d\n", (long long)n, flops / t[0] / 1e9, how, "-", "-",
-               "-", t[0] * 1e3, "-", rounds);
+    for (int k = 0; k < nf; k++) {
+        runs_of[col[k]] = runs[k];
+        if (col[k] == nbe) {
+            tb = t[k];
+            continue;
+        }
+        int i = col[k];
+        t_out[i] = t[k];
+        if (loom_plan_read(p[i], y[i], C + (size_t)i * nn, nn * 4) != LOOM_OK) {
+            snprintf(why[i], sizeof why[i], "read: %s", loom_last_error(b->ctx));
+            t_out[i] = -1;
+        }
     }
+    /* max |C_be - C_blas| / max |C_blas| */
+    double maxrel[MAX_BACKENDS] = {0}, maxc = 0;
+    const float *Cb = C + (size_t)nbe * nn;
+    for (size_t e = 0; tb > 0 && e < nn; e++) maxc = fmax(maxc, fabs(Cb[e]));
+    for (int i = 0; tb > 0 && i < nbe; i++)
+        for (size_t e = 0; t_out[i] > 0 && e < nn; e++)
+            maxrel[i] = fmax(maxrel[i], fabs(C[(size_t)i * nn + e] - Cb[e]) / (maxc > 0 ? maxc : 1));
+
+    printf("%6lld ", (long long)n);
+    for (int i = 0; i < nbe; i++) {
+        int w = col_width(b, i);
+        if (t_out[i] > 0) printf(" %*.1f", w, flops / t_out[i] / 1e9);
+        else printf(" %*s", w, skip[i] ? "skipped" : "failed");
+    }
+    tb > 0 ? printf(" %8.1f |", flops / tb / 1e9) : printf(" %8s |", "-");
+    for (int i = 0; i < nbe; i++) {
+        int w = col_width(b, i);
+        if (t_out[i] > 0 && tb > 0) printf(" %*.3f", w, tb / t_out[i]);
+        else printf(" %*s", w, "-");
+    }
+    printf(" |");
+    for (int i = 0; i < nbe; i++) {
+        int w = col_width(b, i);
+        if (t_out[i] > 0 && tb > 0) printf(" %*.1e", w, maxrel[i]);
+        else printf(" %*s", w, "-");
+    }
+    printf(" |");
+    for (int i = 0; i < nbe; i++) {
+        int w = col_width(b, i);
+        if (t_out[i] > 0) printf(" %*.2f", w, t_out[i] * 1e3);
+        else printf(" %*s", w, "-");
+    }
+    tb > 0 ? printf(" %8.2f |", tb * 1e3) : printf(" %8s |", "-");
+    for (int i = 0; i <= nbe; i++) printf("%s%d", i ? "/" : " ", runs_of[i]);
+    printf("\n");
+    for (int i = 0; i < nbe; i++)
+        if (why[i][0]) printf("        %s: %s\n", b->name[i], why[i]);
 done:
-    loom_plan_destroy(p);
-    loom_graph_destroy(g);
-    free(A), free(B), free(C1), free(C2);
+    for (int i = 0; i < nbe; i++) loom_plan_destroy(p[i]), loom_graph_destroy(g[i]);
+    free(A), free(B), free(C);
 }
 
 static void bench_gemm(bench *b) {
-    printf("\nGEMM f32, C = A B, square n x n: GFLOP/s (2 n^3 flops), best of the rounds (loom and OpenBLAS\n"
-           "take turns in each round)\n");
+    printf("\nGEMM f32, C = A B, square n x n, one loom_matmul plan per backend; OpenBLAS = cblas_sgemm called\n"
+           "directly. GFLOP/s (2 n^3 flops) of the best run; x/BLAS = OpenBLAS time / backend time; diff = max\n"
+           "|C - C_blas| / max |C_blas|; ms = best time; runs = timed runs per column, OpenBLAS last\n");
 #ifndef LOOM_HAVE_OPENBLAS
-    printf("(this build has no OpenBLAS: the direct columns are empty)\n");
+    printf("(this build has no OpenBLAS: the reference columns are empty)\n");
 #endif
-    printf("%6s  %18s %12s %12s %11s %8s %8s %6s\n", "n", "loom (how)", "OpenBLAS", "loom/BLAS", "max rel diff",
-           "loom ms", "BLAS ms", "rounds");
-    static const int64_t sizes[] = {256, 512, 1024};
-    double t = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        if (b->quick && sizes[i] > 512) break;
-        bench_gemm_size(b, sizes[i], &t);
-    }
-    if (!b->quick) {
-        /* 2048 is 8x the work of 1024: only when that stays around a second for all runs */
-        if (t > 0 && t * 8 < 0.25)
-            bench_gemm_size(b, 2048, &t);
-        else
-            printf("  2048  skipped: n = 1024 took %.0f ms per run\n", t * 1e3);
+    char h[64];
+    printf("%6s ", "n");
+    for (int i = 0; i < b->nbe; i++) snprintf(h, sizeof h, "%s GF/s", b->name[i]), printf(" %*s", col_width(b, i), h);
+    printf(" %8s |", "OpenBLAS");
+    for (int i = 0; i < b->nbe; i++) snprintf(h, sizeof h, "%s/BLAS", b->name[i]), printf(" %*s", col_width(b, i), h);
+    printf(" |");
+    for (int i = 0; i < b->nbe; i++) snprintf(h, sizeof h, "%s diff", b->name[i]), printf(" %*s", col_width(b, i), h);
+    printf(" |");
+    for (int i = 0; i < b->nbe; i++) snprintf(h, sizeof h, "%s ms", b->name[i]), printf(" %*s", col_width(b, i), h);
+    printf(" %8s | runs\n", "BLAS ms");
+    static const int64_t sizes[] = {256, 512, 1024, 2048};
+    bool skip[MAX_BACKENDS] = {0};
+    double t[MAX_BACKENDS];
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        if (b->quick && sizes[k] > 512) break;
+        if (sizes[k] == 2048) {
+            /* 2048 is 8x the work of 1024: only where that stays around a second for all runs */
+            bool any = false;
+            for (int i = 0; i < b->nbe; i++) any |= !(skip[i] = !(t[i] > 0 && t[i] * 8 < 0.25));
+            if (!any) {
+                printf("  2048  skipped: n = 1024 took over 31 ms per run on every backend\n");
+                break;
+            }
+        }
+        bench_gemm_size(b, sizes[k], skip, t);
     }
 }
 
@@ -225,8 +290,10 @@ static loom_tensor *conv_grad_node(loom_graph *g, int op, const loom_tensor *y, 
     return t;
 }
 
-/* Time one plan; returns seconds (< 0 on failure, message printed). */
-static double time_conv(bench *b, const conv_shape *s, conv_mode mode, int *reps, int *nodes_run) {
+/* Time one plan on backend be; returns seconds (< 0 on failure, with the
+ * reason in why). */
+static double time_conv(bench *b, loom_backend *be, const conv_shape *s, conv_mode mode, int *reps, int *nodes_run,
+                        char *why, size_t why_len) {
     loom_graph *g = NULL;
     loom_plan *p = NULL;
     double t = -1;
@@ -239,7 +306,7 @@ static double time_conv(bench *b, const conv_shape *s, conv_mode mode, int *reps
     loom_conv2d_desc cd = {.pad_h = s->pad, .pad_w = s->pad};
     loom_tensor *y = loom_conv2d(g, x, w, NULL, &cd);
     if (!y) {
-        printf("conv2d: not implemented yet (%s)\n", loom_last_error(b->ctx));
+        snprintf(why, why_len, "conv2d: %s", loom_last_error(b->ctx));
         goto done;
     }
     if (mode == CONV_FWD) {
@@ -247,7 +314,7 @@ static double time_conv(bench *b, const conv_shape *s, conv_mode mode, int *reps
     } else if (mode == CONV_STEP) {
         loom_tensor *loss = loom_sum(g, y, 0, false);
         if (!loss || loom_backward(g, loss) != LOOM_OK) {
-            printf("conv2d backward: not measured (%s)\n", loom_last_error(b->ctx));
+            snprintf(why, why_len, "backward: %s", loom_last_error(b->ctx));
             goto done;
         }
         loom_keep(loss); /* else the forward is dead code: no gradient reads y */
@@ -258,20 +325,25 @@ static double time_conv(bench *b, const conv_shape *s, conv_mode mode, int *reps
         loom_tensor *r = mode == CONV_GRAD_INPUT ? conv_grad_node(g, LOOM_OP_CONV2D_GRAD_INPUT, y, dy, w, x)
                                                  : conv_grad_node(g, LOOM_OP_CONV2D_GRAD_WEIGHT, y, dy, x, w);
         if (!r) {
-            printf("conv2d %s: cannot build (%s)\n", conv_mode_names[mode], loom_last_error(b->ctx));
+            snprintf(why, why_len, "cannot build: %s", loom_last_error(b->ctx));
             goto done;
         }
         loom_keep(r);
     }
-    if (loom_plan_compile(g, b->be, NULL, &p) != LOOM_OK) {
-        printf("conv2d %s: plan failed: %s\n", conv_mode_names[mode], loom_last_error(b->ctx));
+    if (loom_plan_compile(g, be, NULL, &p) != LOOM_OK) {
+        snprintf(why, why_len, "plan: %s", loom_last_error(b->ctx));
         goto done;
     }
     loom_plan_memory m;
     loom_plan_memory_stats(p, &m);
     *nodes_run = m.nodes_run;
-    t = best_time(run_plan, p, b->quick ? 3 : 5, b->quick ? 0.2 : 0.5, reps);
-    if (t < 0) printf("conv2d %s: run failed: %s\n", conv_mode_names[mode], loom_last_error(b->ctx));
+    bench_fn fn = run_plan;
+    void *arg = p;
+    int failed;
+    if (best_times(1, &fn, &arg, min_reps(b), box_s(b), &t, reps, &failed) < 0) {
+        snprintf(why, why_len, "run: %s", loom_last_error(b->ctx));
+        t = -1;
+    }
 done:
     loom_plan_destroy(p);
     loom_graph_destroy(g);
@@ -280,29 +352,65 @@ done:
 
 static void bench_conv(bench *b) {
     static const conv_shape shapes[] = {{64, 1, 28, 28, 32, 3, 3, 1}, {64, 32, 14, 14, 64, 3, 3, 1}};
-    printf("\nconv2d f32 NCHW through loom plans: ms per pass and GFLOP/s, best of the runs\n");
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        const conv_shape *s = &shapes[i];
+    printf("\nconv2d f32 NCHW through loom plans: per backend, ms of the best run, GFLOP/s, [nodes run, timed runs]\n");
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        const conv_shape *s = &shapes[k];
         int64_t OH = s->H + 2 * s->pad - s->KH + 1, OW = s->W + 2 * s->pad - s->KW + 1;
         double flops = 2.0 * (double)(s->N * s->O * OH * OW) * (double)(s->C * s->KH * s->KW);
         printf("x (%lld,%lld,%lld,%lld) w (%lld,%lld,%lld,%lld) pad %d: %.3f GFLOP per pass\n", (long long)s->N,
                (long long)s->C, (long long)s->H, (long long)s->W, (long long)s->O, (long long)s->C, (long long)s->KH,
                (long long)s->KW, s->pad, flops / 1e9);
+        printf("  %-30s", "");
+        for (int i = 0; i < b->nbe; i++) printf(" | %-33s", b->name[i]);
+        printf("\n");
         for (int mode = CONV_FWD; mode <= CONV_STEP; mode++) {
-            int reps = 0, nodes = 0;
-            double t = time_conv(b, s, (conv_mode)mode, &reps, &nodes);
-            if (t < 0) {
-                if (mode == CONV_FWD) return; /* conv2d missing: nothing else to time */
-                continue;
+            char whys[MAX_BACKENDS][200] = {{0}};
+            printf("  %-30s", conv_mode_names[mode]);
+            fflush(stdout);
+            for (int i = 0; i < b->nbe; i++) {
+                int reps = 0, nodes = 0;
+                double t = time_conv(b, b->be[i], s, (conv_mode)mode, &reps, &nodes, whys[i], sizeof whys[i]);
+                double f = mode == CONV_STEP ? 3 * flops : flops; /* a step: forward + two gradients */
+                char cell[64];
+                if (t < 0)
+                    snprintf(cell, sizeof cell, "failed (below)");
+                else
+                    snprintf(cell, sizeof cell, "%9.3f ms %7.1f GF/s [%d,%2d]", t * 1e3, f / t / 1e9, nodes, reps);
+                printf(" | %-33s", cell);
+                fflush(stdout);
             }
-            double f = mode == CONV_STEP ? 3 * flops : flops; /* a step: forward + two gradients */
-            printf("  %-30s %8.3f ms %7.1f GFLOP/s   [%d nodes, %d runs]\n", conv_mode_names[mode], t * 1e3,
-                   f / t / 1e9, nodes, reps);
+            printf("\n");
+            for (int i = 0; i < b->nbe; i++)
+                if (whys[i][0]) printf("    %s: %s\n", b->name[i], whys[i]);
         }
     }
 }
 
-static void usage(const char *argv0) { fprintf(stderr, "usage: %s [--threads N] [--quick]\n", argv0); }
+static void usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [--threads N] [--quick] [--backend NAME]... [--backends A,B]\n", argv0);
+}
+
+/* Adds the comma-separated backend names in list to b->name (no duplicates).
+ * Returns false (message printed) on an empty name or too many. */
+static bool add_backends(bench *b, char *list) {
+    for (char *tok = list, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = 0;
+        if (!*tok) {
+            fprintf(stderr, "--backend: empty backend name in the list\n");
+            return false;
+        }
+        bool dup = false;
+        for (int i = 0; i < b->nbe; i++) dup |= !strcmp(b->name[i], tok);
+        if (dup) continue;
+        if (b->nbe == MAX_BACKENDS) {
+            fprintf(stderr, "--backend: at most %d backends\n", MAX_BACKENDS);
+            return false;
+        }
+        b->name[b->nbe++] = tok;
+    }
+    return true;
+}
 
 int main(int argc, char **argv) {
     bench b = {0};
@@ -317,6 +425,8 @@ int main(int argc, char **argv) {
             b.threads = (int)n;
         } else if (strcmp(argv[i], "--quick") == 0) {
             b.quick = true;
+        } else if ((strcmp(argv[i], "--backend") == 0 || strcmp(argv[i], "--backends") == 0) && i + 1 < argc) {
+            if (!add_backends(&b, argv[++i])) return 2;
         } else {
             usage(argv[0]);
             return 2;
@@ -328,12 +438,29 @@ int main(int argc, char **argv) {
         return 1;
     }
     b.threads = loom_ctx_threads(b.ctx);
-    loom_backend_desc bd = {.threads = b.threads};
-    if (loom_backend_create(b.ctx, "cpu", &bd, &b.be) != LOOM_OK) {
-        fprintf(stderr, "cannot create the cpu backend: %s\n", loom_last_error(b.ctx));
-        loom_ctx_destroy(b.ctx);
-        return 1;
+    if (b.nbe == 0) {
+        /* default: every backend built and available here, cpu first */
+        const char *names[MAX_BACKENDS];
+        int n = loom_backend_list(names, MAX_BACKENDS);
+        if (n > MAX_BACKENDS) n = MAX_BACKENDS;
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < n; i++) {
+                const char *why = NULL;
+                if ((strcmp(names[i], "cpu") == 0) != (pass == 0)) continue;
+                if (loom_backend_available(b.ctx, names[i], &why))
+                    b.name[b.nbe++] = names[i];
+                else
+                    printf("note: backend %s is built but not available (%s): not timed\n", names[i], why);
+            }
     }
+    loom_backend_desc bd = {.threads = b.threads};
+    int rc = 0;
+    for (int i = 0; i < b.nbe; i++)
+        if (loom_backend_create(b.ctx, b.name[i], &bd, &b.be[i]) != LOOM_OK) {
+            fprintf(stderr, "cannot create backend '%s': %s\n", b.name[i], loom_last_error(b.ctx));
+            rc = 1;
+            goto done;
+        }
     char model[128] = "unknown CPU";
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {
@@ -346,12 +473,16 @@ int main(int argc, char **argv) {
             }
         fclose(f);
     }
-    printf("loom %s bench gemm_conv: %d threads, %ld cores online (%s)%s\n", loom_version(), b.threads,
+    printf("loom %s bench gemm_conv: %d threads, %ld cores online (%s)%s; backends:", loom_version(), b.threads,
            sysconf(_SC_NPROCESSORS_ONLN), model, b.quick ? ", --quick" : "");
-    loom_backend_describe(b.be, stdout);
+    for (int i = 0; i < b.nbe; i++) printf(" %s", b.name[i]);
+    printf("\n");
+    for (int i = 0; i < b.nbe; i++) loom_backend_describe(b.be[i], stdout);
+    fflush(stdout);
     bench_gemm(&b);
     bench_conv(&b);
-    loom_backend_destroy(b.be);
+done:
+    for (int i = 0; i < b.nbe; i++) loom_backend_destroy(b.be[i]);
     loom_ctx_destroy(b.ctx);
-    return 0;
+    return rc;
 }

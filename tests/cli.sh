@@ -72,6 +72,23 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 0 "wrote $tmp/run.svg"              -- plot "$tmp/run.csv"
   ls "$tmp"/tb/events.out.tfevents.* >/dev/null 2>&1 && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: no event file"; }
   [ -s "$tmp/lf.csv" ] && grep -q "</svg>" "$tmp/lf.svg" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: lr-find files"; }
+  # the OpenCL backend, when `loom info` finds a device for it (ctest sets
+  # POCL_CACHE_DIR and LOOM_OPENCL_CACHE inside the build tree: the first run
+  # compiles the kernels, ~10 s on PoCL, later runs reuse them)
+  if "$LOOM" info 2>/dev/null | grep -qx "backend opencl"; then
+    expect 0 "RESULT backend=opencl model=mlp epochs=1 test_acc=" -- train --backend opencl --model mlp --max-steps 20 --epochs 1 --quiet
+    out=$(LOOM_OPENCL_DEVICE=99 "$LOOM" train --backend opencl --max-steps 1 --quiet 2>&1)
+    rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "LOOM_OPENCL_DEVICE: device '99' does not exist" <<<"$out"; then
+      pass=$((pass + 1))
+    else
+      fail=$((fail + 1))
+      echo "FAIL: LOOM_OPENCL_DEVICE=99 loom train --backend opencl -> exit $rc (want 1), output lacks the device index:"
+      head -5 <<<"$out" | sed 's/^/    /'
+    fi
+  else
+    echo "note: the opencl backend is not available here, its CLI checks are skipped"
+  fi
 else
   echo "note: Fashion-MNIST absent, the data-dependent CLI checks are skipped"
 fi

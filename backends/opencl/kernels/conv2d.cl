@@ -3,7 +3,8 @@
  *   conv_im2col   x (N,C,H,W) -> columns, layout chosen by strides
  *   conv_col2im   float columns -> dx (N,C,H,W), a gather: each dx element
  *                 sums its contributions (no atomics)
- *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's single GEMM
+ *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's per-image GEMMs
+ *   conv_sum_parts  dw = the sum of grad_weight's per-image float products
  *
  * Geometry table (`__constant long *g`), as ops/conv2d.c fills it:
  *   g[0..3] N, C, H, W       g[4..5] KH, KW      g[6..7] OH, OW
@@ -62,4 +63,13 @@ __kernel void conv_dy_perm(__global const T *dy, ulong dyo, __global T *dyp, ulo
     if (id >= N * O * P) return;
     long p = id % P, n = id / P % N, o = id / (P * N);
     ST(dyp, dypo + id, LD(dy, dyo + (n * O + o) * P + p)); /* exact: a float holds every storage value */
+}
+
+/* dw[i] = sum over s < nparts of part[s*n + i] (float), one item per dw element */
+__kernel void conv_sum_parts(__global const float *part, ulong po, __global T *dw, ulong dwo, long nparts, long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (long s = 0; s < nparts; s++) acc += part[po + s * n + i];
+    ST(dw, dwo + i, acc);
 }

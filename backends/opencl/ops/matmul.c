@@ -24,8 +24,9 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
                          "opencl: %s (node '%s'): the GEMM needs work-groups of %d items, the device allows %zu",
                          loom_op_name(o->t->op), o->t->name, WG * WG, o->cl->max_wg);
     static const char *names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
-    const char *name = d->c_float ? "gemm_tn_cf" : names[d->ta * 2 + d->tb];
-    LOOM__ASSERT(!d->c_float || (d->ta && !d->tb));
+    /* float-output variants exist for conv2d's gradients: tn (grad_input), nt (grad_weight) */
+    LOOM__ASSERT(!d->c_float || d->ta != d->tb);
+    const char *name = d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb];
     int64_t g[17];
     for (int i = 0; i < 3; i++)
         g[i] = d->batch[i], g[3 + i] = d->sa[i], g[6 + i] = d->sb[i], g[9 + i] = d->sc[i], g[12 + i] = d->sbias[i];
