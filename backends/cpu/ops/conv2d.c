@@ -256,12 +256,13 @@ static bool is_1x1(const geom *q) {
     return q->KH == 1 && q->KW == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
 }
 
-/* Images per chunk and the workspace: col (K, nb*P) then (Og, nb*P). */
-static float *workspace(const loom__cpu_args *a, const geom *q, int64_t *nb) {
+/* Images per chunk and the workspace: col (K, nb*P) then (Og, nb*P), then
+ * `extra` more bytes (64-byte aligned) for the caller. */
+static float *workspace(const loom__cpu_args *a, const geom *q, int64_t *nb, size_t extra) {
     int64_t K = q->Cg * q->KH * q->KW, P = q->OH * q->OW, per = (K + q->Og) * P;
     int64_t n = ((int64_t)4 << 20) / per;
     *nb = n < 1 ? 1 : n > q->N ? q->N : n;
-    size_t bytes = (size_t)(per * *nb) * sizeof(float);
+    size_t bytes = ((size_t)(per * *nb) * sizeof(float) + 63) / 64 * 64 + extra;
     float *ws = loom__cpu_scratch(a->cpu, bytes);
     if (!ws)
         loom__err(a->node->g->ctx, LOOM_ERR_OOM, "%s: cannot allocate %zu bytes of workspace (node '%s')",
@@ -285,7 +286,7 @@ static loom_status fwd_f32(const loom__cpu_args *a, const geom *q) {
         return LOOM_OK;
     }
     int64_t nb;
-    float *ws = workspace(a, q, &nb);
+    float *ws = workspace(a, q, &nb, 0);
     if (!ws) return LOOM_ERR_OOM;
     for (int64_t n0 = 0; n0 < q->N; n0 += nb) {
         int64_t m = q->N - n0 < nb ? q->N - n0 : nb, L = m * P;
@@ -316,7 +317,7 @@ static loom_status gi_f32(const loom__cpu_args *a, const geom *q) {
         return LOOM_OK;
     }
     int64_t nb;
-    float *ws = workspace(a, q, &nb);
+    float *ws = workspace(a, q, &nb, 0);
     if (!ws) return LOOM_ERR_OOM;
     memset(dx, 0, (size_t)(q->N * q->C * q->H * q->W) * sizeof *dx);
     for (int64_t n0 = 0; n0 < q->N; n0 += nb) {
@@ -348,8 +349,18 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
         return LOOM_OK;
     }
     int64_t nb;
-    float *ws = workspace(a, q, &nb);
+    /* The weight gradient sums N*OH*OW products per element. One f32 GEMM
+     * over all images drifts by ~1e-5 (enough to separate backends after a
+     * few training steps); GEMMs over blocks of ~1024 columns added in double
+     * keep the sum to ~1e-7. */
+    size_t acc_bytes = (size_t)(q->O * K) * sizeof(double), tmp_bytes = (size_t)(q->Og * K) * sizeof(float);
+    float *ws = workspace(a, q, &nb, acc_bytes + tmp_bytes);
     if (!ws) return LOOM_ERR_OOM;
+    size_t main_bytes = ((size_t)((K + q->Og) * P * nb) * sizeof(float) + 63) / 64 * 64;
+    double *acc = (double *)((char *)ws + main_bytes);
+    float *tmp = (float *)(acc + q->O * K);
+    memset(acc, 0, acc_bytes);
+    int64_t per_block = P >= 1024 ? 1 : 1024 / P; /* images per block */
     for (int64_t n0 = 0; n0 < q->N; n0 += nb) {
         int64_t m = q->N - n0 < nb ? q->N - n0 : nb, L = m * P;
         float *col = ws, *dyb = ws + K * L;
@@ -358,11 +369,17 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
             loom__cpu_parallel(a->cpu, K * m, rows_grain(P), im2col_rows, &jb);
             jb.src = dy, jb.dst = dyb;
             loom__cpu_parallel(a->cpu, m * q->Og, rows_grain(P), gather_rows, &jb);
-            /* dw_g (Og, K) (+)= dyb (Og, L) @ col^T (L, K) */
-            loom__cpu_sgemm(a->cpu, false, true, q->Og, K, L, 1.0f, dyb, L, col, L, n0 ? 1.0f : 0.0f,
-                            dw + g * q->Og * K, K);
+            /* per block of images: tmp (Og, K) = dyb[:, block] (Og, Lb) @ col[:, block]^T (Lb, K) */
+            for (int64_t b0 = 0; b0 < m; b0 += per_block) {
+                int64_t Lb = (m - b0 < per_block ? m - b0 : per_block) * P;
+                loom__cpu_sgemm(a->cpu, false, true, q->Og, K, Lb, 1.0f, dyb + b0 * P, L, col + b0 * P, L, 0.0f, tmp,
+                                K);
+                double *ag = acc + g * q->Og * K;
+                for (int64_t i = 0; i < q->Og * K; i++) ag[i] += tmp[i];
+            }
         }
     }
+    for (int64_t i = 0; i < q->O * K; i++) dw[i] = (float)acc[i];
     return LOOM_OK;
 }
 
