@@ -64,16 +64,6 @@ static char *st_shape(const loom_st_tensor *t, char *buf, size_t n) { return loo
 
 /* ---- name maps and optimizer state (load_desc.name_map, weights_only) ---- */
 
-static bool opt_state_name(const char *name) {
-    static const char *const sfx[] = {".momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"};
-    size_t n = strlen(name);
-    for (int i = 0; i < 4; i++) {
-        size_t k = strlen(sfx[i]);
-        if (n > k && !strcmp(name + n - k, sfx[i])) return true;
-    }
-    return false;
-}
-
 /* The pattern is well formed: non-empty, '*' only as its last byte. */
 static bool map_pattern_ok(const char *p, bool *star) {
     const char *s = strchr(p, '*');
@@ -158,7 +148,7 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
             goto done;
         }
         rep->renamed += renamed;
-        if (d.weights_only && opt_state_name(fname[j])) {
+        if (d.weights_only && loom__is_optimizer_state(fname[j])) {
             used[j] = true;
             rep->ignored++;
             continue;

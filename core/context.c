@@ -1,4 +1,5 @@
 /* core/context.c — status strings, the context, error recording and logging. */
+#include <time.h>
 #include <unistd.h>
 
 #include "impl.h"
@@ -78,4 +79,10 @@ void loom__log(loom_ctx *ctx, loom_log_level level, const char *fmt, ...) {
 }
 
 void *loom__xmalloc(size_t n) { return malloc(n ? n : 1); }
+
+double loom__now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 void *loom__xcalloc(size_t n, size_t sz) { return calloc(n ? n : 1, sz ? sz : 1); }

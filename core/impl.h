@@ -77,6 +77,10 @@ void loom__log(loom_ctx *ctx, loom_log_level level, const char *fmt, ...)
     } while (0)
 
 void *loom__xmalloc(size_t n); /* NULL on failure */
+double loom__now_s(void);       /* monotonic clock, seconds */
+/* Whether a state tensor's name is one the optimizer creates
+ * ("<param>.momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"). */
+bool loom__is_optimizer_state(const char *name);
 void *loom__xcalloc(size_t n, size_t sz);
 
 /* ---- graph ---- */

@@ -14,6 +14,16 @@ typedef struct opt_group {
     int params;
 } opt_group;
 
+bool loom__is_optimizer_state(const char *name) {
+    static const char *const sfx[] = {".momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"};
+    size_t n = strlen(name);
+    for (int i = 0; i < 4; i++) {
+        size_t k = strlen(sfx[i]);
+        if (n > k && !strcmp(name + n - k, sfx[i])) return true;
+    }
+    return false;
+}
+
 struct loom_optimizer {
     loom_graph *g;
     loom_optimizer_desc d;

@@ -2,28 +2,11 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
-#include <time.h>
 
 #include "impl.h"
 #include "train_impl.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- host copies of parameters and states ---- */
-static bool optimizer_state(const char *name) {
-    static const char *const sfx[] = {".momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"};
-    size_t n = strlen(name);
-    for (int i = 0; i < 4; i++) {
-        size_t k = strlen(sfx[i]);
-        if (n > k && !strcmp(name + n - k, sfx[i])) return true;
-    }
-    return false;
-}
-
 loom_status loom__snapshot_take(loom__snapshot *s, loom_plan *plan, loom_graph *g, bool params_only) {
     if (!s->t) {
         int n = 0;
@@ -34,7 +17,7 @@ loom_status loom__snapshot_take(loom__snapshot *s, loom_plan *plan, loom_graph *
         for (int i = 0; i < g->n; i++) {
             loom_tensor *t = g->nodes[i];
             if (t->leaf != LOOM__PARAM && t->leaf != LOOM__STATE) continue;
-            if (params_only && t->leaf == LOOM__STATE && optimizer_state(t->name)) continue;
+            if (params_only && t->leaf == LOOM__STATE && loom__is_optimizer_state(t->name)) continue;
             if (!(s->data[s->n] = malloc(loom__nbytes(t) ? loom__nbytes(t) : 1)))
                 return loom__err(g->ctx, LOOM_ERR_OOM, "snapshot: out of memory for '%s'", t->name);
             s->t[s->n++] = t;
@@ -444,7 +427,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if (d.tensorboard_dir && (st = loom_tb_open(ctx, d.tensorboard_dir, &tb)) != LOOM_OK) goto done;
     double plateau_scale = 1.0;
     for (int e = start_epoch; e < d.epochs && st == LOOM_OK; e++) {
-        double t0 = now_s(), loss_sum = 0, lr = 0;
+        double t0 = loom__now_s(), loss_sum = 0, lr = 0;
         int64_t correct = 0;
         loom_batch_iter_begin(it, e);
         int64_t s = 0;
@@ -469,7 +452,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
             loss_sum += l;
             if (csv || tb) {
                 int64_t gstep = loom_optimizer_micro_steps(opt);
-                double el = now_s() - t0, sps = (double)(s + 1) * d.batch / el, acc = (double)ok_now / n;
+                double el = loom__now_s() - t0, sps = (double)(s + 1) * d.batch / el, acc = (double)ok_now / n;
                 if (csv)
                     fprintf(csv, "step,%d,%lld,%.6g,%.6g,%.6g,%.6g,,,,,%.3f\n", e + 1, (long long)gstep, (double)l, acc, lr,
                             sps, el);
@@ -480,14 +463,14 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
                     break;
             }
             if (d.on_progress) {
-                double el = now_s() - t0;
+                double el = loom__now_s() - t0;
                 loom_train_progress p = {e + 1, d.epochs, s + 1, steps, loss_sum / (double)(s + 1),
                                          (double)(s + 1) * d.batch / el, el / (double)(s + 1) * (double)(steps - s - 1), lr};
                 d.on_progress(d.user, &p);
             }
         }
         if (st != LOOM_OK) break;
-        double el = now_s() - t0;
+        double el = loom__now_s() - t0;
         t_all += el;
         samples_all += s * d.batch;
         loom_epoch_stats es = {e + 1, d.epochs, s ? loss_sum / (double)s : NAN, NAN, NAN, el, s * d.batch / el, lr,

@@ -1,6 +1,5 @@
 /* backends/cpu/backend.c — the CPU backend: host memory, the per-node
  * dispatcher (with the f16/bf16 -> f32 compute wrapper) and the vtable. */
-#include <time.h>
 
 #include "cpu_impl.h"
 
@@ -144,17 +143,11 @@ static void *addr_of(const loom_plan *p, const loom_tensor *t) {
     return (char *)a.buf->data + a.off;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
     loom__cpu *cpu = be->impl;
     cpu_plan *cp = p->impl;
     for (int e = 0; e < p->n_exec; e++) {
-        double t0 = p->node_seconds ? now_s() : 0;
+        double t0 = p->node_seconds ? loom__now_s() : 0;
         const loom_tensor *t = p->exec[e];
         loom__cpu_args a = {.cpu = cpu, .node = t, .dt = t->dtype, .seed = p->g->seed, .step = p->step};
         a.y = addr_of(p, t);
@@ -188,7 +181,7 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
                 loom__err(be->ctx, st, "cpu backend: op '%s' (node '%s') failed", loom_op_name(t->op), t->name);
             return st;
         }
-        if (p->node_seconds) p->node_seconds[e] += now_s() - t0;
+        if (p->node_seconds) p->node_seconds[e] += loom__now_s() - t0;
     }
     return LOOM_OK;
 }

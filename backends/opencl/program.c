@@ -45,12 +45,6 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n) {
 
 static uint64_t hash_str(uint64_t h, const char *s) { return fnv(h, s, strlen(s) + 1); }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* mkdir -p */
 static bool make_dirs(const char *dir) {
     char p[512];
@@ -113,7 +107,7 @@ static loom_status build_failed(loom__cl *cl, cl_program prog, const char *opts,
 }
 
 static loom_status build(loom__cl *cl, int which) {
-    double t0 = now_s();
+    double t0 = loom__now_s();
     size_t total = 0;
     for (int i = 0; i < loom__cl_source_count; i++) total += strlen(loom__cl_source_texts[i]) + 32;
     char *src = malloc(total + 1);
@@ -169,7 +163,7 @@ static loom_status build(loom__cl *cl, int which) {
     }
     free(src);
     cl->prog[which] = prog;
-    cl->build_seconds[which] = now_s() - t0;
+    cl->build_seconds[which] = loom__now_s() - t0;
     if (!cl->preferred_wg) {
         cl_kernel k = clCreateKernel(prog, "loom_probe", &err);
         if (err == CL_SUCCESS) {
