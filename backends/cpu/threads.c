@@ -1,5 +1,6 @@
 /* backends/cpu/threads.c — a small persistent thread pool for the CPU backend. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "cpu_impl.h"
 
@@ -9,23 +10,35 @@ typedef struct job {
     int64_t n, chunk;
 } job;
 
+/* Waiting spins for a while before sleeping: a sleep/wake round trip costs
+ * ~60 us on small VMs, longer than many kernels; spinning ~30 us keeps a
+ * training step's back-to-back parallel regions on warm threads. */
+#define SPIN_ITERS 4000
+
 struct pool {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     pthread_t *th;
-    int nth;          /* worker threads (the caller is one more) */
-    uint64_t gen;     /* job generation */
-    int pending;      /* workers still busy with this generation */
-    bool quit;
+    int nth;               /* worker threads (the caller is one more) */
+    _Atomic uint64_t gen;  /* job generation; bumped (release) after j is written */
+    _Atomic int pending;   /* workers still busy with this generation */
+    _Atomic bool quit;
+    int sleepers;          /* workers blocked on `go` (under mu) */
     job j;
 };
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 /* Set while a thread runs a job's chunks: a nested loom__cpu_parallel from
  * inside a kernel's range function runs serially instead of re-entering the
  * pool. */
 static _Thread_local bool in_job;
 
-static void run_chunks(job *j, int who, int nparts) {
+static void run_chunks(const job *j, int who, int nparts) {
     int64_t nchunks = (j->n + j->chunk - 1) / j->chunk;
     in_job = true;
     for (int64_t c = who; c < nchunks; c += nparts) {
@@ -40,24 +53,38 @@ typedef struct worker_arg {
     int index;
 } worker_arg;
 
+/* the next generation after `seen` (spinning, then sleeping); false on quit */
+static bool wait_job(struct pool *p, uint64_t seen, uint64_t *gen) {
+    for (int i = 0; i < SPIN_ITERS; i++) {
+        if (atomic_load_explicit(&p->quit, memory_order_relaxed)) return false;
+        if ((*gen = atomic_load_explicit(&p->gen, memory_order_acquire)) != seen) return true;
+        relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    p->sleepers++;
+    while (!atomic_load(&p->quit) && (*gen = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
+        pthread_cond_wait(&p->go, &p->mu);
+    p->sleepers--;
+    pthread_mutex_unlock(&p->mu);
+    return !atomic_load(&p->quit);
+}
+
 static void *worker(void *v) {
     worker_arg *wa = v;
     struct pool *p = wa->p;
     int me = wa->index;
     free(wa);
-    uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit) break;
-        seen = p->gen;
-        job j = p->j;
-        pthread_mutex_unlock(&p->mu);
+    uint64_t seen = 0, gen;
+    while (wait_job(p, seen, &gen)) {
+        seen = gen;
+        job j = p->j; /* written before gen was released */
         run_chunks(&j, me + 1, p->nth + 1);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu); /* the caller may be asleep on `done` */
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -69,6 +96,9 @@ loom_status loom__cpu_pool_create(loom__cpu *cpu, int threads) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->quit, false);
     p->th = calloc((size_t)cpu->threads - 1, sizeof *p->th);
     if (!p->th) {
         free(p);
@@ -76,7 +106,11 @@ loom_status loom__cpu_pool_create(loom__cpu *cpu, int threads) {
     }
     for (int i = 0; i < cpu->threads - 1; i++) {
         worker_arg *wa = malloc(sizeof *wa);
-        if (!wa || pthread_create(&p->th[i], NULL, worker, wa ? (wa->p = p, wa->index = i, wa) : NULL) != 0) {
+        if (!wa) break;
+        wa->p = p, wa->index = i;
+        /* nth counts started workers; a worker reads it only for a job, and
+         * jobs start after creation is done */
+        if (pthread_create(&p->th[i], NULL, worker, wa) != 0) {
             free(wa);
             break;
         }
@@ -90,7 +124,7 @@ void loom__cpu_pool_destroy(loom__cpu *cpu) {
     struct pool *p = cpu->pool;
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quit = true;
+    atomic_store(&p->quit, true);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nth; i++) pthread_join(p->th[i], NULL);
@@ -115,15 +149,18 @@ void loom__cpu_parallel(loom__cpu *cpu, int64_t n, int64_t grain, loom__cpu_rang
     int parts = p->nth + 1;
     int64_t chunk = (n + parts - 1) / parts;
     if (chunk < grain) chunk = grain;
-    job j = {fn, arg, n, chunk};
+    p->j = (job){fn, arg, n, chunk};
+    atomic_store_explicit(&p->pending, p->nth, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     pthread_mutex_lock(&p->mu);
-    p->j = j;
-    p->pending = p->nth;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
+    if (p->sleepers) pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
+    job j = p->j;
     run_chunks(&j, 0, parts);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < SPIN_ITERS && atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) relax();
+    if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
