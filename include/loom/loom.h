@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "rng.h"
 #include "data.h"
+#include "loader.h"
 #include "optim.h"
 #include "checkpoint.h"
 #include "nn.h"
