@@ -113,6 +113,20 @@ bool loom__broadcast_shape(const loom_tensor *a, const loom_tensor *b, int *ndim
     return true;
 }
 
+void loom__broadcast_strides(const loom_tensor *x, const loom_tensor *y, int64_t *s) {
+    int off = y->ndim - x->ndim;
+    int64_t st = 1;
+    for (int i = y->ndim - 1; i >= 0; i--) {
+        int j = i - off;
+        if (j < 0 || x->dims[j] == 1) {
+            s[i] = 0;
+        } else {
+            s[i] = st;
+            st *= x->dims[j];
+        }
+    }
+}
+
 int loom__axis(int axis, int ndim) {
     if (axis < 0) axis += ndim;
     return axis >= 0 && axis < ndim ? axis : -1;

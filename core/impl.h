@@ -147,6 +147,9 @@ char *loom__shape_str(int ndim, const int64_t *dims, char *buf, size_t n);
 bool loom__same_shape(const loom_tensor *a, const loom_tensor *b);
 /* numpy broadcast of two shapes; false if incompatible. */
 bool loom__broadcast_shape(const loom_tensor *a, const loom_tensor *b, int *ndim, int64_t *dims);
+/* Element strides of x (contiguous) along each axis of y when x broadcasts
+ * to y's shape: 0 on broadcast axes. s has y->ndim entries. */
+void loom__broadcast_strides(const loom_tensor *x, const loom_tensor *y, int64_t *s);
 /* Reduce grad (broadcast result shape) back to the shape of `like` by summing
  * over broadcast axes. Returns grad itself if shapes already match. */
 loom_tensor *loom__sum_to(loom_graph *g, loom_tensor *grad, const loom_tensor *like);

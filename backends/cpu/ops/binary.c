@@ -16,25 +16,11 @@ typedef struct bcast {
     int64_t inner, outer; /* last-axis length and the product of the others */
 } bcast;
 
-static void strides_for(const loom_tensor *x, const loom_tensor *y, int64_t *s) {
-    int off = y->ndim - x->ndim;
-    int64_t st = 1;
-    for (int i = y->ndim - 1; i >= 0; i--) {
-        int j = i - off;
-        if (j < 0 || x->dims[j] == 1) {
-            s[i] = 0;
-        } else {
-            s[i] = st;
-            st *= x->dims[j];
-        }
-    }
-}
-
 static void bcast_init(bcast *bc, const loom_tensor *y, const loom_tensor *a, const loom_tensor *b) {
     bc->nd = y->ndim;
     memcpy(bc->dims, y->dims, sizeof bc->dims);
-    strides_for(a, y, bc->sa);
-    if (b) strides_for(b, y, bc->sb);
+    loom__broadcast_strides(a, y, bc->sa);
+    if (b) loom__broadcast_strides(b, y, bc->sb);
     else memset(bc->sb, 0, sizeof bc->sb);
     bc->inner = y->ndim ? y->dims[y->ndim - 1] : 1;
     bc->outer = y->ndim ? loom__numel(y->ndim - 1, y->dims) : 1;

@@ -5,21 +5,6 @@
 
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_COPY };
 
-/* element strides of x per axis of y (0 on broadcast axes), as the CPU's strides_for */
-static void strides_for(const loom_tensor *x, const loom_tensor *y, int64_t *s) {
-    int off = y->ndim - x->ndim;
-    int64_t st = 1;
-    for (int i = y->ndim - 1; i >= 0; i--) {
-        int j = i - off;
-        if (j < 0 || x->dims[j] == 1) {
-            s[i] = 0;
-        } else {
-            s[i] = st;
-            st *= x->dims[j];
-        }
-    }
-}
-
 static loom_status run_binary(loom__cl_op *o, int kind) {
     const loom_tensor *y = o->t, *a = y->src[0], *b = kind == B_COPY ? a : y->src[1];
     int64_t n = loom_tensor_numel(y);
@@ -35,8 +20,8 @@ static loom_status run_binary(loom__cl_op *o, int kind) {
     }
     int64_t g[16] = {y->ndim};
     for (int i = 0; i < y->ndim; i++) g[1 + i] = y->dims[i];
-    strides_for(a, y, g + 6);
-    strides_for(b, y, g + 11);
+    loom__broadcast_strides(a, y, g + 6);
+    loom__broadcast_strides(b, y, g + 11);
     cl_mem gm;
     if ((st = loom__cl_meta(o, g, 16, &gm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, y->dtype, "binary_bcast", &k)) != LOOM_OK) return st;
