@@ -10,6 +10,7 @@
 #include "rng.h"
 #include "data.h"
 #include "loader.h"
+#include "transforms.h"
 #include "optim.h"
 #include "checkpoint.h"
 #include "nn.h"
