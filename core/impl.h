@@ -157,6 +157,22 @@ static inline bool loom__needs_grad(const loom_tensor *t) { return t && t->requi
 /* Normalise a possibly negative axis; -1 if out of range. */
 int loom__axis(int axis, int ndim);
 
+/* Fisher-Yates shuffle of v[0..n) with Philox draws keyed by (seed, stream):
+ * the same order on every machine; modulo bias below 2^-32 * n. */
+void loom__shuffle(int64_t *v, int64_t n, uint64_t seed, uint64_t stream);
+/* The stream of an epoch's sample order (+ epoch): "SHUFF", shared by the
+ * batch iterator and the shuffled sampler so they give the same order. */
+#define LOOM__STREAM_EPOCH_ORDER 0x5348554646000000ull
+
+/* Sizes of one convolution node (conv2d or either gradient): x (N,C,H,W),
+ * w (O,Cg,KH,KW), y (N,O,OH,OW), stride/pad/dilation, groups G;
+ * K = Cg*KH*KW, P = OH*OW. Parameters as core/ops/conv2d.c stores them. */
+typedef struct loom__conv_geom {
+    int64_t N, C, H, W, O, KH, KW, OH, OW;
+    int64_t sh, sw, ph, pw, dh, dw, G, Cg, Og, K, P;
+} loom__conv_geom;
+loom__conv_geom loom__conv_geom_of(const loom_tensor *t);
+
 /* Initial values of a param/state (numel doubles) from its init and name. */
 loom_status loom__init_values(const loom_tensor *t, uint64_t seed, double *out);
 

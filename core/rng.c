@@ -60,3 +60,14 @@ uint64_t loom_hash_name(const char *s) {
     }
     return h;
 }
+
+void loom__shuffle(int64_t *v, int64_t n, uint64_t seed, uint64_t stream) {
+    for (int64_t i = n - 1; i > 0; i--) {
+        uint32_t w[4];
+        loom_philox(seed, stream, (uint64_t)i, w);
+        uint64_t r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
+        int64_t t = v[i];
+        v[i] = v[r];
+        v[r] = t;
+    }
+}

@@ -12,19 +12,6 @@ struct loom_batch_iter {
     float lut[256]; /* pixel -> normalised value */
 };
 
-/* Fisher-Yates with Philox draws keyed by (seed, stream); uniform enough for
- * n << 2^32 (modulo bias below 2^-32 * n). */
-static void shuffle(int64_t *v, int64_t n, uint64_t seed, uint64_t stream) {
-    for (int64_t i = n - 1; i > 0; i--) {
-        uint32_t w[4];
-        loom_philox(seed, stream, (uint64_t)i, w);
-        uint64_t r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
-        int64_t t = v[i];
-        v[i] = v[r];
-        v[r] = t;
-    }
-}
-
 loom_status loom_batch_iter_create(loom_ctx *ctx, const loom_dataset *ds, const loom_batch_iter_desc *desc,
                                    loom_batch_iter **out) {
     *out = NULL;
@@ -54,7 +41,7 @@ void loom_batch_iter_destroy(loom_batch_iter *it) {
 
 void loom_batch_iter_begin(loom_batch_iter *it, int64_t epoch) {
     for (int64_t i = 0; i < it->ds->n; i++) it->order[i] = i;
-    if (it->d.shuffle) shuffle(it->order, it->ds->n, it->d.seed, 0x5348554646000000ull + (uint64_t)epoch);
+    if (it->d.shuffle) loom__shuffle(it->order, it->ds->n, it->d.seed, LOOM__STREAM_EPOCH_ORDER + (uint64_t)epoch);
     it->pos = 0;
 }
 
@@ -101,7 +88,7 @@ loom_status loom_dataset_split(loom_ctx *ctx, loom_dataset *ds, int64_t count, u
         return loom__err(ctx, LOOM_ERR_OOM, "dataset split: out of memory");
     }
     for (int64_t i = 0; i < ds->n; i++) order[i] = i;
-    shuffle(order, ds->n, seed, 0x53504c4954ull);
+    loom__shuffle(order, ds->n, seed, 0x53504c4954ull);
     int64_t keep = ds->n - count;
     for (int64_t i = 0; i < ds->n; i++) {
         int64_t s = order[i];

@@ -9,21 +9,8 @@
 #include "../core/impl.h"
 #include "loom/loader.h"
 
-#define STREAM_EPOCH 0x5348554646000000ull  /* "SHUFF" + epoch, as batch_iter.c */
 #define STREAM_BUCKET 0x4255434b00000000ull /* "BUCK": samples within a bucket */
 #define STREAM_BATCHES 0x4241544300000000ull /* "BATC": the order of batches */
-
-/* Fisher-Yates with Philox draws; modulo bias below 2^-32 * n. */
-static void shuffle(int64_t *v, int64_t n, uint64_t seed, uint64_t stream) {
-    for (int64_t i = n - 1; i > 0; i--) {
-        uint32_t w[4];
-        loom_philox(seed, stream, (uint64_t)i, w);
-        uint64_t r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
-        int64_t t = v[i];
-        v[i] = v[r];
-        v[r] = t;
-    }
-}
 
 /* ---- samplers ------------------------------------------------------------ */
 
@@ -77,7 +64,7 @@ void loom_sampler_destroy(loom_sampler *s) {
 void loom_sampler_set_epoch(loom_sampler *s, int64_t epoch) {
     int64_t n = s->d.n, w = s->d.world;
     for (int64_t i = 0; i < n; i++) s->perm[i] = i;
-    if (s->d.shuffle) shuffle(s->perm, n, s->d.seed, STREAM_EPOCH + (uint64_t)epoch);
+    if (s->d.shuffle) loom__shuffle(s->perm, n, s->d.seed, LOOM__STREAM_EPOCH_ORDER + (uint64_t)epoch);
     /* global position of this rank's k-th sample: rank + k * world; past n
      * it wraps to the start of the order (padding, repeated as often as
      * needed when world > n); with drop_uneven it never passes n */
@@ -188,7 +175,7 @@ loom_status loom_batches_bucketed(loom_ctx *ctx, const int64_t *idx, int64_t n, 
     /* the input order of idx is irrelevant to the result: sort it first */
     for (int64_t i = 0; i < n; i++) k[i] = (keyed){0, idx[i], idx[i]};
     qsort(k, (size_t)n, sizeof *k, cmp_keyed);
-    shuffle(pos, n, desc->seed, STREAM_BUCKET + (uint64_t)epoch);
+    loom__shuffle(pos, n, desc->seed, STREAM_BUCKET + (uint64_t)epoch);
     for (int64_t i = 0; i < n; i++) {
         k[i].bucket = bucket_of(sizes[k[i].sample], desc);
         k[i].pos = pos[i];
@@ -234,7 +221,7 @@ loom_status loom_batches_bucketed(loom_ctx *ctx, const int64_t *idx, int64_t n, 
     }
     for (int64_t b = 0; b < nb; b++)
         if (keep[b]) order[kept++] = b, used += start[b + 1] - start[b];
-    shuffle(order, kept, desc->seed, STREAM_BATCHES + (uint64_t)epoch);
+    loom__shuffle(order, kept, desc->seed, STREAM_BATCHES + (uint64_t)epoch);
     loom_batches r = {0};
     loom_status st = batches_alloc(ctx, kept, used, &r);
     if (st == LOOM_OK) {

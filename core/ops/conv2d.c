@@ -121,3 +121,16 @@ loom_status loom__bw_conv2d(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom
     if (loom__needs_grad(bias)) dx[2] = loom_sum(g, dy, (1u << 0) | (1u << 2) | (1u << 3), false);
     return g->status;
 }
+
+loom__conv_geom loom__conv_geom_of(const loom_tensor *t) {
+    const int64_t *xd, *wd, *yd;
+    switch (t->op) {
+    case LOOM_OP_CONV2D: xd = t->src[0]->dims, wd = t->src[1]->dims, yd = t->dims; break;
+    case LOOM_OP_CONV2D_GRAD_INPUT: yd = t->src[0]->dims, wd = t->src[1]->dims, xd = t->dims; break;
+    default: yd = t->src[0]->dims, xd = t->src[1]->dims, wd = t->dims; break; /* grad_weight */
+    }
+    loom__conv_geom q = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[2], wd[3], yd[2], yd[3],
+                         t->p[0], t->p[1], t->p[2], t->p[3], t->p[4], t->p[5], t->p[6], 0, 0, 0, 0};
+    q.Cg = q.C / q.G, q.Og = q.O / q.G, q.K = q.Cg * q.KH * q.KW, q.P = q.OH * q.OW;
+    return q;
+}

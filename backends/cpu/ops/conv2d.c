@@ -26,25 +26,8 @@
  */
 #include "../cpu_impl.h"
 
-/* sizes of one convolution; x (N,C,H,W), w (O,Cg,KH,KW), y (N,O,OH,OW) */
-typedef struct geom {
-    int64_t N, C, H, W, O, KH, KW, OH, OW;
-    int64_t sh, sw, ph, pw, dh, dw, G, Cg, Og;
-} geom;
-
-static geom geom_of(const loom_tensor *t) {
-    const int64_t *xd, *wd, *yd;
-    switch (t->op) {
-    case LOOM_OP_CONV2D: xd = t->src[0]->dims, wd = t->src[1]->dims, yd = t->dims; break;
-    case LOOM_OP_CONV2D_GRAD_INPUT: yd = t->src[0]->dims, wd = t->src[1]->dims, xd = t->dims; break;
-    default: yd = t->src[0]->dims, xd = t->src[1]->dims, wd = t->dims; break; /* grad_weight */
-    }
-    geom q = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[2], wd[3], yd[2], yd[3],
-              t->p[0], t->p[1], t->p[2], t->p[3], t->p[4], t->p[5], t->p[6], 0, 0};
-    q.Cg = q.C / q.G;
-    q.Og = q.O / q.G;
-    return q;
-}
+/* sizes of one convolution (core/impl.h) */
+typedef loom__conv_geom geom;
 
 /* Output positions j in [0, n) whose input index j*s + off lies in [0, lim): [*lo, *hi). */
 static void valid_range(int64_t off, int64_t s, int64_t lim, int64_t n, int64_t *lo, int64_t *hi) {
@@ -386,7 +369,7 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
 /* ======================= entry points ======================= */
 
 loom_status loom__cpu_conv2d(const loom__cpu_args *a) {
-    geom q = geom_of(a->node);
+    geom q = loom__conv_geom_of(a->node);
     if (a->dt == LOOM_F32) return fwd_f32(a, &q);
     rjob jb = {&q, a->x[0], a->x[1], a->node->nsrc > 2 ? a->x[2] : NULL, a->y};
     loom__cpu_parallel(a->cpu, q.N * q.O, 1, fwd_ref, &jb);
@@ -394,7 +377,7 @@ loom_status loom__cpu_conv2d(const loom__cpu_args *a) {
 }
 
 loom_status loom__cpu_conv2d_grad_input(const loom__cpu_args *a) {
-    geom q = geom_of(a->node);
+    geom q = loom__conv_geom_of(a->node);
     if (a->dt == LOOM_F32) return gi_f32(a, &q);
     rjob jb = {&q, a->x[0], a->x[1], NULL, a->y};
     loom__cpu_parallel(a->cpu, q.N * q.C, 1, gi_ref, &jb);
@@ -402,7 +385,7 @@ loom_status loom__cpu_conv2d_grad_input(const loom__cpu_args *a) {
 }
 
 loom_status loom__cpu_conv2d_grad_weight(const loom__cpu_args *a) {
-    geom q = geom_of(a->node);
+    geom q = loom__conv_geom_of(a->node);
     if (a->dt == LOOM_F32) return gw_f32(a, &q);
     rjob jb = {&q, a->x[0], a->x[1], NULL, a->y};
     loom__cpu_parallel(a->cpu, q.O, 1, gw_ref, &jb);

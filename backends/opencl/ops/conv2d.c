@@ -17,23 +17,7 @@
  * one exceeds the device's largest allocation. */
 #include "gemm.h"
 
-typedef struct geom {
-    int64_t N, C, H, W, O, KH, KW, OH, OW;
-    int64_t sh, sw, ph, pw, dh, dw, G, Cg, Og, K, P;
-} geom;
-
-static geom geom_of(const loom_tensor *t) {
-    const int64_t *xd, *wd, *yd;
-    switch (t->op) {
-    case LOOM_OP_CONV2D: xd = t->src[0]->dims, wd = t->src[1]->dims, yd = t->dims; break;
-    case LOOM_OP_CONV2D_GRAD_INPUT: yd = t->src[0]->dims, wd = t->src[1]->dims, xd = t->dims; break;
-    default: yd = t->src[0]->dims, xd = t->src[1]->dims, wd = t->dims; break; /* grad_weight */
-    }
-    geom q = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[2], wd[3], yd[2], yd[3],
-              t->p[0], t->p[1], t->p[2], t->p[3], t->p[4], t->p[5], t->p[6], 0, 0, 0, 0};
-    q.Cg = q.C / q.G, q.Og = q.O / q.G, q.K = q.Cg * q.KH * q.KW, q.P = q.OH * q.OW;
-    return q;
-}
+typedef loom__conv_geom geom;
 
 /* a node-owned workspace of n elements of es bytes */
 static loom_status workspace(loom__cl_op *o, int64_t n, size_t es, const char *what, cl_mem *out) {
@@ -70,7 +54,7 @@ static bool is_1x1(const geom *q) {
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
 loom_status loom__cl_conv2d(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
-    geom q = geom_of(y);
+    geom q = loom__conv_geom_of(y);
     loom_status st;
     /* batch (1, n, g): y[n, g] (Og, P) = w_g (Og, K) @ col[n, g] (K, P) */
     loom__cl_gemm_desc d = {.batch = {1, q.N, q.G}, .M = q.Og, .N = q.P, .K = q.K, .lda = q.K, .ldb = q.P, .ldc = q.P};
@@ -91,7 +75,7 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
 /* dx (N,C,H,W) = conv2d_grad_input(dy (N,O,OH,OW), w (O,Cg,KH,KW)) */
 loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
-    geom q = geom_of(dx);
+    geom q = loom__conv_geom_of(dx);
     loom_status st;
     cl_mem col;
     if ((st = workspace(o, q.N * q.G * q.K * q.P, sizeof(float), "column", &col)) != LOOM_OK) return st;
@@ -119,7 +103,7 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
 loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
-    geom q = geom_of(dw);
+    geom q = loom__conv_geom_of(dw);
     size_t es = loom_dtype_size(dw->dtype);
     int64_t L = q.N * q.P;
     loom_status st;
