@@ -189,6 +189,19 @@ static void free_graph(model_graph *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* The number of correct argmax predictions among the first n rows. */
+static int64_t count_correct(const float *logits, const int32_t *y, int n, int classes) {
+    int64_t correct = 0;
+    for (int i = 0; i < n; i++) {
+        const float *r = logits + (size_t)i * (size_t)classes;
+        int best = 0;
+        for (int k = 1; k < classes; k++)
+            if (r[k] > r[best]) best = k;
+        correct += best == y[i];
+    }
+    return correct;
+}
+
 /* Evaluate on ds: mean loss and accuracy. The last partial batch is padded
  * with ignored rows (label -100), which neither the loss nor the count sees. */
 static loom_status evaluate(loom_ctx *ctx, model_graph *m, const loom_dataset *ds, const loom_train_desc *d,
@@ -214,13 +227,7 @@ static loom_status evaluate(loom_ctx *ctx, model_graph *m, const loom_dataset *d
             (st = loom_plan_read(m->plan, m->logits, logits, (size_t)m->batch * (size_t)classes * sizeof *logits)) != LOOM_OK)
             break;
         loss_sum += (double)l * n;
-        for (int i = 0; i < n; i++) {
-            const float *r = logits + (size_t)i * (size_t)classes;
-            int best = 0;
-            for (int k = 1; k < classes; k++)
-                if (r[k] > r[best]) best = k;
-            correct += best == ybuf[i];
-        }
+        correct += count_correct(logits, ybuf, n, classes);
         seen += n;
     }
     loom_batch_iter_destroy(it);
@@ -239,19 +246,6 @@ static loom_status meta_int(loom_ctx *ctx, loom_safetensors *f, const char *path
                          v ? "'" : "missing", v ? v : "", v ? "'" : "");
     *out = x;
     return LOOM_OK;
-}
-
-/* The number of correct argmax predictions among the first n rows. */
-static int64_t count_correct(const float *logits, const int32_t *y, int n, int classes) {
-    int64_t correct = 0;
-    for (int i = 0; i < n; i++) {
-        const float *r = logits + (size_t)i * (size_t)classes;
-        int best = 0;
-        for (int k = 1; k < classes; k++)
-            if (r[k] > r[best]) best = k;
-        correct += best == y[i];
-    }
-    return correct;
 }
 
 static loom_status copy_dataset(loom_ctx *ctx, const loom_dataset *src, loom_dataset *dst) {
