@@ -2,6 +2,7 @@
  * backend lacks is a compile-time LOOM_ERR_UNSUPPORTED naming op, dtype and
  * backend (never a silent fallback); the backend registry; thread-count
  * independence of CPU results. */
+#include <math.h>
 #include <string.h>
 
 #include "backend_impl.h"
@@ -92,9 +93,61 @@ static void test_threads(void) {
     CHECK(!memcmp(out[0], out[1], sizeof out[0]), "1 and 2 threads give bitwise equal results");
 }
 
+/* The CPU's 2x2 max-pool fast path (f32, branch-free) against the generic
+ * f64 loops on ties, signed zeros and NaNs: the first maximum in row-major
+ * window order gets the gradient; a NaN is the maximum. */
+static void test_maxpool_fast_path(void) {
+    static const double xs[2 * 4 * 6] = {
+        1, 1, 2, 3, -0.0, 0.0,     /* ties, signed zeros */
+        1, 1, 3, 2, 0.0, -0.0,
+        5, NAN, 7, 7, -1, -2,      /* NaN in a window, ties on the bottom row */
+        4, 2, 7, 7, -3, -1,
+        0, 0, 0, 0, 9, 8,
+        0, 0, 0, NAN, 8, 9,
+        -5, -4, 2, 1, 6, 6,
+        -4, -5, 1, 2, 6, 6,
+    };
+    double y[2][12], dx[2][48];
+    for (int k = 0; k < 2; k++) {
+        loom_ctx *ctx;
+        loom_backend *be;
+        if (!tu_cpu_open(1, &ctx, &be)) return;
+        loom_dtype dt = k ? LOOM_F64 : LOOM_F32;
+        loom_graph *g;
+        loom_graph_create(ctx, &(loom_graph_desc){.seed = 3}, &g);
+        loom_tensor *x = loom_param(g, "x", dt, 4, (int64_t[]){1, 2, 4, 6}, NULL);
+        loom_tensor *yy = loom_max_pool2d(g, x, &(loom_pool2d_desc){.kernel_h = 2, .kernel_w = 2});
+        loom_tensor *w = loom_input(g, "w", dt, 4, (int64_t[]){1, 2, 2, 3});
+        loom_keep(yy);
+        CHECK_OK(ctx, loom_backward(g, loom_sum(g, loom_mul(g, yy, w), 0xfu, false)));
+        loom_tensor *gx = loom_grad(x);
+        loom_keep(gx);
+        loom_plan *p;
+        CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &p));
+        double ws[12];
+        for (int i = 0; i < 12; i++) ws[i] = i + 1;
+        CHECK_OK(ctx, loom_plan_write_f64(p, x, xs, 48));
+        CHECK_OK(ctx, loom_plan_write_f64(p, w, ws, 12));
+        CHECK_OK(ctx, loom_plan_run(p));
+        CHECK_OK(ctx, loom_plan_read_f64(p, yy, y[k], 12));
+        CHECK_OK(ctx, loom_plan_read_f64(p, gx, dx[k], 48));
+        loom_plan_destroy(p);
+        loom_graph_destroy(g);
+        tu_cpu_close(ctx, be);
+    }
+    int bad = 0;
+    for (int i = 0; i < 12; i++) bad += !(y[0][i] == y[1][i] || (isnan(y[0][i]) && isnan(y[1][i])));
+    for (int i = 0; i < 48; i++) bad += dx[0][i] != dx[1][i] || signbit(dx[0][i]) != signbit(dx[1][i]);
+    CHECK(!bad, "2x2 max pool f32 fast path = generic f64 loops on ties, zeros and NaNs (%d differences)", bad);
+    CHECK(isnan(y[0][3]) && dx[0][13] == 4 && dx[0][0] == 1 && dx[0][2] == 0 && dx[0][3] == 2 && dx[0][4] == 3 &&
+              dx[0][14] == 5 && dx[0][16] == 6,
+          "NaN wins its window and the first maximum gets the gradient");
+}
+
 int main(void) {
     test_unsupported();
     test_registry();
     test_threads();
+    test_maxpool_fast_path();
     return tu_summary();
 }

@@ -209,6 +209,34 @@ static void max2_float(void *v, int64_t p0, int64_t p1) {
     }
 }
 
+/* Branch-free: the maximum r of the window, then the first position equal
+ * to it gets dy (the same choice as arg4 when no value is NaN); a row with a
+ * NaN anywhere is redone with arg4. Data-dependent branches per window cost
+ * more than the arithmetic here (about one misprediction per window). */
+static void max2_grad_row(const float *r0, const float *r1, const float *dy, float *d0, float *d1, int64_t OW) {
+    int bad = 0;
+    for (int64_t j = 0; j < OW; j++) {
+        float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        float m = a >= b ? a : b, n = c >= d ? c : d;
+        float r = m >= n ? m : n, g = dy[j];
+        int e0 = a == r, e1 = !e0 & (b == r), e2 = !(e0 | e1) & (c == r), e3 = !(e0 | e1 | e2);
+        bad |= (a != a) | (b != b) | (c != c) | (d != d);
+        d0[2 * j] = e0 ? g : 0.0f;
+        d0[2 * j + 1] = e1 ? g : 0.0f;
+        d1[2 * j] = e2 ? g : 0.0f;
+        d1[2 * j + 1] = e3 ? g : 0.0f;
+    }
+    if (!bad) return;
+    for (int64_t j = 0; j < OW; j++) {
+        int k = arg4(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]);
+        float g = dy[j];
+        d0[2 * j] = k == 0 ? g : 0.0f;
+        d0[2 * j + 1] = k == 1 ? g : 0.0f;
+        d1[2 * j] = k == 2 ? g : 0.0f;
+        d1[2 * j + 1] = k == 3 ? g : 0.0f;
+    }
+}
+
 static void max2_grad_float(void *v, int64_t p0, int64_t p1) {
     const pjob *jb = v;
     const pgeom *q = &jb->q;
@@ -217,18 +245,9 @@ static void max2_grad_float(void *v, int64_t p0, int64_t p1) {
         const float *dy = (const float *)jb->dy + p * q->OH * q->OW;
         float *dx = (float *)jb->y + p * q->H * q->W;
         if ((q->H & 1) || (q->W & 1)) memset(dx, 0, (size_t)(q->H * q->W) * sizeof *dx);
-        for (int64_t i = 0; i < q->OH; i++) {
-            const float *r0 = x + 2 * i * q->W, *r1 = r0 + q->W;
-            float *d0 = dx + 2 * i * q->W, *d1 = d0 + q->W;
-            for (int64_t j = 0; j < q->OW; j++) {
-                int k = arg4(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]);
-                float g = dy[i * q->OW + j];
-                d0[2 * j] = k == 0 ? g : 0.0f;
-                d0[2 * j + 1] = k == 1 ? g : 0.0f;
-                d1[2 * j] = k == 2 ? g : 0.0f;
-                d1[2 * j + 1] = k == 3 ? g : 0.0f;
-            }
-        }
+        for (int64_t i = 0; i < q->OH; i++)
+            max2_grad_row(x + 2 * i * q->W, x + (2 * i + 1) * q->W, dy + i * q->OW, dx + 2 * i * q->W,
+                          dx + (2 * i + 1) * q->W, q->OW);
     }
 }
 
