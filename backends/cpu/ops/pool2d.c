@@ -195,15 +195,18 @@ static void max2_float(void *v, int64_t p0, int64_t p1) {
         float *y = (float *)jb->y + p * q->OH * q->OW;
         for (int64_t i = 0; i < q->OH; i++) {
             const float *r0 = x + 2 * i * q->W, *r1 = r0 + q->W;
+            float *yr = y + i * q->OW;
+            int bad = 0;
             for (int64_t j = 0; j < q->OW; j++) {
                 float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
                 float m = a >= b ? a : b, n = c >= d ? c : d;
-                float r = m >= n ? m : n;
-                if (r != r || a != a || b != b || c != c || d != d) { /* NaN: the generic rule */
-                    int k = arg4(a, b, c, d);
-                    r = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
-                }
-                y[i * q->OW + j] = r;
+                bad |= (a != a) | (b != b) | (c != c) | (d != d);
+                yr[j] = m >= n ? m : n;
+            }
+            for (int64_t j = 0; bad && j < q->OW; j++) { /* a NaN in the row: the generic rule */
+                float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+                int k = arg4(a, b, c, d);
+                yr[j] = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
             }
         }
     }
