@@ -37,6 +37,9 @@ static const conv_spec specs[] = {
     {{2, 2, 8, 9}, {3, 2, 3, 2}, {2, 1, 1, 0, 1, 2, 0}, 1},
     /* 11: 5x5 kernel pad 2 stride 3 (windows reach into both pads), groups 2 */
     {{1, 4, 10, 11}, {4, 2, 5, 5}, {3, 3, 2, 2, 0, 0, 2}, 1},
+    /* 12: an output plane of >= 1024 positions (the F32 weight gradient's
+     * one-image-per-GEMM path, reading dy in place), groups 2, bias */
+    {{2, 4, 32, 33}, {4, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 2}, 1},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -71,6 +74,7 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d 3x2 kernel on 7x5", conv, 9, 0, 0, 0},
     {"conv2d stride (2,1) pad (1,0) dilation (1,2)", conv, 10, 0, 0, 0},
     {"conv2d 5x5 stride 3 pad 2 groups 2", conv, 11, 0, 0, 0},
+    {"conv2d 32x33 planes groups 2 + bias", conv, 12, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

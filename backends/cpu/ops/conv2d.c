@@ -350,13 +350,18 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
         for (int64_t g = 0; g < q->G; g++) {
             fjob jb = {q, n0, m, g, x, col, NULL};
             loom__cpu_parallel(a->cpu, K * m, rows_grain(P), im2col_rows, &jb);
-            jb.src = dy, jb.dst = dyb;
-            loom__cpu_parallel(a->cpu, m * q->Og, rows_grain(P), gather_rows, &jb);
+            /* one image per block: dy[n, g] (Og, P) is already a matrix; no gather */
+            bool gather = per_block > 1;
+            if (gather) {
+                jb.src = dy, jb.dst = dyb;
+                loom__cpu_parallel(a->cpu, m * q->Og, rows_grain(P), gather_rows, &jb);
+            }
             /* per block of images: tmp (Og, K) = dyb[:, block] (Og, Lb) @ col[:, block]^T (Lb, K) */
             for (int64_t b0 = 0; b0 < m; b0 += per_block) {
                 int64_t Lb = (m - b0 < per_block ? m - b0 : per_block) * P;
-                loom__cpu_sgemm(a->cpu, false, true, q->Og, K, Lb, 1.0f, dyb + b0 * P, L, col + b0 * P, L, 0.0f, tmp,
-                                K);
+                const float *da = gather ? dyb + b0 * P : dy + ((n0 + b0) * q->O + g * q->Og) * P;
+                loom__cpu_sgemm(a->cpu, false, true, q->Og, K, Lb, 1.0f, da, gather ? L : P, col + b0 * P, L, 0.0f,
+                                tmp, K);
                 double *ag = acc + g * q->Og * K;
                 for (int64_t i = 0; i < q->Og * K; i++) ag[i] += tmp[i];
             }
