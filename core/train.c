@@ -347,7 +347,8 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     loom_backend *be = NULL;
     model_graph tr = {0}, ev = {0};
     loom_optimizer *opt = NULL;
-    loom_batch_iter *it = NULL;
+    loom_source *tsrc = NULL;
+    loom_loader *loader = NULL;
     float *xbuf = NULL, *logits = NULL;
     int32_t *ybuf = NULL;
     if ((st = loom_backend_create(ctx, bname, &d.backend_desc, &be)) != LOOM_OK) goto done;
@@ -401,9 +402,15 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         st = loom__err(ctx, LOOM_ERR_OOM, "train: out of memory for batch buffers");
         goto done;
     }
-    loom_batch_iter_desc id = {.batch = d.batch, .shuffle = true, .drop_last = true, .seed = d.seed, .mean = d.mean, .std = d.std};
-    if ((st = loom_batch_iter_create(ctx, ds, &id, &it)) != LOOM_OK) goto done;
-    int64_t steps = loom_batch_iter_batches(it);
+    /* training batches: the threaded loader, in pinned staging memory; its
+     * order and values are loom_batch_iter's (shuffled from (seed, epoch),
+     * the same normalisation), for every worker count */
+    if ((st = loom_source_wrap(ctx, ds, &tsrc)) != LOOM_OK) goto done;
+    loom_loader_desc lde = {.src = tsrc, .batch = d.batch, .shuffle = true, .drop_last = true, .seed = d.seed,
+                            .workers = d.workers, .prefetch = d.prefetch, .mean = &d.mean, .std = &d.std, .nstat = 1,
+                            .backend = be};
+    if ((st = loom_loader_create(ctx, &lde, &loader)) != LOOM_OK) goto done;
+    int64_t steps = loom_loader_batches(loader);
     if (d.max_steps > 0 && d.max_steps < steps) steps = d.max_steps;
 
     double t_all = 0;
@@ -423,20 +430,22 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     for (int e = start_epoch; e < d.epochs && st == LOOM_OK; e++) {
         double t0 = loom__now_s(), loss_sum = 0, lr = 0;
         int64_t correct = 0;
-        loom_batch_iter_begin(it, e);
+        loom_loader_begin(loader, e, 0, steps);
         int64_t s = 0;
         for (; s < steps; s++) {
-            int n = loom_batch_iter_next(it, xbuf, ybuf);
+            loom_loader_batch lb;
+            if ((st = loom_loader_next(loader, &lb)) != LOOM_OK) break;
+            int n = lb.count;
             if (n <= 0) break;
             float l;
             lr = loom_schedule_lr(&d.sched, loom_optimizer_steps(opt)) * plateau_scale;
-            if ((st = loom_plan_write(tr.plan, tr.x, xbuf, (size_t)d.batch * per * sizeof *xbuf)) != LOOM_OK ||
-                (st = loom_plan_write(tr.plan, tr.y, ybuf, (size_t)d.batch * sizeof *ybuf)) != LOOM_OK ||
+            if ((st = loom_plan_write(tr.plan, tr.x, lb.x, (size_t)d.batch * per * sizeof *lb.x)) != LOOM_OK ||
+                (st = loom_plan_write(tr.plan, tr.y, lb.y, (size_t)d.batch * sizeof *lb.y)) != LOOM_OK ||
                 (st = loom_optimizer_begin_step(opt, tr.plan, lr)) != LOOM_OK || (st = loom_plan_run(tr.plan)) != LOOM_OK ||
                 (st = loom_plan_read(tr.plan, tr.loss, &l, sizeof l)) != LOOM_OK ||
                 (st = loom_plan_read(tr.plan, tr.logits, logits, (size_t)d.batch * (size_t)md.num_classes * sizeof *logits)) != LOOM_OK)
                 break;
-            int64_t ok_now = count_correct(logits, ybuf, n, md.num_classes);
+            int64_t ok_now = count_correct(logits, lb.y, n, md.num_classes);
             correct += ok_now;
             if (!isfinite(l)) {
                 st = loom__err(ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged",
@@ -468,7 +477,14 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         t_all += el;
         samples_all += s * d.batch;
         loom_epoch_stats es = {e + 1, d.epochs, s ? loss_sum / (double)s : NAN, NAN, NAN, el, s * d.batch / el, lr,
-                               NAN, NAN, s ? (double)correct / (double)(s * d.batch) : NAN, false};
+                               NAN, NAN, s ? (double)correct / (double)(s * d.batch) : NAN, false, 0, 0, 0, 0};
+        loom_loader_stats ls;
+        loom_loader_stats_get(loader, &ls);
+        double busy = ls.wait_s + ls.compute_s;
+        es.data_wait_pct = busy > 0 ? 100 * ls.wait_s / busy : 0;
+        es.load_ms = ls.batches ? 1e3 * ls.load_s / (double)ls.batches : 0;
+        es.compute_ms = ls.batches > 1 ? 1e3 * ls.compute_s / (double)(ls.batches - 1) : 0;
+        es.workers = ls.workers;
         if (d.val && (st = evaluate(ctx, &ev, d.val, &d, xbuf, ybuf, logits, &es.val_loss, &es.val_acc)) != LOOM_OK) break;
         bool eval_now = d.test && ((e + 1) % d.eval_every == 0 || e + 1 == d.epochs);
         if (eval_now &&
@@ -532,7 +548,8 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     res->steps = opt ? loom_optimizer_steps(opt) : 0;
     if (d.profile) res->n_profile = loom_plan_profile(tr.plan, res->profile, 16);
 done:
-    loom_batch_iter_destroy(it);
+    loom_loader_destroy(loader);
+    loom_source_destroy(tsrc);
     free(xbuf), free(ybuf), free(logits);
     free_graph(&ev);
     free_graph(&tr);

@@ -8,6 +8,7 @@ int loom_cmd_info(int argc, char **argv);
 int loom_cmd_train(int argc, char **argv);
 int loom_cmd_lr_find(int argc, char **argv);
 int loom_cmd_plot(int argc, char **argv);
+int loom_cmd_bench_loader(int argc, char **argv);
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -17,6 +18,7 @@ static void usage(FILE *f) {
             "  train     train a model (mlp, cnn) on Fashion-MNIST; see loom train --help\n"
             "  lr-find   the LR range test: loss against an exponential LR sweep, CSV + SVG\n"
             "  plot      loss and accuracy curves of a --log-csv log as SVG: loom plot run.csv -o out.svg\n"
+            "  bench-loader  the data loader alone: images/s, workers, first-batch latency\n"
             "  help      this message\n");
 }
 
@@ -29,6 +31,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "train")) return loom_cmd_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "lr-find")) return loom_cmd_lr_find(argc - 1, argv + 1);
     if (!strcmp(argv[1], "plot")) return loom_cmd_plot(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "bench-loader")) return loom_cmd_bench_loader(argc - 1, argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;

@@ -46,6 +46,9 @@ static const char *usage_text =
     "run:\n"
     "  --backend auto|cpu|...     (default auto: the fastest real device available)\n"
     "  --threads N                CPU threads (default: all cores)\n"
+    "  --workers N|auto           data-loader threads; 0 = load on the training thread (default auto:\n"
+    "                             start at the core count, add while steps wait for data, drop idle ones)\n"
+    "  --prefetch K               batch slots per loader thread (default 2)\n"
     "  --save PATH                checkpoint (safetensors) after every epoch, written atomically\n"
     "  --resume PATH              continue a run from its checkpoint\n"
     "  --eval-every N             evaluate on the test set every N epochs (default 1)\n"
@@ -119,6 +122,8 @@ static void on_epoch(void *user, const loom_epoch_stats *s) {
     if (!isnan(s->test_acc)) printf(", test loss %.4f, test acc %.2f%%", s->test_loss, 100 * s->test_acc);
     if (!isnan(s->val_loss)) printf(", val loss %.4f, val acc %.2f%%%s", s->val_loss, 100 * s->val_acc, s->best ? " *" : "");
     printf(", %.1f s (%.0f samples/s)\n", s->seconds, s->samples_per_s);
+    printf("  data: wait %.1f%%, load %.2f ms/batch, compute %.2f ms/batch, workers %d\n", s->data_wait_pct, s->load_ms,
+           s->compute_ms, s->workers);
     fflush(stdout);
 }
 
@@ -170,7 +175,8 @@ static int run(int argc, char **argv, bool lrfind) {
     long long pl_patience = 10, cooldown = 0;
     bool anneal_linear = false;
     loom_plateau plateau = {0};
-    long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0;
+    long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0, prefetch = 2;
+    int workers = LOOM_WORKERS_AUTO;
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones = 0;
     bool nesterov = false;
@@ -236,6 +242,18 @@ static int run(int argc, char **argv, bool lrfind) {
         INT("--threads", threads, 1, 1024)
         INT("--eval-every", eval_every, 1, 100000)
         INT("--max-steps", max_steps, 1, INT64_MAX)
+        INT("--prefetch", prefetch, 1, 64)
+        if (!strcmp(a, "--workers")) {
+            NEEDV;
+            long long nw;
+            if (!strcmp(v, "auto"))
+                workers = LOOM_WORKERS_AUTO;
+            else if (parse_int(v, 0, 4096, &nw))
+                workers = nw == 0 ? LOOM_WORKERS_SYNC : (int)nw;
+            else
+                return bad("bad value '%s' for %s (a thread count 0..4096, or auto)", v, a);
+            continue;
+        }
         DBL("--lr", lr, lr > 0)
         DBL("--momentum", momentum, momentum >= 0 && momentum < 1)
         DBL("--weight-decay", wd, wd >= 0)
@@ -378,6 +396,8 @@ static int run(int argc, char **argv, bool lrfind) {
     d.seed = (uint64_t)seed;
     d.eval_every = (int)eval_every;
     d.max_steps = max_steps;
+    d.workers = workers;
+    d.prefetch = (int)prefetch;
     d.label_smoothing = ls;
     d.val_split = val_split;
     d.early_stop = (int)patience;

@@ -1,9 +1,16 @@
-/* loom/loader.h — pieces of the data loader: .npy arrays and samplers.
+/* loom/loader.h — the data loader: .npy arrays, samplers, the dataset
+ * interface, per-sample random transforms and the threaded prefetching
+ * loader.
  *
  * defines: loom_npy_dtype, loom_npy (loom_npy_read/parse/write/free),
  *          loom_sampler (sequential, shuffled, distributed),
  *          loom_batches (fixed-size batching with drop_last, and
- *          length-bucketed dynamic batching under a token/pixel budget).
+ *          length-bucketed dynamic batching under a token/pixel budget),
+ *          loom_source (a dataset: sample i -> u8 HWC image or f32 record
+ *          + label; IDX and .npy behind it), loom_tf_step / loom_tf_parse
+ *          (the per-sample pipeline: RandomCrop, RandomHorizontalFlip, ...),
+ *          loom_loader (worker pool, ring of pinned batch slots, ordered
+ *          delivery, auto-tuned worker count).
  *
  * Everything here is deterministic: a sampler's order is a function of
  * (seed, epoch) only, never of earlier epochs or of how many threads read.
@@ -18,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
+#include "data.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -152,6 +161,180 @@ typedef struct loom_bucket_desc {
  * is out of range. */
 loom_status loom_batches_bucketed(loom_ctx *ctx, const int64_t *idx, int64_t n, const int64_t *sizes,
                                   const loom_bucket_desc *desc, int64_t epoch, loom_batches *out);
+
+/* ---- datasets (sample sources) ------------------------------------------ */
+
+/* What one sample decodes to. */
+typedef enum loom_sample_kind {
+    LOOM_SAMPLE_U8,  /* an image: h * w * c bytes, HWC (rows packed) */
+    LOOM_SAMPLE_F32, /* a record: c * h * w floats, CHW, used as it is (no transforms) */
+} loom_sample_kind;
+
+/* A dataset: n samples of one shape, each with an i32 label. A source
+ * object is immutable after it is opened: `get` may be called from several
+ * threads at once (each with its own ctx and its own output buffer).
+ * Anyone may implement one by filling the struct (tests do). */
+typedef struct loom_source loom_source;
+struct loom_source {
+    const char *name;       /* for messages: the file, or "dataset" */
+    int64_t n;              /* samples */
+    loom_sample_kind kind;
+    int c;                  /* channels */
+    int64_t h, w;           /* U8: the image; F32: the record is (c, h, w) */
+    int num_classes;        /* max label + 1 */
+    /* Sample i (0 <= i < n) into data (U8: h*w*c bytes HWC; F32: c*h*w
+     * floats CHW) and *label. A failure is recorded on ctx (the message
+     * names the file and the sample) and returned. */
+    loom_status (*get)(const loom_source *src, loom_ctx *ctx, int64_t i, void *data, int32_t *label);
+    void (*destroy)(loom_source *src); /* frees impl and src itself; NULL = nothing to free */
+    void *impl;
+};
+
+/* Bytes of one decoded sample. */
+size_t loom_source_sample_bytes(const loom_source *src);
+/* For a `get` written outside loom: record a failure (printf-style
+ * message) on ctx and return st. */
+loom_status loom_source_error(loom_ctx *ctx, loom_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* A view of an in-memory dataset (IDX / Fashion-MNIST, loom/data.h): ds is
+ * borrowed and must outlive the source. U8 samples; (C, H, W) pixels are
+ * handed out as HWC. */
+loom_status loom_source_wrap(loom_ctx *ctx, const loom_dataset *ds, loom_source **out);
+/* IDX image + label files (loom_dataset_load_idx), owned by the source. */
+loom_status loom_source_open_idx(loom_ctx *ctx, const char *images_path, const char *labels_path, loom_source **out);
+/* .npy arrays: images u1 (N, H, W) or (N, H, W, C) -> U8 HWC samples, or
+ * f2/f4/f8 (N, ...) -> F32 records ((N, C, H, W); (N, H, W) as C = 1;
+ * (N, F) as (F, 1, 1)); labels u1/i4/i8 (N) with values in 0..2^31-1.
+ * Errors name the file and what was expected. Loaded into memory. */
+loom_status loom_source_open_npy(loom_ctx *ctx, const char *images_path, const char *labels_path, loom_source **out);
+/* A directory: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (IDX) when
+ * present, else {train,test}-{images,labels}.npy. train picks the split. */
+loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loom_source **out);
+void loom_source_destroy(loom_source *src);
+
+/* ---- per-sample transforms ---------------------------------------------- */
+
+/* One step of the per-sample pipeline on U8 HWC images. Parameters mean
+ * what they mean in torchvision.transforms (v2). Random steps draw only from
+ * (seed, epoch, sample index): see loom_loader_desc. */
+typedef enum loom_tf_kind {
+    LOOM_TF_RANDOM_CROP,   /* RandomCrop(size=(h, w), padding=pad, pad_if_needed, fill, padding_mode) */
+    LOOM_TF_RANDOM_HFLIP,  /* RandomHorizontalFlip(p) */
+    LOOM_TF_RANDOM_VFLIP,  /* RandomVerticalFlip(p) */
+    LOOM_TF_CENTER_CROP,   /* CenterCrop(size=(h, w)) (loom_tf_center_crop) */
+    LOOM_TF_RESIZE,        /* Resize(size=(h, w)), bilinear, antialiased (loom_tf_resize) */
+} loom_tf_kind;
+
+typedef enum loom_pad_mode {
+    LOOM_PAD_CONSTANT,  /* fill */
+    LOOM_PAD_EDGE,      /* repeat the edge pixel */
+    LOOM_PAD_REFLECT,   /* mirror without repeating the edge: 2 1 | 0 1 2 */
+    LOOM_PAD_SYMMETRIC, /* mirror repeating the edge:         1 0 | 0 1 2 */
+} loom_pad_mode;
+
+typedef struct loom_tf_step {
+    loom_tf_kind kind;
+    int64_t h, w;          /* crop / resize output size */
+    /* RandomCrop: padding left, top, right, bottom (torchvision's 4-tuple
+     * order; an int p is {p, p, p, p}, a pair (a, b) is {a, b, a, b});
+     * pad_if_needed then pads each side by the missing width / height (as
+     * torchvision: both sides, after `pad`). The crop's top-left corner is
+     * uniform over the padded image: i in [0, H - h], j in [0, W - w]. */
+    int64_t pad[4];
+    bool pad_if_needed;
+    loom_pad_mode pad_mode;
+    uint8_t fill;          /* constant padding value, every channel */
+    double p;              /* flip probability; 0 = 0.5 (torchvision's default); < 0 = never */
+} loom_tf_step;
+
+/* Parse a torchvision-like list, steps separated by ';' or top-level ',':
+ *   RandomCrop(28, padding=4, pad_if_needed=True, fill=0, padding_mode=reflect)
+ *   RandomCrop((24, 20), padding=(2, 4))     RandomHorizontalFlip(p=0.5)
+ *   RandomVerticalFlip()   CenterCrop(24)   Resize((32, 32))
+ * (names are case-insensitive; "hflip" and "vflip" are short names). Up to
+ * max steps; *n gets the count. Errors name the step and the problem. */
+loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n);
+
+/* ---- the threaded prefetching loader ------------------------------------ */
+
+#define LOOM_WORKERS_AUTO 0  /* start at the core count, tune while running */
+#define LOOM_WORKERS_SYNC (-1) /* no threads: next() loads on the calling thread */
+
+/* Zero-initialised fields take defaults. */
+typedef struct loom_loader_desc {
+    const loom_source *src;  /* required; borrowed, must outlive the loader */
+    int batch;               /* samples per batch, >= 1 (required) */
+    bool shuffle;            /* the order of the epoch from (seed, epoch): loom_sampler's, and so
+                                loom_batch_iter's */
+    bool drop_last;          /* drop the final partial batch */
+    uint64_t seed;           /* order and per-sample randomness */
+    int rank, world;         /* distributed: as loom_sampler_desc (world 0 = 1) */
+    /* Worker threads: LOOM_WORKERS_AUTO (0, the default), LOOM_WORKERS_SYNC,
+     * or N > 0. Batches are bitwise identical for every setting. */
+    int workers;
+    int max_workers;         /* auto: at most this many; 0 = 2x the cores */
+    int prefetch;            /* batch slots per worker in the ring; 0 = 2 */
+    /* U8 sources: the pipeline, then ToTensor + Normalize to CHW f32:
+     *   x = ((float)u / 255.0f - mean[k]) / std[k]
+     * (exactly loom_batch_iter's formula). nstat = 1 (one value for every
+     * channel) or c; 0 = mean 0, std 1. F32 sources take no steps. */
+    const loom_tf_step *steps;
+    int nsteps;
+    const float *mean, *std;
+    int nstat;
+    /* Where the batch slots live: the backend's pinned/staging host memory
+     * (host_alloc) when it has one, else malloc. NULL = malloc. */
+    loom_backend *backend;
+} loom_loader_desc;
+
+typedef struct loom_loader loom_loader;
+
+/* One delivered batch: x (count, c, h, w) f32, y (count) i32, in the ring
+ * slot (pinned when the backend has pinned memory). Valid until the next
+ * loom_loader_next / begin / destroy. */
+typedef struct loom_loader_batch {
+    int count;               /* 0 = the epoch is over */
+    int64_t index;           /* batch number within the epoch */
+    const float *x;
+    const int32_t *y;
+} loom_loader_batch;
+
+/* Counters since the last loom_loader_begin (all times in seconds). */
+typedef struct loom_loader_stats {
+    int64_t batches;         /* delivered */
+    double wait_s;           /* the caller's time blocked in next() */
+    double compute_s;        /* the caller's time between next() calls */
+    double load_s;           /* summed worker time loading the delivered batches */
+    double first_batch_s;    /* begin -> the first batch delivered */
+    int workers;             /* worker threads active now (0 = synchronous) */
+    int workers_min, workers_max; /* the range over the epoch */
+} loom_loader_stats;
+
+/* Validates the desc and the pipeline against the source's shape, allocates
+ * the ring and starts the workers (they wait for begin). Per-sample
+ * randomness: sample i in epoch e draws from Philox (seed, stream
+ * "AUGM" + e, counter 16 i + k), one word after another in pipeline order,
+ * so batches do not depend on the worker count or on timing. */
+loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom_loader **out);
+/* Stops and joins every worker (also mid-epoch), frees the ring. */
+void loom_loader_destroy(loom_loader *ld);
+/* The output record shape (after the pipeline): x per sample is (c, h, w). */
+void loom_loader_shape(const loom_loader *ld, int *c, int64_t *h, int64_t *w);
+/* Batches per epoch. */
+int64_t loom_loader_batches(const loom_loader *ld);
+/* Start epoch `epoch` at batch `first` (0 = its start), producing at most
+ * `limit` batches (0 = to the end). Work in flight for an earlier epoch is
+ * dropped. Workers start loading at once. */
+void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t limit);
+/* The next batch in order (count 0 at the end). A sample that failed to
+ * load is returned here, in order, as its status with the message
+ * ("loader: batch B, sample S: ..."); begin again to go on. */
+loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out);
+void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out);
 
 #ifdef __cplusplus
 }

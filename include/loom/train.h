@@ -40,6 +40,7 @@
 
 #include "checkpoint.h"
 #include "data.h"
+#include "loader.h"
 #include "nn.h"
 #include "optim.h"
 
@@ -64,6 +65,11 @@ typedef struct loom_epoch_stats {
     double val_loss, val_acc;  /* NaN without a validation set */
     double train_acc;          /* accuracy on the epoch's training batches (train mode) */
     bool best;                 /* early stopping: this epoch is the best so far */
+    /* the data loader over the epoch's training steps */
+    double data_wait_pct;      /* time the step waited for its batch, % of (wait + compute) */
+    double load_ms;            /* worker time to load one batch */
+    double compute_ms;         /* time per step outside the loader (write, run, read, logs) */
+    int workers;               /* loader threads at the end of the epoch (0 = none: synchronous) */
 } loom_epoch_stats;
 
 /* ---- early stopping ----
@@ -131,6 +137,11 @@ typedef struct loom_train_desc {
     double backbone_lr_mult;       /* > 0: LR multiplier for the trained parameters outside the head
                                       (0 = 1: one LR for all); it overrides opt.lr_mult */
     void (*on_init)(void *user, const loom_checkpoint_report *r); /* after init_from is loaded */
+    /* the training batches' loader (loom/loader.h): worker threads
+     * (LOOM_WORKERS_AUTO = 0, the default; LOOM_WORKERS_SYNC; N) and batch
+     * slots per worker (0 = 2). Batches are bitwise the same for all. */
+    int workers;
+    int prefetch;
 } loom_train_desc;
 
 typedef struct loom_train_result {

@@ -1,0 +1,489 @@
+/* loader/pool.c — the threaded prefetching loader: a pool of worker threads
+ * producing whole batches into a bounded ring of batch slots (the backend's
+ * pinned host memory), delivered in order, with the worker count tuned
+ * while running.
+ *
+ * Protocol (everything below under `mu`):
+ * - a slot is FREE, FILLING (a worker loads batch `batch` of generation
+ *   `gen` into it), READY, or HELD (the caller reads it until its next call);
+ * - a worker claims batch next_claim (claims go in order) when a FREE slot
+ *   exists, copying the batch's sample indices so that begin() may change
+ *   the order at any time; begin() bumps the generation, and a worker that
+ *   finishes a batch of an old generation frees its slot instead of
+ *   publishing it (it also checks between samples and gives up early);
+ * - the caller waits for the READY slot holding batch next_deliver: the
+ *   lowest claimed batch, so it is always READY or being filled, and the
+ *   ring never deadlocks;
+ * - a worker with id >= active is parked (auto-tuning removed it); threads
+ *   live until destroy, which sets `stop`, wakes everyone and joins.
+ * Per-sample work is a pure function of (seed, epoch, sample index), so the
+ * bytes of a batch do not depend on which thread loaded it.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "../core/backend_impl.h"
+#include "loader_impl.h"
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+typedef struct slot {
+    void *mem;          /* one host allocation: x then y */
+    float *x;
+    int32_t *y;
+    int state;
+    uint64_t gen;
+    int64_t batch;
+    int count;
+    double load_s;
+    loom_status st;
+    char err[512];
+} slot;
+
+typedef struct worker {
+    loom_loader *ld;
+    int id;
+    pthread_t th;
+    bool running;       /* the thread was started */
+    loom_ctx *ctx;      /* errors of this worker */
+    int64_t *idx;       /* the claimed batch's samples */
+    uint8_t *buf[2];    /* the decoded sample, then the pipeline's ping-pong buffers */
+} worker;
+
+struct loom_loader {
+    loom_ctx *ctx;
+    loom_loader_desc d;
+    loom_sampler *sampler;
+    int oc;
+    int64_t oh, ow;
+    size_t rec;         /* floats per output sample */
+    size_t sample_bytes, tf_bytes;
+    float lut[4][256];  /* U8 -> normalised f32, per channel */
+    int ncores, max_workers, prefetch;
+    bool sync;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, ready_cv;
+    bool stop;
+    _Atomic uint64_t gen_atomic; /* = gen, read by workers between samples */
+    uint64_t gen;
+    int64_t epoch, nbatches, end, next_claim, next_deliver;
+    slot *slots;
+    int nslots, cap_slots;
+    worker *w;
+    int active, spawned;
+    int held;           /* the slot the caller holds, -1 = none */
+
+    /* the caller's side (no lock needed) */
+    loom_loader_stats stats;
+    double t_begin, t_return;
+    int64_t win_n;
+    double win_wait, win_compute, win_load;
+};
+
+/* ---- memory --------------------------------------------------------------- */
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static loom_status slot_alloc(loom_loader *ld, slot *s) {
+    size_t xb = align64((size_t)ld->d.batch * ld->rec * sizeof(float)), yb = (size_t)ld->d.batch * sizeof(int32_t);
+    loom_backend *be = ld->d.backend;
+    memset(s, 0, sizeof *s);
+    if (be && be->vt->host_alloc) {
+        loom_status st = be->vt->host_alloc(be, xb + yb, &s->mem);
+        if (st != LOOM_OK) return st;
+    } else if (!(s->mem = malloc(xb + yb))) {
+        return loom__err(ld->ctx, LOOM_ERR_OOM, "loader: out of memory for a batch slot (%zu bytes)", xb + yb);
+    }
+    s->x = s->mem;
+    s->y = (int32_t *)((uint8_t *)s->mem + xb);
+    return LOOM_OK;
+}
+
+static void slot_free(loom_loader *ld, slot *s) {
+    if (!s->mem) return;
+    loom_backend *be = ld->d.backend;
+    if (be && be->vt->host_alloc && be->vt->host_free)
+        be->vt->host_free(be, s->mem);
+    else
+        free(s->mem);
+    s->mem = NULL;
+}
+
+static void worker_free(worker *w) {
+    loom_ctx_destroy(w->ctx);
+    free(w->idx);
+    free(w->buf[0]), free(w->buf[1]);
+    memset(w, 0, sizeof *w);
+}
+
+static loom_status worker_init(loom_loader *ld, worker *w, int id) {
+    memset(w, 0, sizeof *w);
+    w->ld = ld, w->id = id;
+    bool ok = loom_ctx_create(&(loom_ctx_desc){.threads = 1}, &w->ctx) == LOOM_OK;
+    ok = ok && (w->idx = malloc((size_t)ld->d.batch * sizeof *w->idx));
+    ok = ok && (w->buf[0] = malloc(ld->tf_bytes)) && (w->buf[1] = malloc(ld->tf_bytes));
+    if (!ok) {
+        worker_free(w);
+        return loom__err(ld->ctx, LOOM_ERR_OOM, "loader: out of memory for a worker");
+    }
+    return LOOM_OK;
+}
+
+/* ---- loading one batch (any thread) -------------------------------------- */
+
+/* Fill s->x / s->y with samples w->idx[0..count) of `epoch`; false when the
+ * generation moved on (abandoned). Errors go to s->st / s->err. */
+static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t epoch, uint64_t gen) {
+    const loom_source *src = ld->d.src;
+    s->st = LOOM_OK;
+    for (int k = 0; k < count; k++) {
+        if (!ld->sync && atomic_load_explicit(&ld->gen_atomic, memory_order_relaxed) != gen) return false;
+        int64_t i = w->idx[k];
+        float *x = s->x + (size_t)k * ld->rec;
+        void *dst = src->kind == LOOM_SAMPLE_F32 ? (void *)x : (void *)w->buf[0];
+        loom_status st = src->get(src, w->ctx, i, dst, &s->y[k]);
+        if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
+            loom_image img = {w->buf[0], src->h, src->w, src->c};
+            loom__aug_rng rng;
+            loom__aug_init(&rng, ld->d.seed, epoch, i);
+            st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
+            if (st == LOOM_OK) {
+                // img (oh, ow, c) u8 HWC -> x (c, oh, ow) f32
+                size_t hw = (size_t)ld->oh * (size_t)ld->ow, c = (size_t)ld->oc;
+                for (size_t ch = 0; ch < c; ch++) {
+                    const float *lut = ld->lut[ch];
+                    float *xc = x + ch * hw;
+                    for (size_t p = 0; p < hw; p++) xc[p] = lut[img.data[p * c + ch]];
+                }
+            }
+        }
+        if (st != LOOM_OK) {
+            s->st = st;
+            snprintf(s->err, sizeof s->err, "loader: batch %lld, sample %lld: %s", (long long)s->batch, (long long)i,
+                     loom_last_error(w->ctx));
+            return true;
+        }
+    }
+    return true;
+}
+
+/* Under mu: claim the next batch into a free slot for w; -1 if none. */
+static int claim(loom_loader *ld, worker *w, int64_t *epoch, int *count) {
+    if (ld->next_claim >= ld->end) return -1;
+    int f = -1;
+    for (int k = 0; k < ld->nslots && f < 0; k++)
+        if (ld->slots[k].state == SLOT_FREE) f = k;
+    if (f < 0) return -1;
+    slot *s = &ld->slots[f];
+    int64_t b = ld->next_claim++, B = ld->d.batch, n = loom_sampler_len(ld->sampler);
+    int64_t lo = b * B, hi = lo + B < n ? lo + B : n;
+    memcpy(w->idx, loom_sampler_indices(ld->sampler) + lo, (size_t)(hi - lo) * sizeof *w->idx);
+    s->state = SLOT_FILLING, s->gen = ld->gen, s->batch = b;
+    *count = s->count = (int)(hi - lo);
+    *epoch = ld->epoch;
+    return f;
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    loom_loader *ld = w->ld;
+    pthread_mutex_lock(&ld->mu);
+    for (;;) {
+        if (ld->stop) break;
+        int64_t epoch = 0;
+        int count = 0, f = w->id < ld->active ? claim(ld, w, &epoch, &count) : -1;
+        if (f < 0) {
+            pthread_cond_wait(&ld->work_cv, &ld->mu);
+            continue;
+        }
+        slot *s = &ld->slots[f];
+        uint64_t gen = s->gen;
+        pthread_mutex_unlock(&ld->mu);
+        double t0 = loom__now_s();
+        bool done = fill_batch(ld, w, s, count, epoch, gen);
+        double t1 = loom__now_s();
+        pthread_mutex_lock(&ld->mu);
+        if (done && s->gen == ld->gen) {
+            s->state = SLOT_READY;
+            s->load_s = t1 - t0;
+            pthread_cond_broadcast(&ld->ready_cv);
+        } else {
+            s->state = SLOT_FREE;
+            pthread_cond_broadcast(&ld->work_cv);
+        }
+    }
+    pthread_mutex_unlock(&ld->mu);
+    return NULL;
+}
+
+/* ---- growing and shrinking (the caller's thread) -------------------------- */
+
+/* Make `n` workers active (spawning threads and adding slots as needed). */
+static void set_workers(loom_loader *ld, int n) {
+    if (n > ld->max_workers) n = ld->max_workers;
+    if (n < 1) n = 1;
+    /* slots first: prefetch per worker, plus the one the caller holds */
+    int want = ld->prefetch * n + 1;
+    if (want > ld->cap_slots) want = ld->cap_slots;
+    pthread_mutex_lock(&ld->mu);
+    int have = ld->nslots;
+    pthread_mutex_unlock(&ld->mu);
+    for (int k = have; k < want; k++) {
+        slot s;
+        if (slot_alloc(ld, &s) != LOOM_OK) break; /* fewer slots: still correct */
+        pthread_mutex_lock(&ld->mu);
+        ld->slots[ld->nslots++] = s;
+        pthread_mutex_unlock(&ld->mu);
+    }
+    while (ld->spawned < n) {
+        worker *w = &ld->w[ld->spawned];
+        if (worker_init(ld, w, ld->spawned) != LOOM_OK) break;
+        if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+            worker_free(w);
+            break;
+        }
+        w->running = true;
+        ld->spawned++;
+    }
+    if (n > ld->spawned) n = ld->spawned;
+    pthread_mutex_lock(&ld->mu);
+    ld->active = n;
+    pthread_cond_broadcast(&ld->work_cv);
+    pthread_mutex_unlock(&ld->mu);
+    ld->stats.workers = n;
+    if (n < ld->stats.workers_min || !ld->stats.workers_min) ld->stats.workers_min = n;
+    if (n > ld->stats.workers_max) ld->stats.workers_max = n;
+}
+
+/* Auto: after each window of batches, add a worker while the caller waits
+ * for data more than 5% of its step; remove one when the rest would still
+ * be at most 75% busy while the caller waits under 1%. */
+static void autotune(loom_loader *ld) {
+    int64_t window = 2 * (int64_t)ld->active > 8 ? 2 * (int64_t)ld->active : 8;
+    if (ld->win_n < window) return;
+    double step = ld->win_wait + ld->win_compute, frac = step > 0 ? ld->win_wait / step : 0;
+    double busy = step > 0 ? ld->win_load / step : 0; /* workers kept busy */
+    if (frac > 0.05 && ld->active < ld->max_workers)
+        set_workers(ld, ld->active + 1);
+    else if (frac < 0.01 && ld->active > 1 && busy <= 0.75 * (ld->active - 1))
+        set_workers(ld, ld->active - 1);
+    ld->win_n = 0, ld->win_wait = ld->win_compute = ld->win_load = 0;
+}
+
+/* ---- the public calls ------------------------------------------------------ */
+
+loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom_loader **out) {
+    *out = NULL;
+    if (!desc || !desc->src || !desc->src->get)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: a source (dataset) is required");
+    const loom_source *src = desc->src;
+    if (desc->batch < 1) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: batch size %d (expected >= 1)", desc->batch);
+    if (desc->workers < LOOM_WORKERS_SYNC || desc->workers > 4096 || desc->max_workers < 0 || desc->prefetch < 0 ||
+        desc->prefetch > 64)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: workers %d, max_workers %d, prefetch %d (expected workers "
+                         "-1 (synchronous), 0 (auto) or 1..4096; prefetch 0..64)",
+                         desc->workers, desc->max_workers, desc->prefetch);
+    if (src->n < 1 || src->c < 1 || src->h < 1 || src->w < 1 ||
+        (src->kind != LOOM_SAMPLE_U8 && src->kind != LOOM_SAMPLE_F32))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' has %lld samples of %dx%lldx%lld", src->name,
+                         (long long)src->n, src->c, (long long)src->h, (long long)src->w);
+    if (src->kind == LOOM_SAMPLE_F32 && desc->nsteps > 0)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' holds float records: image transforms do not apply",
+                         src->name);
+    if (src->kind == LOOM_SAMPLE_U8 && src->c > 4)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' has %d channels (images have 1..4)", src->name,
+                         src->c);
+    if (desc->nstat < 0 || (desc->nstat > 0 && (!desc->mean || !desc->std || (desc->nstat != 1 && desc->nstat != src->c))))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: %d normalisation values for %d channels (expected 1 or %d)",
+                         desc->nstat, src->c, src->c);
+    if (desc->nsteps < 0 || (desc->nsteps > 0 && !desc->steps))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: %d transform steps", desc->nsteps);
+
+    loom_loader *ld = calloc(1, sizeof *ld);
+    if (!ld) return loom__err(ctx, LOOM_ERR_OOM, "loader: out of memory");
+    ld->ctx = ctx;
+    ld->d = *desc;
+    ld->held = -1;
+    ld->oc = src->c, ld->oh = src->h, ld->ow = src->w;
+    ld->sample_bytes = loom_source_sample_bytes(src);
+    ld->tf_bytes = ld->sample_bytes;
+    loom_status st = LOOM_OK;
+    if (src->kind == LOOM_SAMPLE_U8 &&
+        (st = loom__tf_plan(ctx, desc->steps, desc->nsteps, src->c, src->h, src->w, &ld->oh, &ld->ow, &ld->tf_bytes)) !=
+            LOOM_OK) {
+        free(ld);
+        return st;
+    }
+    ld->rec = (size_t)ld->oc * (size_t)ld->oh * (size_t)ld->ow;
+    for (int ch = 0; ch < src->c && src->kind == LOOM_SAMPLE_U8; ch++) {
+        int k = desc->nstat == 1 ? 0 : ch;
+        float mean = desc->nstat ? desc->mean[k] : 0.0f, sd = desc->nstat ? desc->std[k] : 1.0f;
+        if (!(sd > 0) && !(sd < 0)) {
+            free(ld);
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: std[%d] = %g (expected nonzero)", k, (double)sd);
+        }
+        for (int i = 0; i < 256; i++) ld->lut[ch][i] = ((float)i / 255.0f - mean) / sd;
+    }
+    loom_sampler_desc sd = {.n = src->n, .shuffle = desc->shuffle, .seed = desc->seed, .rank = desc->rank,
+                            .world = desc->world};
+    if ((st = loom_sampler_create(ctx, &sd, &ld->sampler)) != LOOM_OK) {
+        free(ld);
+        return st;
+    }
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    ld->ncores = nc > 0 ? (int)nc : 1;
+    ld->sync = desc->workers == LOOM_WORKERS_SYNC;
+    ld->prefetch = desc->prefetch ? desc->prefetch : 2;
+    ld->max_workers = ld->sync ? 0 : desc->workers > 0 ? desc->workers : desc->max_workers ? desc->max_workers : 2 * ld->ncores;
+    int first = ld->sync ? 0 : desc->workers > 0 ? desc->workers : ld->ncores < ld->max_workers ? ld->ncores : ld->max_workers;
+    ld->cap_slots = ld->sync ? 1 : ld->prefetch * ld->max_workers + 1;
+    pthread_mutex_init(&ld->mu, NULL);
+    pthread_cond_init(&ld->work_cv, NULL);
+    pthread_cond_init(&ld->ready_cv, NULL);
+    atomic_init(&ld->gen_atomic, 0);
+    ld->slots = calloc((size_t)ld->cap_slots, sizeof *ld->slots);
+    ld->w = calloc((size_t)(ld->sync ? 1 : ld->max_workers), sizeof *ld->w);
+    if (!ld->slots || !ld->w) {
+        loom_loader_destroy(ld);
+        return loom__err(ctx, LOOM_ERR_OOM, "loader: out of memory");
+    }
+    if (ld->sync) {
+        if ((st = worker_init(ld, &ld->w[0], 0)) != LOOM_OK || (st = slot_alloc(ld, &ld->slots[0])) != LOOM_OK) {
+            loom_loader_destroy(ld);
+            return st;
+        }
+        ld->nslots = 1;
+    } else {
+        set_workers(ld, first);
+        if (ld->spawned == 0 || ld->nslots < 2) {
+            loom_loader_destroy(ld);
+            return loom__err(ctx, LOOM_ERR_OOM, "loader: cannot start a worker thread or allocate the batch ring");
+        }
+    }
+    loom_loader_begin(ld, 0, 0, 0);
+    *out = ld;
+    return LOOM_OK;
+}
+
+void loom_loader_destroy(loom_loader *ld) {
+    if (!ld) return;
+    pthread_mutex_lock(&ld->mu);
+    ld->stop = true;
+    ld->gen++;
+    atomic_store(&ld->gen_atomic, ld->gen);
+    pthread_cond_broadcast(&ld->work_cv);
+    pthread_mutex_unlock(&ld->mu);
+    int nw = ld->sync ? 1 : ld->max_workers;
+    for (int k = 0; ld->w && k < nw; k++) {
+        if (ld->w[k].running) pthread_join(ld->w[k].th, NULL);
+        if (ld->w[k].ctx) worker_free(&ld->w[k]);
+    }
+    for (int k = 0; ld->slots && k < ld->nslots; k++) slot_free(ld, &ld->slots[k]);
+    free(ld->slots);
+    free(ld->w);
+    loom_sampler_destroy(ld->sampler);
+    pthread_cond_destroy(&ld->work_cv);
+    pthread_cond_destroy(&ld->ready_cv);
+    pthread_mutex_destroy(&ld->mu);
+    free(ld);
+}
+
+void loom_loader_shape(const loom_loader *ld, int *c, int64_t *h, int64_t *w) {
+    *c = ld->oc, *h = ld->oh, *w = ld->ow;
+}
+
+int64_t loom_loader_batches(const loom_loader *ld) {
+    int64_t n = loom_sampler_len(ld->sampler), b = ld->d.batch;
+    return ld->d.drop_last ? n / b : (n + b - 1) / b;
+}
+
+void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t limit) {
+    int64_t nb = loom_loader_batches(ld);
+    if (first < 0) first = 0;
+    if (first > nb) first = nb;
+    int64_t end = limit > 0 && first + limit < nb ? first + limit : nb;
+    pthread_mutex_lock(&ld->mu);
+    ld->gen++;
+    atomic_store(&ld->gen_atomic, ld->gen);
+    ld->epoch = epoch;
+    loom_sampler_set_epoch(ld->sampler, epoch);
+    ld->nbatches = nb;
+    ld->next_claim = ld->next_deliver = first;
+    ld->end = end;
+    for (int k = 0; k < ld->nslots; k++)
+        if (ld->slots[k].state == SLOT_READY || ld->slots[k].state == SLOT_HELD) ld->slots[k].state = SLOT_FREE;
+    ld->held = -1;
+    pthread_cond_broadcast(&ld->work_cv);
+    pthread_mutex_unlock(&ld->mu);
+    int workers = ld->stats.workers;
+    memset(&ld->stats, 0, sizeof ld->stats);
+    ld->stats.workers = ld->stats.workers_min = ld->stats.workers_max = workers;
+    ld->t_begin = loom__now_s();
+    ld->t_return = 0;
+    ld->win_n = 0, ld->win_wait = ld->win_compute = ld->win_load = 0;
+}
+
+loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
+    double t0 = loom__now_s();
+    memset(out, 0, sizeof *out);
+    if (ld->t_return > 0) {
+        double c = t0 - ld->t_return;
+        ld->stats.compute_s += c, ld->win_compute += c;
+    }
+    ld->t_return = 0;
+    pthread_mutex_lock(&ld->mu);
+    if (ld->held >= 0) {
+        ld->slots[ld->held].state = SLOT_FREE;
+        ld->held = -1;
+        pthread_cond_broadcast(&ld->work_cv);
+    }
+    if (ld->next_deliver >= ld->end) {
+        pthread_mutex_unlock(&ld->mu);
+        return LOOM_OK;
+    }
+    slot *s = NULL;
+    int f = -1;
+    if (ld->sync) {
+        worker *w = &ld->w[0];
+        int count = 0;
+        int64_t epoch = 0;
+        f = claim(ld, w, &epoch, &count);
+        LOOM__ASSERT(f == 0);
+        s = &ld->slots[0];
+        pthread_mutex_unlock(&ld->mu);
+        double a = loom__now_s();
+        fill_batch(ld, w, s, count, epoch, s->gen);
+        s->load_s = loom__now_s() - a;
+        pthread_mutex_lock(&ld->mu);
+    } else {
+        for (;;) {
+            for (int k = 0; k < ld->nslots && f < 0; k++)
+                if (ld->slots[k].state == SLOT_READY && ld->slots[k].batch == ld->next_deliver) f = k;
+            if (f >= 0) break;
+            pthread_cond_wait(&ld->ready_cv, &ld->mu);
+        }
+        s = &ld->slots[f];
+    }
+    s->state = SLOT_HELD;
+    ld->held = f;
+    ld->next_deliver++;
+    pthread_mutex_unlock(&ld->mu);
+
+    double t1 = loom__now_s();
+    ld->stats.wait_s += t1 - t0, ld->win_wait += t1 - t0;
+    ld->stats.load_s += s->load_s, ld->win_load += s->load_s;
+    if (ld->stats.batches++ == 0) ld->stats.first_batch_s = t1 - ld->t_begin;
+    ld->win_n++;
+    if (s->st != LOOM_OK) return loom__err(ld->ctx, s->st, "%s", s->err);
+    out->count = s->count;
+    out->index = s->batch;
+    out->x = s->x;
+    out->y = s->y;
+    if (!ld->sync && ld->d.workers == LOOM_WORKERS_AUTO) autotune(ld);
+    ld->t_return = loom__now_s();
+    return LOOM_OK;
+}
+
+void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out) { *out = ld->stats; }

@@ -1,0 +1,157 @@
+/* tools/bench_loader.c — `loom bench-loader`: the data loader alone. Batches
+ * land in the ring's staging memory and are discarded; the result is the
+ * loader's throughput and its latency to the first batch. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loom/loom.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const char *usage_text =
+    "usage: loom bench-loader [options]\n"
+    "  --data-dir DIR        IDX ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]) or .npy\n"
+    "                        ({train,test}-{images,labels}.npy) (default: the Fashion-MNIST files)\n"
+    "  --pipeline none|light none: ToTensor + Normalize; light: RandomCrop(size, padding=4) +\n"
+    "                        RandomHorizontalFlip + Normalize (default light)\n"
+    "  --transform SPEC      a pipeline instead, e.g. 'RandomCrop(24, padding=2); hflip'\n"
+    "  --workers N|auto      loader threads; 0 = load on the calling thread (default auto)\n"
+    "  --prefetch K          batch slots per thread (default 2)\n"
+    "  --batch N             (default 64)\n"
+    "  --epochs N            (default 1)\n"
+    "  --seed N              (default 1)\n"
+    "  --backend NAME        stage batches in this backend's pinned memory (default: none, malloc)\n"
+    "ends with: RESULT images_per_s=... workers=... first_batch_ms=...\n";
+
+static int bad(const char *msg, const char *v) {
+    fprintf(stderr, "loom bench-loader: %s '%s'\n%s", msg, v ? v : "", usage_text);
+    return 2;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+int loom_cmd_bench_loader(int argc, char **argv) {
+    const char *dir = "/usr/share/datasets/fashion-mnist", *pipeline = "light", *spec = NULL, *backend = NULL;
+    long batch = 64, epochs = 1, prefetch = 2, seed = 1;
+    int workers = LOOM_WORKERS_AUTO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("%s", usage_text);
+            return 0;
+        }
+        if (!v) return bad("a value is needed after", a);
+        i++;
+        long n;
+        if (!strcmp(a, "--data-dir")) dir = v;
+        else if (!strcmp(a, "--pipeline")) pipeline = v;
+        else if (!strcmp(a, "--transform")) spec = v;
+        else if (!strcmp(a, "--backend")) backend = v;
+        else if (!strcmp(a, "--batch")) {
+            if (!parse_int(v, 1, 1 << 20, &batch)) return bad("bad value for --batch:", v);
+        } else if (!strcmp(a, "--epochs")) {
+            if (!parse_int(v, 1, 100000, &epochs)) return bad("bad value for --epochs:", v);
+        } else if (!strcmp(a, "--prefetch")) {
+            if (!parse_int(v, 1, 64, &prefetch)) return bad("bad value for --prefetch:", v);
+        } else if (!strcmp(a, "--seed")) {
+            if (!parse_int(v, 0, 0x7fffffffL, &seed)) return bad("bad value for --seed:", v);
+        } else if (!strcmp(a, "--workers")) {
+            if (!strcmp(v, "auto")) workers = LOOM_WORKERS_AUTO;
+            else if (parse_int(v, 0, 4096, &n)) workers = n == 0 ? LOOM_WORKERS_SYNC : (int)n;
+            else return bad("bad value for --workers (a thread count 0..4096, or auto):", v);
+        } else {
+            return bad("unknown option", a);
+        }
+    }
+    if (strcmp(pipeline, "none") && strcmp(pipeline, "light")) return bad("unknown pipeline (none or light):", pipeline);
+
+    loom_ctx *ctx;
+    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+    loom_source *src = NULL;
+    loom_backend *be = NULL;
+    loom_loader *ld = NULL;
+    loom_tf_step steps[16];
+    int nsteps = 0, rc = 1;
+    loom_status st = loom_source_open_dir(ctx, dir, true, &src);
+    if (st == LOOM_OK && backend) st = loom_backend_create(ctx, backend, NULL, &be);
+    if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
+        if (spec) {
+            st = loom_tf_parse(ctx, spec, steps, 16, &nsteps);
+        } else if (!strcmp(pipeline, "light")) {
+            steps[0] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = src->h, .w = src->w, .pad = {4, 4, 4, 4}};
+            steps[1] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+            nsteps = 2;
+        }
+    }
+    float mean[4] = {0.5f, 0.5f, 0.5f, 0.5f}, sd[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+    double t0 = now_s(), first_ms = 0, load_s = 0;
+    int64_t images = 0, nbatches = 0;
+    int wmin = 0, wmax = 0, wlast = 0;
+    if (st == LOOM_OK) {
+        loom_loader_desc d = {.src = src, .batch = (int)batch, .shuffle = true, .seed = (uint64_t)seed,
+                              .workers = workers, .prefetch = (int)prefetch, .steps = steps, .nsteps = nsteps,
+                              .mean = mean, .std = sd, .nstat = src->kind == LOOM_SAMPLE_U8 ? 1 : 0, .backend = be};
+        t0 = now_s();
+        st = loom_loader_create(ctx, &d, &ld);
+    }
+    if (st == LOOM_OK) {
+        int c;
+        int64_t h, w;
+        loom_loader_shape(ld, &c, &h, &w);
+        printf("bench-loader: %s, %lld samples %dx%lldx%lld -> %dx%lldx%lld f32, batch %ld, %d transform steps, staging %s\n",
+               src->name, (long long)src->n, src->c, (long long)src->h, (long long)src->w, c, (long long)h, (long long)w,
+               batch, nsteps, be ? loom_backend_name(be) : "malloc");
+    }
+    for (long e = 0; e < epochs && st == LOOM_OK; e++) {
+        double te = now_s();
+        if (e > 0) loom_loader_begin(ld, e, 0, 0);
+        int64_t n = 0;
+        for (;;) {
+            loom_loader_batch b;
+            if ((st = loom_loader_next(ld, &b)) != LOOM_OK || b.count == 0) break;
+            if (images == 0) first_ms = 1e3 * (now_s() - t0);
+            images += b.count, n += b.count;
+            nbatches++;
+        }
+        if (st != LOOM_OK) break;
+        loom_loader_stats s;
+        loom_loader_stats_get(ld, &s);
+        double el = now_s() - te;
+        load_s += s.load_s;
+        wmin = e == 0 || s.workers_min < wmin ? s.workers_min : wmin;
+        wmax = s.workers_max > wmax ? s.workers_max : wmax;
+        wlast = s.workers;
+        printf("epoch %ld: %lld images in %.3f s (%.0f images/s), load %.3f ms/batch per worker, workers %d (%d..%d)\n",
+               e + 1, (long long)n, el, (double)n / el, s.batches ? 1e3 * s.load_s / (double)s.batches : 0, s.workers,
+               s.workers_min, s.workers_max);
+    }
+    double total = now_s() - t0;
+    if (st != LOOM_OK) {
+        fprintf(stderr, "loom bench-loader: %s\n", loom_last_error(ctx));
+    } else {
+        printf("RESULT images_per_s=%.0f workers=%d first_batch_ms=%.2f workers_min=%d workers_max=%d "
+               "load_ms_per_batch=%.3f batches=%lld\n",
+               (double)images / total, wlast, first_ms, wmin, wmax, nbatches ? 1e3 * load_s / (double)nbatches : 0,
+               (long long)nbatches);
+        rc = 0;
+    }
+    loom_loader_destroy(ld);
+    loom_source_destroy(src);
+    loom_backend_destroy(be);
+    loom_ctx_destroy(ctx);
+    return rc;
+}
