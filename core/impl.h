@@ -125,6 +125,11 @@ struct loom_graph {
     int n, cap;
     uint64_t next_stream; /* dropout streams */
     bool has_backward;
+    struct {                  /* dynamic loss scaling (core/ops/amp.c); scale NULL = off */
+        loom_tensor *scale, *tracker, *skipped;
+        double growth, backoff;
+        int64_t interval;
+    } amp;
 };
 
 /* Append a node (op, dtype, shape, srcs). Sets requires_grad from the srcs.

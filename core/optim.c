@@ -10,13 +10,15 @@
  * own hyper input (group 0's is "optim.hyper", the others "optim.hyper.<i>"). */
 typedef struct opt_group {
     double mult;
-    loom_tensor *hyper;
+    loom_tensor *hyper; /* the input the host writes */
+    loom_tensor *use;   /* what the update ops read: hyper, or its unscaled copy (loss scaling) */
     int params;
 } opt_group;
 
 bool loom__is_optimizer_state(const char *name) {
     static const char *const sfx[] = {".momentum_buffer", ".exp_avg", ".exp_avg_sq", ".grad_accum"};
     size_t n = strlen(name);
+    if (!strncmp(name, "amp.", 4)) return true; /* the loss scaler's state */
     for (int i = 0; i < 4; i++) {
         size_t k = strlen(sfx[i]);
         if (n > k && !strcmp(name + n - k, sfx[i])) return true;
@@ -43,7 +45,8 @@ static opt_group *group_of(loom_optimizer *o, double m) {
     else
         snprintf(name, sizeof name, "optim.hyper");
     opt_group *gr = &o->groups[o->ngroups++];
-    *gr = (opt_group){m, loom_input(o->g, name, LOOM_F32, 1, (int64_t[]){LOOM__HYPER_LEN}), 0};
+    loom_tensor *h = loom_input(o->g, name, LOOM_F32, 1, (int64_t[]){LOOM__HYPER_LEN});
+    *gr = (opt_group){m, h, h, 0};
     return gr;
 }
 
@@ -121,6 +124,14 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
         loom__accumulate(g, acc, grads[i]);
         grads[i] = acc;
     }
+    /* dynamic loss scaling: one non-finite flag over every gradient, and each
+     * group's hyper with 1/scale folded in (and the skip when the flag is set) */
+    loom_tensor *found = NULL;
+    if (g->amp.scale) {
+        for (int i = 0; i < np; i++) found = loom__amp_found_inf(g, grads[i], found);
+        for (int i = 0; i < o->ngroups; i++)
+            o->groups[i].use = loom__amp_unscale(g, o->groups[i].hyper, g->amp.scale, found);
+    }
     /* clipping coefficient from the global norm */
     loom_tensor *coef = NULL;
     if (d.clip_grad_norm > 0) {
@@ -131,14 +142,14 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
             if (sumsq && s && s->dtype != sumsq->dtype) s = loom_cast(g, s, sumsq->dtype);
             sumsq = sumsq ? loom_add(g, sumsq, s) : s;
         }
-        coef = loom__clip_coef(g, sumsq, o->groups[0].hyper, d.clip_grad_norm);
+        coef = loom__clip_coef(g, sumsq, o->groups[0].use, d.clip_grad_norm);
     }
     for (int i = 0; i < np; i++) {
         loom_tensor *p = params[i];
         /* weights only by default: biases and norm parameters (ndim < 2) are not decayed */
         double wd = d.decay_all || p->ndim >= 2 ? d.weight_decay : 0.0;
         o->ndecay += wd > 0;
-        loom_tensor *hyper = group_of(o, mults[i])->hyper;
+        loom_tensor *hyper = group_of(o, mults[i])->use;
         if (d.kind == LOOM_OPT_SGD) {
             loom__sgd_params sp = {d.momentum, d.dampening, wd, d.nesterov, accum};
             loom_tensor *buf = d.momentum > 0 ? state_like(g, p, "momentum_buffer") : NULL;
@@ -149,6 +160,10 @@ loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc
                             coef, &ap);
         }
     }
+    /* after every update op has read the scale: grow or back it off */
+    if (g->amp.scale)
+        loom__amp_scaler_update(g, g->amp.scale, g->amp.tracker, g->amp.skipped, found, o->groups[0].hyper,
+                                g->amp.growth, g->amp.backoff, g->amp.interval);
     free(params), free(grads), free(mults);
     if (g->status != LOOM_OK) {
         free(o->groups), free(o);

@@ -25,4 +25,11 @@ loom_tensor *loom__adam_step(loom_graph *g, loom_tensor *param, loom_tensor *gra
 loom_tensor *loom__accumulate(loom_graph *g, loom_tensor *acc, loom_tensor *grad);
 loom_tensor *loom__clip_coef(loom_graph *g, loom_tensor *sumsq, loom_tensor *hyper, double max_norm);
 
+/* dynamic loss scaling (core/ops/amp.c) */
+loom_tensor *loom__amp_found_inf(loom_graph *g, loom_tensor *x, loom_tensor *prev);
+loom_tensor *loom__amp_unscale(loom_graph *g, loom_tensor *hyper, loom_tensor *scale, loom_tensor *found);
+loom_tensor *loom__amp_scaler_update(loom_graph *g, loom_tensor *scale, loom_tensor *tracker, loom_tensor *skipped,
+                                     loom_tensor *found, loom_tensor *hyper, double growth, double backoff,
+                                     int64_t interval);
+
 #endif

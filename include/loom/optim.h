@@ -5,7 +5,8 @@
  *          loom_schedule (constant, step, multistep, exponential, cosine,
  *          cosine with warm restarts, one-cycle, polynomial; sequences of
  *          schedules and products of schedules; linear warm-up composes with
- *          any), loom_plateau (reduce-on-plateau, stateful).
+ *          any), loom_plateau (reduce-on-plateau, stateful), dynamic loss
+ *          scaling (loom_scale_loss).
  *
  * Weight decay applies by default to weights only (parameters with ndim >= 2:
  * linear and conv weights), not to biases and normalisation parameters
@@ -79,6 +80,30 @@ void loom_optimizer_decay_counts(const loom_optimizer *opt, int *decayed, int *n
  * count; with i < count, *mult and *params receive group i's multiplier and
  * its number of parameters (either may be NULL). */
 int loom_optimizer_groups(const loom_optimizer *opt, int i, double *mult, int *params);
+
+/* ---- dynamic loss scaling (mixed precision; PyTorch GradScaler semantics) ----
+ * loom_scale_loss returns loss * scale, the scale living on the device in the
+ * state tensor "amp.scale" (with "amp.growth_tracker" and "amp.skipped_steps";
+ * checkpoints carry all three). Pass its result to loom_backward, then create
+ * the optimizer: it finds the scale and appends, on the device, a non-finite
+ * check over every gradient, the unscaling (1/scale folded into the gradient
+ * multiplier, so gradient clipping sees true norms), the skip of the whole
+ * step when any gradient is inf or NaN (parameters and optimizer state left
+ * bitwise unchanged; gradient accumulators cleared), and the scale update:
+ * x backoff_factor after a skipped step, x growth_factor after
+ * growth_interval consecutive finite steps. No host round trip per step.
+ * Zero is default for every field. */
+typedef struct loom_loss_scale_desc {
+    double init_scale;     /* 0 = 65536 (2^16) */
+    double growth_factor;  /* 0 = 2 */
+    double backoff_factor; /* 0 = 0.5 */
+    int growth_interval;   /* 0 = 2000 */
+} loom_loss_scale_desc;
+/* Call once per graph, before loom_backward. desc may be NULL. */
+loom_tensor *loom_scale_loss(loom_graph *g, loom_tensor *loss, const loom_loss_scale_desc *desc);
+/* The current scale and the number of skipped optimizer steps (two small
+ * reads: call it per epoch or per log line, not per step). */
+loom_status loom_loss_scale_read(loom_plan *plan, double *scale, int64_t *skipped);
 
 /* ---- schedules ---- */
 typedef enum loom_schedule_kind {

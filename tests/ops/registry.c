@@ -17,7 +17,8 @@
     X(embedding)    \
     X(shape)        \
     X(reduce)       \
-    X(optim)
+    X(optim)        \
+    X(amp)
 
 #define DECL(f) extern const loom_op_case loom_cases_##f[];
 FAMILIES(DECL)

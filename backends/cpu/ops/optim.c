@@ -95,6 +95,11 @@ ADAM(double)
 static loom_status run_step(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cpu_range_fn f64) {
     const float *hyper = a->x[2];
     *(float *)a->y = 0; /* the placeholder output */
+    if (hyper[LOOM__H_APPLY] < 0) { /* a skipped step (loss scaling found inf/NaN): only clear the accumulator */
+        const loom_tensor *gt = a->node->src[1];
+        if (a->node->p[2]) memset(a->x[1], 0, loom__nbytes(gt));
+        return LOOM_OK;
+    }
     if (hyper[LOOM__H_APPLY] == 0) return LOOM_OK;
     ojob j = {a->node, {0}, hyper, coef_of(a)};
     memcpy(j.x, a->x, sizeof j.x);

@@ -24,6 +24,10 @@ __kernel void sgd_step(__global float *p, ulong po, __global float *gr, ulong go
     if (i >= n) return;
     hy += ho;
     if (i == 0) y[yo] = 0.0f;
+    if (hy[H_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if (flags & 4) gr[go + i] = 0.0f;
+        return;
+    }
     if (hy[H_APPLY] == 0.0f) return;
     p += po, gr += go, buf += bo;
     float lr = hy[H_LR], mult = hy[H_GMULT] * ((flags & 8) ? cf[co] : 1.0f);
@@ -56,6 +60,10 @@ __kernel void adam_step(__global float *p, ulong po, __global float *gr, ulong g
     if (i >= n) return;
     hy += ho;
     if (i == 0) y[yo] = 0.0f;
+    if (hy[H_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if (flags & 4) gr[go + i] = 0.0f;
+        return;
+    }
     if (hy[H_APPLY] == 0.0f) return;
     p += po, gr += go, m += mo, v += vo;
     float lr = hy[H_LR];
