@@ -23,8 +23,20 @@ static loom_status accumulate(loom_graph *g, loom_tensor **slot, loom_tensor *co
     return *slot ? LOOM_OK : g->status;
 }
 
+static loom_status backward(loom_graph *g, loom_tensor *loss);
+
+/* Gradients follow their tensors' dtypes exactly: autocast is off while the
+ * backward pass is built. */
 loom_status loom_backward(loom_graph *g, loom_tensor *loss) {
     if (!g) return LOOM_ERR_INVALID_ARG;
+    loom_dtype ac = g->autocast;
+    g->autocast = LOOM_F32;
+    loom_status st = backward(g, loss);
+    g->autocast = ac;
+    return st;
+}
+
+static loom_status backward(loom_graph *g, loom_tensor *loss) {
     if (g->status != LOOM_OK)
         return loom__err(g->ctx, g->status, "backward: the graph has a failed builder: %s", g->error);
     if (!loss || loss->g != g) return loom__err(g->ctx, LOOM_ERR_INVALID_ARG, "backward: loss is NULL or foreign");
@@ -38,6 +50,7 @@ loom_status loom_backward(loom_graph *g, loom_tensor *loss) {
         return loom__err(g->ctx, LOOM_ERR_STATE, "backward: loss '%s' does not depend on any trainable parameter",
                          loss->name);
     g->has_backward = true;
+    g->backward_start = g->n;
 
     int n = loss->id + 1;
     loom_tensor **grads = calloc((size_t)n, sizeof *grads);

@@ -114,6 +114,7 @@ struct loom_tensor {
     char name[64];
     loom_init init;           /* params and states */
     void *data;               /* constants: owned copy */
+    loom_tensor *amp_cast[3]; /* autocast's cached casts of this tensor to f32, f16, bf16 (core/autocast.c) */
 };
 
 struct loom_graph {
@@ -125,6 +126,8 @@ struct loom_graph {
     int n, cap;
     uint64_t next_stream; /* dropout streams */
     bool has_backward;
+    int backward_start;       /* id of the first node loom_backward added */
+    loom_dtype autocast;      /* F32 = off, else the 16-bit dtype of the policy (core/autocast.c) */
     struct {                  /* dynamic loss scaling (core/ops/amp.c); scale NULL = off */
         loom_tensor *scale, *tracker, *skipped;
         double growth, backoff;
@@ -136,6 +139,9 @@ struct loom_graph {
  * Returns NULL (status recorded) on allocation failure. */
 loom_tensor *loom__node(loom_graph *g, int op, loom_dtype dt, int ndim, const int64_t *dims, int nsrc,
                         loom_tensor *const *src);
+/* Autocast (core/autocast.c): with autocast on, replace srcs[0..n) of a node
+ * of op `op` by their policy casts (no-op when off or for other ops). */
+void loom__autocast(loom_graph *g, int op, int n, loom_tensor **srcs);
 /* Record a builder failure on the graph (sticky) and its context; returns NULL. */
 loom_tensor *loom__fail(loom_graph *g, loom_status st, const char *fmt, ...)
 #if defined(__GNUC__)

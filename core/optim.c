@@ -60,7 +60,19 @@ static loom_tensor *state_like(loom_graph *g, const loom_tensor *p, const char *
 
 static bool nonneg(double x) { return x >= 0 && isfinite(x); }
 
+static loom_status optimizer_create(loom_graph *g, const loom_optimizer_desc *desc, loom_optimizer **out);
+
+/* The update ops are built with autocast off (they read f32 master weights). */
 loom_status loom_optimizer_create(loom_graph *g, const loom_optimizer_desc *desc, loom_optimizer **out) {
+    if (!g) return LOOM_ERR_INVALID_ARG;
+    loom_dtype ac = g->autocast;
+    g->autocast = LOOM_F32;
+    loom_status st = optimizer_create(g, desc, out);
+    g->autocast = ac;
+    return st;
+}
+
+static loom_status optimizer_create(loom_graph *g, const loom_optimizer_desc *desc, loom_optimizer **out) {
     *out = NULL;
     loom_ctx *ctx = g->ctx;
     if (g->status != LOOM_OK) return loom__err(ctx, g->status, "optimizer: the graph has a failed builder: %s", g->error);

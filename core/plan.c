@@ -102,6 +102,12 @@ static loom_status alloc_persistent(loom_plan *p, loom_tensor *t) {
     p->owned[p->n_owned++] = buf;
     p->addr[t->id] = (loom__addr){buf, 0};
     p->mem.persistent_bytes += bytes;
+    if (t->leaf == LOOM__PARAM)
+        p->mem.param_bytes += bytes;
+    else if (t->leaf == LOOM__STATE)
+        p->mem.state_bytes += bytes;
+    else
+        p->mem.io_bytes += bytes;
 
     void *host = NULL;
     if (t->leaf == LOOM__CONST) {
@@ -208,6 +214,20 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
         if (!needed[i] || is_leaf(t) || !(loom__ops[t->op].flags & LOOM__OPF_VIEW)) continue;
         int r = view_root(t)->id;
         if (last[i] > last[r]) last[r] = last[i];
+    }
+    /* saved activations: forward arena tensors read at or after the first backward node */
+    if (g->has_backward) {
+        int e_bw = p->n_exec;
+        for (int e = 0; e < p->n_exec; e++)
+            if (p->exec[e]->id >= g->backward_start) {
+                e_bw = e;
+                break;
+            }
+        for (int i = 0; i < g->backward_start && i < n; i++) {
+            loom_tensor *t = g->nodes[i];
+            if (!needed[i] || is_leaf(t) || persistent[i] || (loom__ops[t->op].flags & LOOM__OPF_VIEW)) continue;
+            if (last[i] >= e_bw) p->mem.activation_bytes += loom__nbytes(t);
+        }
     }
     /* 4. persistent buffers */
     for (int i = 0; i < n && st == LOOM_OK; i++)

@@ -82,6 +82,7 @@ const char *loom_pick_backend(loom_ctx *ctx, const char **why) {
 typedef struct model_graph {
     loom_graph *g;
     loom_tensor *x, *y, *logits, *loss;
+    loom_tensor *scaled_loss; /* what loom_backward starts from: loss, or loss * the loss scale (amp) */
     loom_plan *plan;
     int batch;
 } model_graph;
@@ -95,11 +96,19 @@ static loom_status build_graph(loom_ctx *ctx, const loom_train_desc *d, const lo
     m->x = loom_input(m->g, "x", LOOM_F32, 4, (int64_t[]){batch, ds->c, ds->h, ds->w});
     m->y = loom_input(m->g, "y", LOOM_I32, 1, (int64_t[]){batch});
     if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
+    if (d->amp != LOOM_F32 && (st = loom_graph_set_autocast(m->g, d->amp)) != LOOM_OK) return st;
     if ((st = loom_model_build(m->g, md, m->x, train, &m->logits)) != LOOM_OK) return st;
+    /* mixed precision: the logits are read (accuracy) and the loss taken in f32 */
+    if (m->logits->dtype != LOOM_F32) m->logits = loom_cast(m->g, m->logits, LOOM_F32);
     m->loss = loom_cross_entropy(m->g, m->logits, m->y, train ? d->label_smoothing : 0.0, -100);
     if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
     loom_keep(m->loss);
     loom_keep(m->logits);
+    m->scaled_loss = m->loss;
+    if (train && (d->amp == LOOM_F16 || (d->amp == LOOM_BF16 && d->bf16_loss_scaling))) {
+        m->scaled_loss = loom_scale_loss(m->g, m->loss, &d->loss_scale);
+        if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
+    }
     return LOOM_OK;
 }
 
@@ -357,7 +366,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK) goto done;
     head_rule hr = {.head = 0};
     if ((st = prepare_transfer(ctx, tr.g, &d, &d.opt, &hr, &res->frozen, &res->frozen_numel)) != LOOM_OK) goto done;
-    if ((st = loom_backward(tr.g, tr.loss)) != LOOM_OK) goto done;
+    if ((st = loom_backward(tr.g, tr.scaled_loss)) != LOOM_OK) goto done;
     if ((st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK) goto done;
     loom_optimizer_decay_counts(opt, &res->decayed, &res->not_decayed);
     res->trained = loom_optimizer_param_count(opt);
@@ -375,6 +384,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     loom_plan_memory_stats(tr.plan, &m1);
     if (ev.plan) loom_plan_memory_stats(ev.plan, &m2);
     res->peak_bytes = m1.arena_bytes + m1.persistent_bytes + m2.arena_bytes + m2.persistent_bytes;
+    res->train_memory = m1;
 
     if (d.init_from && !ck && (st = load_init(ctx, tr.plan, &d, &res->init)) != LOOM_OK) goto done;
     int start_epoch = 0;
@@ -427,7 +437,10 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     }
     if (d.tensorboard_dir && (st = loom_tb_open(ctx, d.tensorboard_dir, &tb)) != LOOM_OK) goto done;
     double plateau_scale = 1.0;
+    bool scaling = tr.scaled_loss != tr.loss;
     for (int e = start_epoch; e < d.epochs && st == LOOM_OK; e++) {
+        int64_t skipped0 = 0;
+        if (scaling && (st = loom_loss_scale_read(tr.plan, NULL, &skipped0)) != LOOM_OK) break;
         double t0 = loom__now_s(), loss_sum = 0, lr = 0;
         int64_t correct = 0;
         loom_loader_begin(loader, e, 0, steps);
@@ -477,7 +490,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         t_all += el;
         samples_all += s * d.batch;
         loom_epoch_stats es = {e + 1, d.epochs, s ? loss_sum / (double)s : NAN, NAN, NAN, el, s * d.batch / el, lr,
-                               NAN, NAN, s ? (double)correct / (double)(s * d.batch) : NAN, false, 0, 0, 0, 0};
+                               NAN, NAN, s ? (double)correct / (double)(s * d.batch) : NAN, false, 0, 0, 0, 0, NAN, 0};
         loom_loader_stats ls;
         loom_loader_stats_get(loader, &ls);
         double busy = ls.wait_s + ls.compute_s;
@@ -485,6 +498,12 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         es.load_ms = ls.batches ? 1e3 * ls.load_s / (double)ls.batches : 0;
         es.compute_ms = ls.batches > 1 ? 1e3 * ls.compute_s / (double)(ls.batches - 1) : 0;
         es.workers = ls.workers;
+        es.loss_scale = NAN;
+        if (scaling) {
+            int64_t skipped;
+            if ((st = loom_loss_scale_read(tr.plan, &es.loss_scale, &skipped)) != LOOM_OK) break;
+            es.skipped_steps = skipped - skipped0;
+        }
         if (d.val && (st = evaluate(ctx, &ev, d.val, &d, xbuf, ybuf, logits, &es.val_loss, &es.val_acc)) != LOOM_OK) break;
         bool eval_now = d.test && ((e + 1) % d.eval_every == 0 || e + 1 == d.epochs);
         if (eval_now &&
@@ -521,10 +540,12 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
             fflush(csv);
         }
         if (tb) {
-            const char *tags[] = {"epoch/train_loss", "epoch/train_acc", "epoch/val_loss", "epoch/val_acc",
-                                  "epoch/test_loss", "epoch/test_acc", "epoch/lr", "epoch/samples_per_s"};
-            double vals[] = {es.train_loss, es.train_acc, es.val_loss, es.val_acc, es.test_loss, es.test_acc, lr, es.samples_per_s};
-            for (int k = 0; k < 8 && st == LOOM_OK; k++)
+            const char *tags[] = {"epoch/train_loss", "epoch/train_acc", "epoch/val_loss",      "epoch/val_acc",
+                                  "epoch/test_loss",  "epoch/test_acc",  "epoch/lr",            "epoch/samples_per_s",
+                                  "epoch/data_wait_pct", "epoch/loss_scale", "epoch/skipped_steps"};
+            double vals[] = {es.train_loss, es.train_acc, es.val_loss, es.val_acc, es.test_loss, es.test_acc, lr,
+                             es.samples_per_s, es.data_wait_pct, es.loss_scale, scaling ? (double)es.skipped_steps : NAN};
+            for (int k = 0; k < 11 && st == LOOM_OK; k++)
                 if (!isnan(vals[k])) st = loom_tb_scalar(ctx, tb, tags[k], e + 1, vals[k]);
             if (st != LOOM_OK) break;
         }
@@ -595,7 +616,7 @@ loom_status loom_lr_find(loom_ctx *ctx, const loom_train_desc *desc, const loom_
     loom_checkpoint_report rep;
     if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK ||
         (st = prepare_transfer(ctx, tr.g, &d, &d.opt, &hr, &frozen, &frozen_numel)) != LOOM_OK ||
-        (st = loom_backward(tr.g, tr.loss)) != LOOM_OK || (st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK ||
+        (st = loom_backward(tr.g, tr.scaled_loss)) != LOOM_OK || (st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK ||
         (st = loom_plan_compile(tr.g, be, NULL, &tr.plan)) != LOOM_OK)
         goto done;
     if (d.init_from && (st = load_init(ctx, tr.plan, &d, &rep)) != LOOM_OK) goto done;

@@ -42,6 +42,8 @@ expect 2 "bad value '2,x' for --milestones"  -- train --milestones 2,x
 expect 2 "nesterov is for sgd only"          -- train --optimizer adam --nesterov
 expect 2 "unknown dataset 'imagenet'"        -- train --data imagenet
 expect 2 "unknown monitor 'f1'"             -- train --monitor f1
+expect 2 "bad value 'fp8' for --amp"        -- train --amp fp8
+expect 2 "bad value 'x' for --workers"      -- train --workers x
 expect 2 "early-stop needs --val-split"     -- train --early-stop 3
 expect 2 "bad value '1' for --val-split"    -- train --val-split 1
 expect 2 "lr-end must be above"             -- lr-find --lr-start 1 --lr-end 0.5
@@ -70,6 +72,9 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 0 "wrote $tmp/lf-plot.svg"          -- plot "$tmp/lf.csv" -o "$tmp/lf-plot.svg"
   expect 0 "RESULT"                          -- train --model mlp --max-steps 5 --backend cpu --quiet --log-csv "$tmp/run.csv" --tensorboard "$tmp/tb"
   expect 0 "wrote $tmp/run.svg"              -- plot "$tmp/run.csv"
+  # mixed precision: a short run of each; fp16 reports its loss scale
+  expect 0 "amp: loss scale [0-9]+, [0-9]+ skipped" -- train --model cnn --max-steps 10 --backend cpu --amp fp16
+  expect 0 "RESULT backend=cpu model=cnn.*amp=bf16" -- train --model cnn --max-steps 10 --backend cpu --amp bf16 --quiet
   ls "$tmp"/tb/events.out.tfevents.* >/dev/null 2>&1 && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: no event file"; }
   [ -s "$tmp/lf.csv" ] && grep -q "</svg>" "$tmp/lf.svg" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: lr-find files"; }
   # the OpenCL backend, when `loom info` finds a device for it (ctest sets

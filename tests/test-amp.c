@@ -141,6 +141,38 @@ static void test_backend(loom_ctx *ctx, loom_backend *be) {
     close_run(&s);
 }
 
+/* the autocast policy: 16-bit matmul inputs, one cast per tensor, f32
+ * softmax/loss, f32 master gradients, backward unaffected */
+static void test_autocast(void) {
+    loom_ctx *ctx;
+    loom_backend *be;
+    if (!tu_cpu_open(1, &ctx, &be)) return;
+    for (int k = 0; k < 2; k++) {
+        loom_dtype lo = k ? LOOM_BF16 : LOOM_F16;
+        loom_graph *g;
+        loom_graph_create(ctx, NULL, &g);
+        CHECK_OK(ctx, loom_graph_set_autocast(g, lo));
+        loom_tensor *x = loom_input(g, "x", LOOM_F32, 2, (int64_t[]){4, 3});
+        loom_init u = {LOOM_INIT_UNIFORM, -1, 1};
+        loom_tensor *w = loom_param(g, "w", LOOM_F32, 2, (int64_t[]){3, 3}, &u);
+        loom_tensor *h = loom_relu(g, loom_matmul(g, x, w, false, false));
+        loom_tensor *y = loom_matmul(g, h, w, false, false); /* w used twice */
+        loom_tensor *l = loom_mean(g, loom_softmax(g, y), 0, false);
+        int casts_of_w = 0;
+        for (int i = 0; i < g->n; i++) casts_of_w += g->nodes[i]->op == LOOM_OP_CAST && g->nodes[i]->src[0] == w;
+        CHECK(h->dtype == lo && y->dtype == lo, "%s: matmul outputs are 16-bit", loom_dtype_name(lo));
+        CHECK(casts_of_w == 1, "%s: w is cast once for its two uses (%d casts)", loom_dtype_name(lo), casts_of_w);
+        CHECK(l->dtype == LOOM_F32, "%s: softmax and mean run in f32", loom_dtype_name(lo));
+        CHECK_OK(ctx, loom_backward(g, l));
+        CHECK(loom_grad(w) && loom_grad(w)->dtype == LOOM_F32, "%s: the master weight's gradient is f32",
+              loom_dtype_name(lo));
+        CHECK_OK(ctx, loom_graph_set_autocast(g, LOOM_F32));
+        CHECK(loom_graph_set_autocast(g, LOOM_I32) == LOOM_ERR_INVALID_ARG, "autocast to i32 is refused");
+        loom_graph_destroy(g);
+    }
+    tu_cpu_close(ctx, be);
+}
+
 static void test_errors(void) {
     loom_ctx *ctx;
     loom_backend *be;
@@ -162,6 +194,7 @@ static void test_errors(void) {
 
 int main(void) {
     test_errors();
+    test_autocast();
     const char *names[8];
     int n = loom_backend_list(names, 8), ran = 0;
     for (int i = 0; i < n; i++) {

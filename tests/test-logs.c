@@ -45,7 +45,8 @@ static const char *py =
     "        assert val == val, (v.tag, val)\n"
     "        counts[v.tag] = counts.get(v.tag, 0) + 1\n"
     "want = {'train/loss': 16, 'train/accuracy': 16, 'train/lr': 16, 'train/samples_per_s': 16}\n"
-    "for t in ('train_loss', 'train_acc', 'val_loss', 'val_acc', 'lr', 'samples_per_s'): want['epoch/' + t] = 2\n"
+    "for t in ('train_loss', 'train_acc', 'val_loss', 'val_acc', 'lr', 'samples_per_s', 'data_wait_pct', 'loss_scale',\n"
+    "          'skipped_steps'): want['epoch/' + t] = 2\n"
     "print('version', version, 'scalars', sorted(counts.items()))\n"
     "assert version == 'brain.Event:2', version\n"
     "assert counts == want, (counts, want)\n"
@@ -59,7 +60,8 @@ int main(void) {
     system("rm -rf logs-tb");
     loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = &data, .epochs = 2, .batch = 32,
                          .opt = {.momentum = 0.9}, .sched = {.lr = 0.05}, .seed = 1, .val_split = 0.2, .mean = 0.3f,
-                         .std = 0.3f, .log_csv = "logs.csv", .tensorboard_dir = "logs-tb"};
+                         .std = 0.3f, .log_csv = "logs.csv", .tensorboard_dir = "logs-tb",
+                         .amp = LOOM_F16}; /* mixed precision: the loss scale is logged too */
     loom_train_result r;
     CHECK_OK(ctx, loom_train(ctx, &d, &r));
     /* CSV: header, 8 step rows and an epoch row per epoch */

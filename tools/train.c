@@ -43,6 +43,8 @@ static const char *usage_text =
     "  --grad-accum N             micro-batches per optimizer step (default 1)\n"
     "  --clip-grad X              clip the global gradient norm to X (default off)\n"
     "  --seed N                   (default 1)\n"
+    "  --amp fp16|bf16|off        mixed precision: 16-bit activations and matmul/conv inputs, f32 master\n"
+    "                             weights; fp16 with dynamic loss scaling (default off)\n"
     "run:\n"
     "  --backend auto|cpu|...     (default auto: the fastest real device available)\n"
     "  --threads N                CPU threads (default: all cores)\n"
@@ -124,6 +126,9 @@ static void on_epoch(void *user, const loom_epoch_stats *s) {
     printf(", %.1f s (%.0f samples/s)\n", s->seconds, s->samples_per_s);
     printf("  data: wait %.1f%%, load %.2f ms/batch, compute %.2f ms/batch, workers %d\n", s->data_wait_pct, s->load_ms,
            s->compute_ms, s->workers);
+    if (!isnan(s->loss_scale))
+        printf("  amp: loss scale %g, %lld skipped step%s\n", s->loss_scale, (long long)s->skipped_steps,
+               s->skipped_steps == 1 ? "" : "s");
     fflush(stdout);
 }
 
@@ -177,6 +182,7 @@ static int run(int argc, char **argv, bool lrfind) {
     loom_plateau plateau = {0};
     long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0, prefetch = 2;
     int workers = LOOM_WORKERS_AUTO;
+    const char *amp = "off";
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones = 0;
     bool nesterov = false;
@@ -230,6 +236,7 @@ static int run(int argc, char **argv, bool lrfind) {
         STR("--data", data)
         STR("--data-dir", data_dir)
         STR("--model", d.model.arch)
+        STR("--amp", amp)
         STR("--backend", backend)
         STR("--schedule", sched)
         STR("--optimizer", optname)
@@ -397,6 +404,12 @@ static int run(int argc, char **argv, bool lrfind) {
     d.eval_every = (int)eval_every;
     d.max_steps = max_steps;
     d.workers = workers;
+    if (!strcmp(amp, "fp16") || !strcmp(amp, "f16"))
+        d.amp = LOOM_F16;
+    else if (!strcmp(amp, "bf16"))
+        d.amp = LOOM_BF16;
+    else if (strcmp(amp, "off"))
+        return bad("bad value '%s' for %s (fp16, bf16 or off)", amp, "--amp");
     d.prefetch = (int)prefetch;
     d.label_smoothing = ls;
     d.val_split = val_split;
@@ -516,10 +529,16 @@ static int run(int argc, char **argv, bool lrfind) {
                    r.val_loss, 100 * r.val_acc);
         else if (r.stopped_early && !u.quiet)
             printf("early stopping: stopped after epoch %d\n", r.epochs_run);
+        const loom_plan_memory *m = &r.train_memory;
+        if (!u.quiet)
+            printf("memory (training plan): parameters %.2f MB, optimizer state %.2f MB, inputs/outputs %.2f MB, "
+                   "intermediates %.2f MB peak (saved activations %.2f MB)\n",
+                   m->param_bytes / 1e6, m->state_bytes / 1e6, m->io_bytes / 1e6, m->arena_bytes / 1e6,
+                   m->activation_bytes / 1e6);
         printf("RESULT backend=%s model=%s epochs=%d test_acc=%.4f test_loss=%.4f train_loss=%.4f samples_per_s=%.0f "
-               "seconds=%.1f peak_bytes=%zu\n",
+               "seconds=%.1f peak_bytes=%zu activation_bytes=%zu amp=%s\n",
                r.backend, d.model.arch, r.epochs_run, r.test_acc, r.test_loss, r.train_loss, r.samples_per_s, r.seconds,
-               r.peak_bytes);
+               r.peak_bytes, m->activation_bytes, d.amp == LOOM_F16 ? "fp16" : d.amp == LOOM_BF16 ? "bf16" : "off");
     }
     loom_dataset_free(&train);
     loom_dataset_free(&test);

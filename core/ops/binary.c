@@ -7,6 +7,9 @@
 
 static loom_tensor *binary(loom_graph *g, int op, loom_tensor *a, loom_tensor *b) {
     if (!loom__ok(g, 2, a, b)) return NULL;
+    loom_tensor *ac[2] = {a, b};
+    loom__autocast(g, op, 2, ac);
+    a = ac[0], b = ac[1];
     char sa[96], sb[96];
     if (a->dtype != b->dtype || !loom_dtype_is_float(a->dtype))
         return loom__fail(g, LOOM_ERR_DTYPE, "%s: operands must share a float dtype, got %s '%s' and %s '%s'",

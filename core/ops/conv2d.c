@@ -54,6 +54,9 @@ loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_ten
                          const loom_conv2d_desc *desc) {
     if (!loom__ok(g, 2, x, w)) return NULL;
     if (bias && !loom__ok(g, 1, bias)) return NULL;
+    loom_tensor *ac[3] = {x, w, bias};
+    loom__autocast(g, LOOM_OP_CONV2D, 3, ac);
+    x = ac[0], w = ac[1], bias = ac[2];
     char sx[96], sw[96], sb[96];
     loom_tensor_shape_str(x, sx, sizeof sx);
     loom_tensor_shape_str(w, sw, sizeof sw);

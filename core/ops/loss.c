@@ -23,6 +23,9 @@ static const int64_t scalar_dims[1] = {1}; /* unused: ndim 0 */
 loom_tensor *loom_cross_entropy(loom_graph *g, loom_tensor *logits, loom_tensor *targets, double label_smoothing,
                                 int ignore_index) {
     if (!loom__ok(g, 2, logits, targets)) return NULL;
+    loom_tensor *ac[2] = {logits, targets};
+    loom__autocast(g, LOOM_OP_CROSS_ENTROPY, 2, ac);
+    logits = ac[0], targets = ac[1];
     char sl[96], st[96];
     loom_tensor_shape_str(logits, sl, sizeof sl);
     loom_tensor_shape_str(targets, st, sizeof st);
@@ -54,6 +57,9 @@ loom_tensor *loom_cross_entropy(loom_graph *g, loom_tensor *logits, loom_tensor 
 
 loom_tensor *loom_mse(loom_graph *g, loom_tensor *a, loom_tensor *b) {
     if (!loom__ok(g, 2, a, b)) return NULL;
+    loom_tensor *ac[2] = {a, b};
+    loom__autocast(g, LOOM_OP_MSE, 2, ac);
+    a = ac[0], b = ac[1];
     char sa[96], sb[96];
     if (a->dtype != b->dtype || !loom_dtype_is_float(a->dtype))
         return loom__fail(g, LOOM_ERR_DTYPE, "mse: operands must share a float dtype, got %s '%s' and %s '%s'",

@@ -10,6 +10,9 @@
 
 loom_tensor *loom_matmul(loom_graph *g, loom_tensor *a, loom_tensor *b, bool trans_a, bool trans_b) {
     if (!loom__ok(g, 2, a, b)) return NULL;
+    loom_tensor *ac[2] = {a, b};
+    loom__autocast(g, LOOM_OP_MATMUL, 2, ac);
+    a = ac[0], b = ac[1];
     char sa[96], sb[96];
     if (a->dtype != b->dtype || !loom_dtype_is_float(a->dtype))
         return loom__fail(g, LOOM_ERR_DTYPE, "matmul: operands must share a float dtype, got %s '%s' and %s '%s'",
@@ -37,6 +40,9 @@ loom_tensor *loom_matmul(loom_graph *g, loom_tensor *a, loom_tensor *b, bool tra
 
 loom_tensor *loom_linear(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias) {
     if (!loom__ok(g, 2, x, w) || (bias && !loom__ok(g, 1, bias))) return NULL;
+    loom_tensor *ac[3] = {x, w, bias};
+    loom__autocast(g, LOOM_OP_LINEAR, 3, ac);
+    x = ac[0], w = ac[1], bias = ac[2];
     char sx[96], sw[96], sbias[96];
     if (x->dtype != w->dtype || (bias && bias->dtype != x->dtype) || !loom_dtype_is_float(x->dtype))
         return loom__fail(g, LOOM_ERR_DTYPE, "linear: x '%s' (%s), w '%s' (%s)%s%s must share a float dtype", x->name,

@@ -96,6 +96,9 @@ loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, 
                              loom_tensor *running_mean, loom_tensor *running_var, bool train, double momentum,
                              double eps) {
     if (!loom__ok(g, 1, x)) return NULL;
+    loom_tensor *ac[3] = {x, gamma, beta}; /* running stats stay f32 */
+    loom__autocast(g, LOOM_OP_BATCH_NORM, 3, ac);
+    gamma = ac[1], beta = ac[2];
     loom_tensor *opt[4] = {gamma, beta, running_mean, running_var};
     for (int i = 0; i < 4; i++)
         if (opt[i] && !loom__ok(g, 1, opt[i])) return NULL;
@@ -203,6 +206,9 @@ loom_tensor *loom_layer_norm(loom_graph *g, loom_tensor *x, int norm_dims, loom_
                              double eps) {
     if (!loom__ok(g, 1, x)) return NULL;
     if ((gamma && !loom__ok(g, 1, gamma)) || (beta && !loom__ok(g, 1, beta))) return NULL;
+    loom_tensor *ac[3] = {x, gamma, beta};
+    loom__autocast(g, LOOM_OP_LAYER_NORM, 3, ac);
+    x = ac[0], gamma = ac[1], beta = ac[2];
     char sx[96], st[96], sw[96];
     if (!loom_dtype_is_float(x->dtype))
         return loom__fail(g, LOOM_ERR_DTYPE, "layer_norm: x '%s' has dtype %s, a float dtype is required", x->name,

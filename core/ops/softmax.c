@@ -10,6 +10,7 @@
 
 static loom_tensor *softmax_op(loom_graph *g, int op, loom_tensor *x) {
     if (!loom__ok(g, 1, x)) return NULL;
+    loom__autocast(g, op, 1, &x);
     if (!loom_dtype_is_float(x->dtype))
         return loom__fail(g, LOOM_ERR_DTYPE, "%s: '%s' has dtype %s, a float dtype is required", loom_op_name(op),
                           x->name, loom_dtype_name(x->dtype));

@@ -30,6 +30,15 @@ typedef struct loom_graph_desc {
 } loom_graph_desc;
 
 loom_status loom_graph_create(loom_ctx *ctx, const loom_graph_desc *desc, loom_graph **out);
+/* Automatic mixed precision for the ops built from now on: LOOM_F16 or
+ * LOOM_BF16 turns it on, LOOM_F32 off (the default). matmul, linear and conv2d
+ * then take 16-bit inputs (f32 accumulation); softmax, log_softmax, losses,
+ * sum, mean and layer_norm take f32 inputs; add/sub/mul/div meet at the wider
+ * dtype; batch_norm's gamma/beta follow x. Each tensor is cast at most once
+ * per dtype; f32 parameters stay the f32 master copies (their gradients are
+ * f32). loom_backward is unaffected. See core/autocast.c. */
+loom_status loom_graph_set_autocast(loom_graph *g, loom_dtype dt);
+loom_dtype loom_graph_autocast(const loom_graph *g);
 void loom_graph_destroy(loom_graph *g);
 /* LOOM_OK, or the status of the first builder that failed. */
 loom_status loom_graph_status(const loom_graph *g);

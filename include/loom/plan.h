@@ -36,6 +36,13 @@ typedef struct loom_plan_memory {
     size_t persistent_bytes; /* parameters, states, inputs, kept tensors */
     int nodes_run;           /* nodes executed per run (after dead-node removal) */
     int inplace_count;       /* nodes that write over their input */
+    /* breakdown of persistent_bytes (shared tensors count in the plan that owns them) */
+    size_t param_bytes;      /* parameters (the f32 master weights under mixed precision) */
+    size_t state_bytes;      /* optimizer state, gradient accumulators, the loss scaler */
+    size_t io_bytes;         /* inputs, constants and kept outputs */
+    /* of the arena: forward results still live when the backward pass starts
+     * (the activations saved for it); 0 without loom_backward */
+    size_t activation_bytes;
 } loom_plan_memory;
 
 loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out);

@@ -70,6 +70,10 @@ typedef struct loom_epoch_stats {
     double load_ms;            /* worker time to load one batch */
     double compute_ms;         /* time per step outside the loader (write, run, read, logs) */
     int workers;               /* loader threads at the end of the epoch (0 = none: synchronous) */
+    /* dynamic loss scaling (desc.amp): the scale at the end of the epoch
+     * (NaN when off) and the optimizer steps it skipped in this epoch */
+    double loss_scale;
+    int64_t skipped_steps;
 } loom_epoch_stats;
 
 /* ---- early stopping ----
@@ -142,6 +146,14 @@ typedef struct loom_train_desc {
      * slots per worker (0 = 2). Batches are bitwise the same for all. */
     int workers;
     int prefetch;
+    /* mixed precision: LOOM_F32 (0, the default) = off; LOOM_F16 or LOOM_BF16
+     * builds the model under autocast (loom_graph_set_autocast) with f32
+     * master weights. F16 adds dynamic loss scaling (loss_scale; zero =
+     * GradScaler's defaults); BF16 runs without scaling unless
+     * bf16_loss_scaling is set. */
+    loom_dtype amp;
+    loom_loss_scale_desc loss_scale;
+    bool bf16_loss_scaling;
 } loom_train_desc;
 
 typedef struct loom_train_result {
@@ -151,6 +163,7 @@ typedef struct loom_train_result {
     double samples_per_s;  /* training throughput over all epochs run here */
     double seconds;
     size_t peak_bytes;     /* planned device memory: train + eval plans */
+    loom_plan_memory train_memory; /* the training plan's breakdown (params, state, activations, arena) */
     int64_t steps;         /* optimizer steps */
     loom_op_time profile[16]; /* with desc.profile: the top ops of the training step by time */
     int n_profile;
