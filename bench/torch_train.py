@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/torch_train.py — PyTorch (CPU) twin of `loom train`, for comparison.
+"""bench/torch_train.py — PyTorch twin of `loom train` (CPU, or a GPU with --device cuda), for comparison.
 
 Mirrors loom's built-in models (core/models.c) and training step: same layers
 and PyTorch default initialisation, cross-entropy (mean), SGD with momentum
@@ -40,6 +40,7 @@ p.add_argument("--schedule", choices=["cosine", "constant"], default="cosine",
 p.add_argument("--epochs", type=int, default=0, help="> 0: train full epochs and report test accuracy")
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+p.add_argument("--device", default="cpu", help="torch device: cpu (default) or cuda[:N] (data, model and steps on it)")
 args = p.parse_args()
 
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -83,7 +84,7 @@ def load(split):
     y = read_idx(path("labels-idx1"))
     x = torch.from_numpy(x.astype(np.float32)).unsqueeze(1)  # (N, 1, 28, 28)
     x = (x / 255.0 - 0.2860) / 0.3530
-    return x.contiguous(), torch.from_numpy(y.astype(np.int64))
+    return x.contiguous().to(args.device), torch.from_numpy(y.astype(np.int64)).to(args.device)
 
 
 class MLP(nn.Module):
@@ -121,7 +122,7 @@ class CNN(nn.Module):
 
 def main():
     xtr, ytr = load("train")
-    model = MLP() if args.model == "mlp" else CNN()
+    model = (MLP() if args.model == "mlp" else CNN()).to(args.device)
     lr = args.lr if args.lr is not None else (0.01 if args.optimizer == "sgd" else 0.001)
     if args.optimizer == "sgd":
         mom = args.momentum if args.momentum is not None else 0.9
@@ -138,7 +139,7 @@ def main():
 
     def batches():
         while True:
-            perm = torch.randperm(xtr.shape[0], generator=gen)
+            perm = torch.randperm(xtr.shape[0], generator=gen).to(args.device)
             for i in range(n_batches):
                 yield perm[i * B : (i + 1) * B]
 
@@ -154,7 +155,7 @@ def main():
         return loss.item()  # loom train reads the loss back every step too
 
     model.train()
-    head = (f"RESULT impl=torch torch={torch.__version__} model={args.model} batch={B} "
+    head = (f"RESULT impl=torch torch={torch.__version__} device={args.device} model={args.model} batch={B} "
             f"threads={torch.get_num_threads()} optimizer={args.optimizer}")
     if args.epochs <= 0:
         it = batches()

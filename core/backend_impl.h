@@ -84,7 +84,22 @@ struct loom_plan {
     double *node_seconds;     /* by exec index, accumulated while profiling (NULL = off) */
     int64_t profiled_runs;
     void *impl;               /* backend-private per-plan data */
+    int n_nodes;              /* the graph's node count at compile (length of addr, inplace) */
+    int shared_by;            /* plans compiled with desc.share = this one (never decremented) */
+    bool prepare_pending;     /* loom__plan_rebind released the backend's plan data: the next
+                                 run calls plan_prepare first */
 };
+
+/* Move leaf t (an input, parameter or state) of p into buf at byte offset
+ * off: buf is a buffer the backend made (e.g. a wrapper around memory the
+ * application owns) and belongs to the plan from now on (freed with
+ * buffer_free at loom_plan_destroy). Views of t follow; the buffer t had is
+ * freed; the backend's plan data is released now and prepared again before
+ * the next run. Errors, prefixed with `what`: t not from p's graph, not an
+ * input/parameter/state, or shared with another plan (loom_plan_desc.share,
+ * either way). On error nothing changes and buf is still the caller's. The
+ * caller checks size and alignment (backend rules). */
+loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what);
 
 /* The backends compiled in (NULL-terminated). */
 extern const loom__backend_vtbl *const loom__backends[];
@@ -92,6 +107,12 @@ extern const loom__backend_vtbl *const loom__backends[];
 extern const loom__backend_vtbl loom__cpu_backend;
 #ifdef LOOM_HAVE_OPENCL
 extern const loom__backend_vtbl loom__opencl_backend;
+#endif
+#ifdef LOOM_HAVE_VULKAN
+extern const loom__backend_vtbl loom__vulkan_backend;
+#endif
+#ifdef LOOM_HAVE_CUDA
+extern const loom__backend_vtbl loom__cuda_backend;
 #endif
 
 #endif

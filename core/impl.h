@@ -184,6 +184,32 @@ typedef struct loom__conv_geom {
 } loom__conv_geom;
 loom__conv_geom loom__conv_geom_of(const loom_tensor *t);
 
+/* A matmul node y as one batched GEMM (core/ops/matmul.c), for the GPU
+ * backends: C (M, N) = op(A) op(B) per batch item, row-major with leading
+ * dims lda/ldb/ldc; y's batch dims right-aligned in batch[0..2] (1 where
+ * absent) with A's, B's and C's element strides (0 = broadcast). When B is
+ * one matrix shared by every batch item and A is not transposed, the batch
+ * is folded into M (batch all 1). */
+typedef struct loom__mm_geom {
+    int64_t M, N, K, lda, ldb, ldc;
+    int64_t batch[3], sa[3], sb[3], sc[3];
+} loom__mm_geom;
+loom__mm_geom loom__matmul_geom_of(const loom_tensor *y);
+
+/* A sum/mean node y over x = src[0] (core/ops/reduce.c), as the GPU
+ * backends' geometry table: g[23] = {nkeep, kept dims[5], their strides in
+ * x[5], nred, reduced dims[5], their strides[5], count}; returns the count of
+ * reduced elements per output. */
+int64_t loom__reduce_table(const loom_tensor *y, int64_t g[23]);
+
+/* On-disk caches of the GPU backends (core/cache.c): the folder is $env
+ * ("off" = none: out is ""), else $XDG_CACHE_HOME/loom/<sub>, else
+ * ~/.cache/loom/<sub>; mkdir -p; a whole file (malloc'd, NULL if absent or
+ * empty). */
+void loom__cache_dir(const char *env, const char *sub, char *out, size_t n);
+bool loom__mkdirs(const char *dir);
+unsigned char *loom__read_file(const char *path, size_t *n);
+
 /* Initial values of a param/state (numel doubles) from its init and name. */
 loom_status loom__init_values(const loom_tensor *t, uint64_t seed, double *out);
 

@@ -1,6 +1,7 @@
 /* core/plan.c — compiling a graph for a backend: dead-node removal, support
  * checks, liveness-based memory planning with in-place reuse, allocation and
- * initialisation; running and host access. */
+ * initialisation; running and host access; moving a leaf into memory the
+ * backend wraps for the application (loom__plan_rebind). */
 #include "backend_impl.h"
 
 #define ALIGN 256u
@@ -166,7 +167,7 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
         st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
         goto fail_early;
     }
-    p->g = g, p->be = be, p->ctx = ctx, p->share = d.share;
+    p->g = g, p->be = be, p->ctx = ctx, p->share = d.share, p->n_nodes = n;
     p->exec = malloc((size_t)n * sizeof *p->exec);
     p->addr = calloc((size_t)n, sizeof *p->addr);
     p->inplace = calloc((size_t)n, 1);
@@ -304,6 +305,7 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
     if (be->vt->plan_prepare && (st = be->vt->plan_prepare(be, p)) != LOOM_OK) goto fail;
 
     free(needed), free(persistent), free(def), free(last), free(alias), free(ap.free);
+    if (d.share) ((loom_plan *)d.share)->shared_by++; /* loom__plan_rebind refuses its params/states */
     *out = p;
     return LOOM_OK;
 
@@ -321,7 +323,7 @@ fail_early:
 void loom_plan_destroy(loom_plan *p) {
     if (!p) return;
     loom_backend *be = p->be;
-    if (be->vt->plan_release) be->vt->plan_release(be, p);
+    if (be->vt->plan_release && !p->prepare_pending) be->vt->plan_release(be, p);
     for (int i = 0; i < p->n_owned; i++) be->vt->buffer_free(be, p->owned[i]);
     if (p->arena) be->vt->buffer_free(be, p->arena);
     free(p->exec), free(p->addr), free(p->inplace), free(p->owned), free(p->node_seconds);
@@ -363,10 +365,45 @@ int loom_plan_profile(const loom_plan *p, loom_op_time *out, int max) {
 
 /* ---- running and host access ---- */
 loom_status loom_plan_run(loom_plan *p) {
+    if (p->prepare_pending) { /* a leaf moved (loom__plan_rebind) */
+        loom_status st = p->be->vt->plan_prepare(p->be, p);
+        if (st != LOOM_OK) return st;
+        p->prepare_pending = false;
+    }
     loom_status st = p->be->vt->plan_run(p->be, p);
     if (st == LOOM_OK) p->step++;
     if (st == LOOM_OK && p->node_seconds) p->profiled_runs++;
     return st;
+}
+
+loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what) {
+    if (!t || t->g != p->g || t->id >= p->n_nodes)
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "%s: tensor is NULL or not from this plan's graph", what);
+    if (!is_leaf(t) || t->leaf == LOOM__CONST)
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG,
+                         "%s: '%s' is not an input, parameter or state (only those can move to other memory)", what,
+                         t->name);
+    loom__buffer *old = p->addr[t->id].buf;
+    int k = 0;
+    while (k < p->n_owned && p->owned[k] != old) k++;
+    if (!old || k == p->n_owned)
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG,
+                         "%s: '%s' belongs to the plan this one shares (loom_plan_desc.share); move it there, before "
+                         "compiling this plan",
+                         what, t->name);
+    if ((t->leaf == LOOM__PARAM || t->leaf == LOOM__STATE) && p->shared_by)
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG,
+                         "%s: '%s' is shared with %d other plan(s) compiled with loom_plan_desc.share = this plan; move "
+                         "it before compiling them",
+                         what, t->name, p->shared_by);
+    /* the backend's recorded work points at the old buffer: drop it first */
+    if (!p->prepare_pending && p->be->vt->plan_release) p->be->vt->plan_release(p->be, p);
+    p->prepare_pending = p->be->vt->plan_prepare != NULL;
+    for (int i = 0; i < p->n_nodes; i++)
+        if (p->addr[i].buf == old && view_root(p->g->nodes[i]) == t) p->addr[i] = (loom__addr){buf, off};
+    p->owned[k] = buf;
+    p->be->vt->buffer_free(p->be, old);
+    return LOOM_OK;
 }
 
 uint64_t loom_plan_step(const loom_plan *p) { return p->step; }

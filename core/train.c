@@ -224,7 +224,7 @@ static loom_status evaluate(loom_ctx *ctx, model_graph *m, const loom_dataset *d
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
     int n;
-    while (st == LOOM_OK && (n = loom_batch_iter_next(it, xbuf, ybuf)) > 0) {
+    while (st == LOOM_OK && (d->max_eval <= 0 || seen < d->max_eval) && (n = loom_batch_iter_next(it, xbuf, ybuf)) > 0) {
         for (int i = n; i < m->batch; i++) {
             memset(xbuf + (size_t)i * per, 0, per * sizeof *xbuf);
             ybuf[i] = -100;

@@ -44,6 +44,7 @@ expect 2 "unknown dataset 'imagenet'"        -- train --data imagenet
 expect 2 "unknown monitor 'f1'"             -- train --monitor f1
 expect 2 "bad value 'fp8' for --amp"        -- train --amp fp8
 expect 2 "bad value 'x' for --workers"      -- train --workers x
+expect 2 "bad value '0' for --max-eval"     -- train --max-eval 0
 expect 2 "early-stop needs --val-split"     -- train --early-stop 3
 expect 2 "bad value '1' for --val-split"    -- train --val-split 1
 expect 2 "lr-end must be above"             -- lr-find --lr-start 1 --lr-end 0.5
@@ -93,6 +94,24 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
     fi
   else
     echo "note: the opencl backend is not available here, its CLI checks are skipped"
+  fi
+  # the Vulkan backend (lavapipe in CI; ctest turns the validation layer on:
+  # any message fails the run), a few steps of each model
+  if "$LOOM" info 2>/dev/null | grep -qx "backend vulkan"; then
+    expect 0 "RESULT backend=vulkan model=mlp epochs=1 test_acc=" -- train --backend vulkan --model mlp --max-steps 20 --max-eval 1000 --quiet
+    expect 0 "RESULT backend=vulkan model=cnn epochs=1 test_acc=" -- train --backend vulkan --model cnn --max-steps 2 --max-eval 256 --quiet
+    expect 0 "RESULT backend=vulkan model=cnn.*amp=fp16" -- train --backend vulkan --model cnn --max-steps 2 --max-eval 256 --amp fp16 --quiet
+    out=$(LOOM_VULKAN_DEVICE=99 "$LOOM" train --backend vulkan --max-steps 1 --quiet 2>&1)
+    rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "LOOM_VULKAN_DEVICE" <<<"$out"; then
+      pass=$((pass + 1))
+    else
+      fail=$((fail + 1))
+      echo "FAIL: LOOM_VULKAN_DEVICE=99 loom train --backend vulkan -> exit $rc (want 1), output lacks the variable:"
+      head -5 <<<"$out" | sed 's/^/    /'
+    fi
+  else
+    echo "note: the vulkan backend is not available here, its CLI checks are skipped"
   fi
 else
   echo "note: Fashion-MNIST absent, the data-dependent CLI checks are skipped"

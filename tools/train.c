@@ -55,6 +55,7 @@ static const char *usage_text =
     "  --resume PATH              continue a run from its checkpoint\n"
     "  --eval-every N             evaluate on the test set every N epochs (default 1)\n"
     "  --max-steps N              at most N batches per epoch (quick runs)\n"
+    "  --max-eval N               evaluate on about N samples only: whole eval batches (quick runs)\n"
     "  --profile                  time every op of the training step; print the top ops\n"
     "  --quiet                    no per-epoch lines, only the RESULT line\n"
     "  --log-csv PATH             CSV log: a row per step and per epoch (loss, accuracy, lr, samples/s, val/test)\n"
@@ -180,7 +181,7 @@ static int run(int argc, char **argv, bool lrfind) {
     long long pl_patience = 10, cooldown = 0;
     bool anneal_linear = false;
     loom_plateau plateau = {0};
-    long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0, prefetch = 2;
+    long long epochs = 1, batch = 64, accum = 1, seed = 1, threads = 0, eval_every = 1, max_steps = 0, max_eval = 0, prefetch = 2;
     int workers = LOOM_WORKERS_AUTO;
     const char *amp = "off";
     double milestones[LOOM_MAX_MILESTONES];
@@ -249,6 +250,7 @@ static int run(int argc, char **argv, bool lrfind) {
         INT("--threads", threads, 1, 1024)
         INT("--eval-every", eval_every, 1, 100000)
         INT("--max-steps", max_steps, 1, INT64_MAX)
+        INT("--max-eval", max_eval, 1, INT64_MAX)
         INT("--prefetch", prefetch, 1, 64)
         if (!strcmp(a, "--workers")) {
             NEEDV;
@@ -403,6 +405,7 @@ static int run(int argc, char **argv, bool lrfind) {
     d.seed = (uint64_t)seed;
     d.eval_every = (int)eval_every;
     d.max_steps = max_steps;
+    d.max_eval = max_eval;
     d.workers = workers;
     if (!strcmp(amp, "fp16") || !strcmp(amp, "f16"))
         d.amp = LOOM_F16;

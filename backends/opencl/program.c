@@ -26,14 +26,7 @@ extern const char *const loom__cl_source_texts[];
 static const char *const DT_DEFINE[LOOM__CL_NPROG] = {"-DLOOM_T_F32", "-DLOOM_T_F16", "-DLOOM_T_BF16"};
 static const char *const DT_NAME[LOOM__CL_NPROG] = {"f32", "f16", "bf16"};
 
-void loom__cl_cache_dir(char *out, size_t n) {
-    const char *e = getenv("LOOM_OPENCL_CACHE"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (e && !strcmp(e, "off")) snprintf(out, n, "%s", "");
-    else if (e && *e) snprintf(out, n, "%s", e);
-    else if (x && *x) snprintf(out, n, "%s/loom/opencl", x);
-    else if (h && *h) snprintf(out, n, "%s/.cache/loom/opencl", h);
-    else snprintf(out, n, "%s", "");
-}
+void loom__cl_cache_dir(char *out, size_t n) { loom__cache_dir("LOOM_OPENCL_CACHE", "opencl", out, n); }
 
 static uint64_t fnv(uint64_t h, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -46,36 +39,6 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n) {
 static uint64_t hash_str(uint64_t h, const char *s) { return fnv(h, s, strlen(s) + 1); }
 
 /* mkdir -p */
-static bool make_dirs(const char *dir) {
-    char p[512];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return false;
-        *s = '/';
-    }
-    return mkdir(p, 0755) == 0 || errno == EEXIST;
-}
-
-static unsigned char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    unsigned char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long len = ftell(f);
-        if (len > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len))) {
-            if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
-                free(buf);
-                buf = NULL;
-            } else {
-                *n = (size_t)len;
-            }
-        }
-    }
-    fclose(f);
-    return buf;
-}
 
 static void write_cache(loom__cl *cl, cl_program prog, const char *dir, const char *path) {
     size_t len = 0;
@@ -84,7 +47,7 @@ static void write_cache(loom__cl *cl, cl_program prog, const char *dir, const ch
     if (!bin) return;
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    bool ok = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS && make_dirs(dir);
+    bool ok = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS && loom__mkdirs(dir);
     FILE *f = ok ? fopen(tmp, "wb") : NULL;
     ok = f && fwrite(bin, 1, len, f) == len;
     if (f && fclose(f) != 0) ok = false;
@@ -131,7 +94,7 @@ static loom_status build(loom__cl *cl, int which) {
     cl_int err;
     cl_program prog = NULL;
     size_t blen = 0;
-    unsigned char *bin = *path ? read_file(path, &blen) : NULL;
+    unsigned char *bin = *path ? loom__read_file(path, &blen) : NULL;
     if (bin) {
         const unsigned char *b = bin;
         cl_int bst;

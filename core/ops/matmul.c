@@ -91,3 +91,27 @@ loom_status loom__bw_linear(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom
     if (y->nsrc > 2 && loom__needs_grad(y->src[2])) dx[2] = loom_sum(g, dy2, 1u, false);
     return g->status;
 }
+
+loom__mm_geom loom__matmul_geom_of(const loom_tensor *y) {
+    const loom_tensor *A = y->src[0], *B = y->src[1];
+    bool ta = y->p[0];
+    int nd = y->ndim, nbd = nd - 2;
+    LOOM__ASSERT(nbd <= 3);
+    loom__mm_geom q = {.batch = {1, 1, 1}};
+    q.M = y->dims[nd - 2], q.N = y->dims[nd - 1], q.K = A->dims[A->ndim - (ta ? 2 : 1)];
+    q.lda = A->dims[A->ndim - 1], q.ldb = B->dims[B->ndim - 1], q.ldc = q.N;
+    if (B->ndim == 2 && !ta) { /* b shared by every batch item, a not transposed: fold the batch into M */
+        q.M *= loom__numel(nbd, y->dims);
+        return q;
+    }
+    int64_t sta = A->dims[A->ndim - 1] * A->dims[A->ndim - 2], stb = B->dims[B->ndim - 1] * B->dims[B->ndim - 2];
+    int64_t stc = q.M * q.N;
+    for (int i = nbd - 1, s = 2; i >= 0; i--, s--) {
+        int ja = A->ndim - 3 - (nbd - 1 - i), jb = B->ndim - 3 - (nbd - 1 - i);
+        q.batch[s] = y->dims[i];
+        if (ja >= 0 && A->dims[ja] != 1) q.sa[s] = sta, sta *= A->dims[ja];
+        if (jb >= 0 && B->dims[jb] != 1) q.sb[s] = stb, stb *= B->dims[jb];
+        q.sc[s] = stc, stc *= y->dims[i];
+    }
+    return q;
+}

@@ -57,3 +57,21 @@ loom_status loom__bw_mean(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_t
     dx[0] = loom_scale(g, spread(g, y, dy), 1.0 / count);
     return g->status;
 }
+
+int64_t loom__reduce_table(const loom_tensor *y, int64_t g[23]) {
+    const loom_tensor *x = y->src[0];
+    int64_t strides[LOOM_MAX_DIMS], st = 1, rcount = 1;
+    for (int i = 0; i < 23; i++) g[i] = 0;
+    for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
+    int nk = 0, nr = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (y->p[0] & (1u << i)) {
+            g[12 + nr] = x->dims[i], g[17 + nr] = strides[i], nr++;
+            rcount *= x->dims[i];
+        } else {
+            g[1 + nk] = x->dims[i], g[6 + nk] = strides[i], nk++;
+        }
+    }
+    g[0] = nk, g[11] = nr, g[22] = rcount;
+    return rcount;
+}

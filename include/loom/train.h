@@ -112,6 +112,7 @@ typedef struct loom_train_desc {
     uint64_t seed;
     int eval_every;                /* evaluate every N epochs (and after the last); 0 = 1 */
     int64_t max_steps;             /* > 0: stop each epoch after this many batches (short runs) */
+    int64_t max_eval;              /* > 0: evaluate on the first batches covering this many samples (short runs) */
     const char *save_path;         /* checkpoint after every epoch (atomic), NULL = none */
     const char *resume_path;       /* continue from this checkpoint, NULL = fresh start */
     float mean, std;               /* input normalisation; std 0 = Fashion-MNIST's (0.2860, 0.3530) */

@@ -28,14 +28,14 @@ static loom_tensor *sgd(loom_graph *g, loom_dtype dt, int v) {
     return loom__sgd_step(g, p, gr, hyper(g, 0.1f, v & 8 ? 1.0f : 0.0f, 1), buf, coef, &sp);
 }
 
-/* variant bits: 0 AdamW, 1 weight decay, 2 zero grad after, 3 skip (apply 0) */
+/* variant bits: 0 AdamW, 1 weight decay, 2 zero grad after, 3 skip (apply 0), 4 skipped by loss scaling (apply -1) */
 static loom_tensor *adam(loom_graph *g, loom_dtype dt, int v) {
     dt = master(dt);
     loom_tensor *p = tc_param(g, "w", dt, TC_DIMS(5, 7), -1, 1);
     loom_tensor *gr = state(g, "grad", dt, -1, 1);
     loom_tensor *m = state(g, "w.exp_avg", dt, -0.1, 0.1), *s = state(g, "w.exp_avg_sq", dt, 0, 0.01);
     loom__adam_params ap = {0.9, 0.999, 1e-8, v & 2 ? 0.05 : 0, (v & 1) != 0, (v & 4) != 0};
-    return loom__adam_step(g, p, gr, hyper(g, 0.01f, 0, v & 8 ? 0.0f : 1.0f), m, s, NULL, &ap);
+    return loom__adam_step(g, p, gr, hyper(g, 0.01f, 0, v & 16 ? -1.0f : v & 8 ? 0.0f : 1.0f), m, s, NULL, &ap);
 }
 
 static loom_tensor *accumulate(loom_graph *g, loom_dtype dt, int v) {
@@ -67,6 +67,7 @@ const loom_op_case loom_cases_optim[] = {
     {"adam weight decay", adam, 2, 0, TC_NO_GRADCHECK},
     {"adamw weight decay zero grad", adam, 1 | 2 | 4, 0, TC_NO_GRADCHECK},
     {"adam skipped step (apply 0)", adam, 8, 0, TC_NO_GRADCHECK},
+    {"adam step skipped by loss scaling, zero grad (apply -1)", adam, 16 | 4, 0, TC_NO_GRADCHECK},
     {"accumulate", accumulate, 0, 0, TC_NO_GRADCHECK},
     {"clip coef clipping", clip, 1, 0, TC_NO_GRADCHECK},
     {"clip coef not clipping", clip, 0, 0, TC_NO_GRADCHECK},

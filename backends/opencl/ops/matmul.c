@@ -58,28 +58,12 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
  * up to 3 batch dims (LOOM_MAX_DIMS = 5), broadcast strides as the CPU backend */
 loom_status loom__cl_matmul(loom__cl_op *o) {
     const loom_tensor *y = o->t, *A = y->src[0], *B = y->src[1];
-    bool ta = y->p[0], tb = y->p[1];
-    int nd = y->ndim, nbd = nd - 2;
-    LOOM__ASSERT(nbd <= 3);
-    loom__cl_gemm_desc d = {.ta = ta, .tb = tb, .batch = {1, 1, 1}};
-    d.M = y->dims[nd - 2], d.N = y->dims[nd - 1], d.K = A->dims[A->ndim - (ta ? 2 : 1)];
-    d.lda = A->dims[A->ndim - 1], d.ldb = B->dims[B->ndim - 1], d.ldc = d.N;
+    loom__mm_geom q = loom__matmul_geom_of(y);
+    loom__cl_gemm_desc d = {0};
+    d.ta = y->p[0], d.tb = y->p[1];
+    d.M = q.M, d.N = q.N, d.K = q.K, d.lda = q.lda, d.ldb = q.ldb, d.ldc = q.ldc;
+    for (int i = 0; i < 3; i++) d.batch[i] = q.batch[i], d.sa[i] = q.sa[i], d.sb[i] = q.sb[i], d.sc[i] = q.sc[i];
     d.a = loom__cl_mat_t(o, A), d.b = loom__cl_mat_t(o, B), d.c = loom__cl_mat_t(o, y);
-    int64_t sa_mat = A->dims[A->ndim - 1] * A->dims[A->ndim - 2], sb_mat = B->dims[B->ndim - 1] * B->dims[B->ndim - 2];
-    int64_t batch = loom__numel(nbd, y->dims);
-    if (B->ndim == 2 && !ta) { /* b shared by every batch, a not transposed: fold the batch into M */
-        d.M *= batch;
-        return loom__cl_gemm(o, y->dtype, &d);
-    }
-    /* y's batch dims right-aligned into batch[0..2]; a's and b's strides broadcast (0 where size 1 or absent) */
-    int64_t sta = sa_mat, stb = sb_mat, stc = d.M * d.N;
-    for (int i = nbd - 1, s = 2; i >= 0; i--, s--) {
-        int ja = A->ndim - 3 - (nbd - 1 - i), jb = B->ndim - 3 - (nbd - 1 - i);
-        d.batch[s] = y->dims[i];
-        if (ja >= 0 && A->dims[ja] != 1) d.sa[s] = sta, sta *= A->dims[ja];
-        if (jb >= 0 && B->dims[jb] != 1) d.sb[s] = stb, stb *= B->dims[jb];
-        d.sc[s] = stc, stc *= y->dims[i];
-    }
     return loom__cl_gemm(o, y->dtype, &d);
 }
 

@@ -4,19 +4,8 @@
 
 static loom_status run_reduce(loom__cl_op *o, bool mean) {
     const loom_tensor *y = o->t, *x = y->src[0];
-    int64_t g[23] = {0}, strides[LOOM_MAX_DIMS], st = 1;
-    for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
-    int nk = 0, nr = 0;
-    int64_t rcount = 1;
-    for (int i = 0; i < x->ndim; i++) {
-        if (y->p[0] & (1u << i)) {
-            g[12 + nr] = x->dims[i], g[17 + nr] = strides[i], nr++;
-            rcount *= x->dims[i];
-        } else {
-            g[1 + nk] = x->dims[i], g[6 + nk] = strides[i], nk++;
-        }
-    }
-    g[0] = nk, g[11] = nr, g[22] = rcount;
+    int64_t g[23];
+    int64_t rcount = loom__reduce_table(y, g);
     cl_mem gm;
     cl_kernel k;
     loom_status s;

@@ -1,0 +1,173 @@
+/* backends/cuda/ops/pool2d.cu — max, average and adaptive average pooling
+ * and their gradients, a port of backends/opencl/kernels/pool2d.cl (as
+ * backends/cpu/ops/pool2d.c; parameters in core/ops/pool2d.c). One thread
+ * per output element; the gradients are gathers (one thread per dx element
+ * finds the windows covering it, in the CPU's (i, j) order), so there are no
+ * atomics. Max-pool's gradient recomputes each covering window's argmax
+ * exactly as the forward does. */
+#include <math.h>
+
+#include "../common.cuh"
+
+/* geometry table g */
+#define PG_PLANES 0 /* N * C */
+#define PG_H 1
+#define PG_W 2
+#define PG_OH 3
+#define PG_OW 4
+#define PG_KH 5
+#define PG_KW 6
+#define PG_SH 7
+#define PG_SW 8
+#define PG_PH 9
+#define PG_PW 10
+#define PG_INCL 11 /* count_include_pad */
+typedef loom__cu_tab<12> pgeom;
+
+__device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* window of output (i, j) clipped to x: rows [h0, h1), cols [w0, w1);
+ * returns torch's avg divisor (as window() in the CPU file) */
+__device__ __forceinline__ int64_t pool_window(const pgeom &g, int64_t i, int64_t j, int64_t *h0, int64_t *h1,
+                                               int64_t *w0, int64_t *w1) {
+    int64_t H = g.v[PG_H], W = g.v[PG_W];
+    int64_t hs = i * g.v[PG_SH] - g.v[PG_PH], ws = j * g.v[PG_SW] - g.v[PG_PW];
+    int64_t he = imin(hs + g.v[PG_KH], H + g.v[PG_PH]), we = imin(ws + g.v[PG_KW], W + g.v[PG_PW]);
+    int64_t padded = (he - hs) * (we - ws);
+    *h0 = imax(hs, 0), *w0 = imax(ws, 0);
+    *h1 = imin(he, H), *w1 = imin(we, W);
+    return g.v[PG_INCL] ? padded : (*h1 - *h0) * (*w1 - *w0);
+}
+
+/* index in the plane x (H, W) of window (i, j)'s first maximum; NaN wins */
+template <typename T>
+__device__ __forceinline__ int64_t pool_argmax(const pgeom &g, const T *x, int64_t i, int64_t j) {
+    int64_t h0, h1, w0, w1, W = g.v[PG_W];
+    pool_window(g, i, j, &h0, &h1, &w0, &w1);
+    int64_t best = h0 * W + w0;
+    float m = -INFINITY;
+    for (int64_t h = h0; h < h1; h++)
+        for (int64_t w = w0; w < w1; w++) {
+            float v = ldf(x[h * W + w]);
+            if (v > m || isnan(v)) m = v, best = h * W + w;
+        }
+    return best;
+}
+
+/* output rows i (or cols) whose window covers input row h: [*i0, *i1) */
+__device__ __forceinline__ void pool_cover(int64_t h, int64_t k, int64_t s, int64_t p, int64_t O, int64_t *i0,
+                                           int64_t *i1) {
+    int64_t a = h + p - k + 1; /* i * s >= a */
+    *i0 = a <= 0 ? 0 : (a + s - 1) / s;
+    *i1 = imin((h + p) / s + 1, O);
+}
+
+/* adaptive bins: [floor(i*in/out), ceil((i+1)*in/out)) */
+__device__ __forceinline__ int64_t pool_bin_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+__device__ __forceinline__ int64_t pool_bin_end(int64_t i, int64_t in, int64_t out) {
+    return ((i + 1) * in + out - 1) / out;
+}
+
+enum { PK_MAX, PK_AVG, PK_ADAPTIVE };
+
+/* x (P, H, W) -> y (P, OH, OW) */
+template <typename T>
+__global__ void pool2d_k(const T *x, T *y, pgeom g, int kind) {
+    int64_t OH = g.v[PG_OH], OW = g.v[PG_OW], H = g.v[PG_H], W = g.v[PG_W];
+    int64_t k = gid1();
+    if (k >= g.v[PG_PLANES] * OH * OW) return;
+    int64_t j = k % OW, i = (k / OW) % OH, p = k / (OH * OW);
+    x += p * H * W;
+    if (kind == PK_MAX) {
+        y[k] = x[pool_argmax(g, x, i, j)];
+        return;
+    }
+    int64_t h0, h1, w0, w1, div;
+    if (kind == PK_AVG) {
+        div = pool_window(g, i, j, &h0, &h1, &w0, &w1);
+    } else {
+        h0 = pool_bin_start(i, H, OH), h1 = pool_bin_end(i, H, OH);
+        w0 = pool_bin_start(j, W, OW), w1 = pool_bin_end(j, W, OW);
+        div = (h1 - h0) * (w1 - w0);
+    }
+    float s = 0.0f;
+    for (int64_t h = h0; h < h1; h++)
+        for (int64_t w = w0; w < w1; w++) s += ldf(x[h * W + w]);
+    st(y, k, div > 0 ? s / (float)div : 0.0f);
+}
+
+/* dy (P, OH, OW) [, x (P, H, W) for max] -> dx (P, H, W), one thread per dx element */
+template <typename T>
+__global__ void pool2d_grad_k(const T *x, const T *dy, T *dx, pgeom g, int kind) {
+    int64_t OH = g.v[PG_OH], OW = g.v[PG_OW], H = g.v[PG_H], W = g.v[PG_W];
+    int64_t k = gid1();
+    if (k >= g.v[PG_PLANES] * H * W) return;
+    int64_t w = k % W, h = (k / W) % H, p = k / (H * W);
+    dy += p * OH * OW;
+    float acc = 0.0f;
+    if (kind == PK_ADAPTIVE) {
+        /* bins containing h: i in [floor(h*OH/H), ceil((h+1)*OH/H)), checked */
+        int64_t i0 = imax(h * OH / H - 1, 0), i1 = imin(((h + 1) * OH + H - 1) / H + 1, OH);
+        int64_t j0 = imax(w * OW / W - 1, 0), j1 = imin(((w + 1) * OW + W - 1) / W + 1, OW);
+        for (int64_t i = i0; i < i1; i++) {
+            int64_t a0 = pool_bin_start(i, H, OH), a1 = pool_bin_end(i, H, OH);
+            if (h < a0 || h >= a1) continue;
+            for (int64_t j = j0; j < j1; j++) {
+                int64_t b0 = pool_bin_start(j, W, OW), b1 = pool_bin_end(j, W, OW);
+                if (w < b0 || w >= b1) continue;
+                acc += ldf(dy[i * OW + j]) / (float)((a1 - a0) * (b1 - b0));
+            }
+        }
+    } else {
+        int64_t i0, i1, j0, j1;
+        pool_cover(h, g.v[PG_KH], g.v[PG_SH], g.v[PG_PH], OH, &i0, &i1);
+        pool_cover(w, g.v[PG_KW], g.v[PG_SW], g.v[PG_PW], OW, &j0, &j1);
+        if (kind == PK_MAX) x += p * H * W;
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = j0; j < j1; j++) {
+                if (kind == PK_MAX) {
+                    if (pool_argmax(g, x, i, j) == h * W + w) acc += ldf(dy[i * OW + j]);
+                } else {
+                    int64_t h0, h1, w0, w1, div = pool_window(g, i, j, &h0, &h1, &w0, &w1);
+                    if (div > 0 && h >= h0 && h < h1 && w >= w0 && w < w1) acc += ldf(dy[i * OW + j]) / (float)div;
+                }
+            }
+    }
+    st(dx, k, acc);
+}
+
+/* geometry table from x's and y's shapes */
+static pgeom geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd) {
+    const int64_t *p = t->p;
+    pgeom g = {{xd[0] * xd[1], xd[2], xd[3], yd[2], yd[3], p[0], p[1], p[2], p[3], p[4], p[5], p[6]}};
+    return g;
+}
+
+template <typename T>
+static loom_status forward(loom__cu_op *o, int kind) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t n = loom_tensor_numel(y);
+    return loom__cu_launch(o, pool2d_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
+                           loom__cu_ptr<T>(o, y), geom(y, x->dims, y->dims), kind);
+}
+
+/* dx = the node (x's shape); max: src (x, dy), avg/adaptive: src (dy) */
+template <typename T>
+static loom_status backward(loom__cu_op *o, int kind) {
+    const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == PK_MAX ? o->t->src[1] : o->t->src[0];
+    int64_t n = loom_tensor_numel(dx);
+    return loom__cu_launch(o, pool2d_grad_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
+                           loom__cu_ptr<T>(o, dy), loom__cu_ptr<T>(o, dx), geom(dx, dx->dims, dy->dims), kind);
+}
+
+loom_status loom__cu_max_pool2d(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, forward, o, PK_MAX); }
+loom_status loom__cu_avg_pool2d(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, forward, o, PK_AVG); }
+loom_status loom__cu_adaptive_avg_pool2d(loom__cu_op *o) {
+    return LOOM_CU_DISPATCH(o->t->dtype, forward, o, PK_ADAPTIVE);
+}
+loom_status loom__cu_max_pool2d_grad(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, backward, o, PK_MAX); }
+loom_status loom__cu_avg_pool2d_grad(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, backward, o, PK_AVG); }
+loom_status loom__cu_adaptive_avg_pool2d_grad(loom__cu_op *o) {
+    return LOOM_CU_DISPATCH(o->t->dtype, backward, o, PK_ADAPTIVE);
+}

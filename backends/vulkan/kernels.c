@@ -1,0 +1,80 @@
+/* backends/vulkan/kernels.c — the Vulkan backend's op table: one entry per
+ * op, its host function (ops/<family>.c) and the output dtypes it takes. A
+ * missing entry means "unsupported"; this table is the only record. f64 is
+ * never listed (most Vulkan devices lack shaderFloat64); I32 and U8 only for
+ * the data-movement ops the CPU has them for. Families not yet ported have
+ * no entry (see vulkan.h, "How to add a family").
+ */
+#include "vulkan.h"
+
+#define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__vk_##stem, dts}
+#define FLOAT LOOM__VK_FLOAT
+#define ALL LOOM__VK_ALL
+#define F32 LOOM__DT(F32)
+
+const loom__kernel loom__vk_kernels[LOOM_OP_COUNT] = {
+    K(ADD, add, FLOAT),
+    K(SUB, sub, FLOAT),
+    K(MUL, mul, FLOAT),
+    K(DIV, div, FLOAT),
+    K(SCALE, scale, FLOAT),
+    K(FILL, fill, FLOAT),
+    K(EXPAND, expand, FLOAT),
+    K(CAST, cast, ALL),
+    /* shape, reduce, pool2d, norm */
+    K(PERMUTE, permute, ALL),
+    K(CONCAT, concat, ALL),
+    K(SLICE, slice, ALL),
+    K(SLICE_GRAD, slice_grad, ALL),
+    K(SUM, sum, FLOAT),
+    K(MEAN, mean, FLOAT),
+    K(MAX_POOL2D, max_pool2d, FLOAT),
+    K(AVG_POOL2D, avg_pool2d, FLOAT),
+    K(ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d, FLOAT),
+    K(MAX_POOL2D_GRAD, max_pool2d_grad, FLOAT),
+    K(AVG_POOL2D_GRAD, avg_pool2d_grad, FLOAT),
+    K(ADAPTIVE_AVG_POOL2D_GRAD, adaptive_avg_pool2d_grad, FLOAT),
+    K(BATCH_NORM, batch_norm, FLOAT),
+    K(BATCH_NORM_GRAD, batch_norm_grad, FLOAT),
+    K(BATCH_NORM_GRAD_PARAMS, batch_norm_grad_params, FLOAT),
+    K(LAYER_NORM, layer_norm, FLOAT),
+    K(LAYER_NORM_GRAD, layer_norm_grad, FLOAT),
+    K(LAYER_NORM_GRAD_PARAMS, layer_norm_grad_params, FLOAT),
+    /* activation, softmax, loss, dropout, embedding */
+    K(RELU, relu, FLOAT),
+    K(LEAKY_RELU, leaky_relu, FLOAT),
+    K(GELU, gelu, FLOAT),
+    K(SILU, silu, FLOAT),
+    K(TANH, tanh, FLOAT),
+    K(SIGMOID, sigmoid, FLOAT),
+    K(RELU_GRAD, relu_grad, FLOAT),
+    K(LEAKY_RELU_GRAD, leaky_relu_grad, FLOAT),
+    K(GELU_GRAD, gelu_grad, FLOAT),
+    K(SILU_GRAD, silu_grad, FLOAT),
+    K(TANH_GRAD, tanh_grad, FLOAT),
+    K(SIGMOID_GRAD, sigmoid_grad, FLOAT),
+    K(SOFTMAX, softmax, FLOAT),
+    K(LOG_SOFTMAX, log_softmax, FLOAT),
+    K(SOFTMAX_GRAD, softmax_grad, FLOAT),
+    K(LOG_SOFTMAX_GRAD, log_softmax_grad, FLOAT),
+    K(CROSS_ENTROPY, cross_entropy, FLOAT),
+    K(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
+    K(MSE, mse, FLOAT),
+    K(DROPOUT, dropout, FLOAT),
+    K(EMBEDDING, embedding, FLOAT),
+    K(EMBEDDING_GRAD, embedding_grad, FLOAT),
+    /* matmul, conv2d, optim */
+    K(MATMUL, matmul, FLOAT),
+    K(LINEAR, linear, FLOAT),
+    K(CONV2D, conv2d, FLOAT),
+    K(CONV2D_GRAD_INPUT, conv2d_grad_input, FLOAT),
+    K(CONV2D_GRAD_WEIGHT, conv2d_grad_weight, FLOAT),
+    K(SGD_STEP, sgd_step, F32),
+    K(ADAM_STEP, adam_step, F32),
+    K(ACCUMULATE, accumulate, F32),
+    K(CLIP_COEF, clip_coef, F32),
+    /* loss scaling (ops/amp.c, shaders/amp.comp) */
+    K(AMP_FOUND_INF, amp_found_inf, F32),
+    K(AMP_UNSCALE, amp_unscale, F32),
+    K(AMP_SCALER_UPDATE, amp_scaler_update, F32),
+};

@@ -1,0 +1,81 @@
+/* backends/vulkan/ops/optim.c — host side of sgd_step, adam_step,
+ * accumulate and clip_coef (shaders/optim.comp; semantics and the hyper
+ * layout in core/ops/optim.c). f32 master weights only: an f64 parameter is
+ * LOOM_ERR_UNSUPPORTED at plan compile. The factors that depend on f[] alone
+ * are formed here in double and rounded once, as the CPU does. Params,
+ * gradients and states are written in place (loom__vk_inout). */
+#include "../vulkan.h"
+
+static loom_status need_f32(loom__vk_op *o, const loom_tensor *p) {
+    if (p->dtype == LOOM_F32) return LOOM_OK;
+    return loom__err(o->vk->ctx, LOOM_ERR_UNSUPPORTED, "vulkan: %s on %s tensor '%s': only f32 master weights (node '%s')",
+                     loom_op_name(o->t->op), loom_dtype_name(p->dtype), p->name, o->t->name);
+}
+
+loom_status loom__vk_sgd_step(loom__vk_op *o) {
+    const loom_tensor *t = o->t, *p = t->src[0];
+    loom_status st = need_f32(o, p);
+    if (st != LOOM_OK) return st;
+    int ci = (int)t->p[3];
+    uint32_t flags = (t->p[0] ? 1u : 0u) | (t->p[1] ? 2u : 0u) | (t->p[2] ? 4u : 0u) | (ci >= 0 ? 8u : 0u);
+    int64_t n = loom_tensor_numel(p);
+    loom__vk_call c;
+    /* bindings p, grad, hyper, buf, coef, y: push {po, go, ho, bo, co, yo, n, flags, mom, damp1, wd} */
+    loom__vk_begin(o, &c, "sgd_step", LOOM__VK_NODT);
+    loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
+    if (t->p[0]) loom__vk_inout(&c, t->src[3]);
+    else loom__vk_in(&c, p); /* unused */
+    loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
+    loom__vk_out(&c, t);
+    loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);
+    loom__vk_f32(&c, (float)t->f[0]), loom__vk_f32(&c, (float)(1 - t->f[1])), loom__vk_f32(&c, (float)t->f[2]);
+    return loom__vk_run_1d(&c, n > 0 ? n : 1); /* invocation 0 writes y */
+}
+
+loom_status loom__vk_adam_step(loom__vk_op *o) {
+    const loom_tensor *t = o->t, *p = t->src[0];
+    loom_status st = need_f32(o, p);
+    if (st != LOOM_OK) return st;
+    int ci = (int)t->p[3];
+    uint32_t flags = (t->p[0] ? 1u : 0u) | (t->p[2] ? 4u : 0u) | (ci >= 0 ? 8u : 0u);
+    int64_t n = loom_tensor_numel(p);
+    float wd_hi = (float)t->f[3], wd_lo = (float)(t->f[3] - (double)wd_hi);
+    loom__vk_call c;
+    /* bindings p, grad, hyper, m, v, coef, y: push {po, go, ho, mo, vo, co, yo, n, flags,
+     * b1, b2, eps, wd, omb1, omb2, wd_hi, wd_lo} */
+    loom__vk_begin(o, &c, "adam_step", LOOM__VK_NODT);
+    loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
+    loom__vk_inout(&c, t->src[3]), loom__vk_inout(&c, t->src[4]);
+    loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]);
+    loom__vk_out(&c, t);
+    loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);
+    loom__vk_f32(&c, (float)t->f[0]), loom__vk_f32(&c, (float)t->f[1]);
+    loom__vk_f32(&c, (float)t->f[2]), loom__vk_f32(&c, (float)t->f[3]);
+    loom__vk_f32(&c, (float)(1 - t->f[0])), loom__vk_f32(&c, (float)(1 - t->f[1]));
+    loom__vk_f32(&c, wd_hi), loom__vk_f32(&c, wd_lo);
+    return loom__vk_run_1d(&c, n > 0 ? n : 1);
+}
+
+loom_status loom__vk_accumulate(loom__vk_op *o) {
+    const loom_tensor *t = o->t, *acc = t->src[0];
+    loom_status st = need_f32(o, acc);
+    if (st != LOOM_OK) return st;
+    int64_t n = loom_tensor_numel(acc);
+    loom__vk_call c;
+    /* bindings acc, grad, y: push {ao, go, yo, n} */
+    loom__vk_begin(o, &c, "accumulate", LOOM__VK_NODT);
+    loom__vk_inout(&c, acc), loom__vk_in(&c, t->src[1]), loom__vk_out(&c, t);
+    loom__vk_u32(&c, (uint32_t)n);
+    return loom__vk_run_1d(&c, n > 0 ? n : 1);
+}
+
+loom_status loom__vk_clip_coef(loom__vk_op *o) {
+    const loom_tensor *t = o->t, *ss = t->src[0];
+    if (ss->dtype != LOOM_F32 && ss->dtype != LOOM_F16 && ss->dtype != LOOM_BF16) return need_f32(o, ss);
+    loom__vk_call c;
+    /* bindings sumsq (32-bit words), hyper, y: push {so, ho, yo, sdt, max_norm} */
+    loom__vk_begin(o, &c, "clip_coef", LOOM__VK_NODT);
+    loom__vk_in(&c, ss), loom__vk_in(&c, t->src[1]), loom__vk_out(&c, t);
+    loom__vk_u32(&c, (uint32_t)ss->dtype), loom__vk_f32(&c, (float)t->f[0]);
+    return loom__vk_run_1d(&c, 1);
+}

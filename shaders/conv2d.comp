@@ -1,0 +1,92 @@
+/* shaders/conv2d.comp — the data-movement kernels of the conv2d family
+ * (backends/vulkan/ops/conv2d.c runs the products on gemm.comp):
+ *   K_IM2COL      x (N,C,H,W) -> columns (N, G, K, P) in the storage type
+ *   K_COL2IM      float columns (N, G, K, P) -> dx (N,C,H,W), a gather: each
+ *                 dx element sums its contributions (no atomics)
+ *   K_SUM_PARTS   dw = the sum over images of grad_weight's per-image float
+ *                 products (N, O*K), in image order
+ * Matches backends/opencl/kernels/conv2d.cl.
+ *
+ * Geometry table g (int32 meta buffer, ops/conv2d.c fills it):
+ *   g[0..3] N, C, H, W       g[4..5] KH, KW      g[6..7] OH, OW
+ *   g[8..9] stride h, w      g[10..11] pad h, w  g[12..13] dilation h, w
+ *   g[14] groups, g[15] C/groups
+ * Rows k = (c*KH + kh)*KW + kw, K = C/groups*KH*KW, P = OH*OW, as
+ * backends/cpu/ops/conv2d.c; column (n, gr, k, p) at ((n*G + gr)*K + k)*P + p. */
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#if defined(K_IM2COL)
+/* col[n, gr, k, p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw], 0 in the padding;
+ * one invocation per column element, p fastest */
+TENSOR_IN(0, int, g);
+TENSOR_IN(1, T, x);
+TENSOR_OUT(2, T, col);
+PUSH { uint xo, n; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return;
+    int KH = g[4], KW = g[5], OW = g[7], P = g[6] * OW, K = g[15] * KH * KW;
+    int p = int(id % uint(P)), r = int(id / uint(P));
+    int k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
+    int c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW, i = p / OW, j = p % OW;
+    int ih = i * g[8] - g[10] + kh * g[12], iw = j * g[9] - g[11] + kw * g[13];
+    float v = 0.0;
+    if (ih >= 0 && ih < g[2] && iw >= 0 && iw < g[3])
+        v = LD(x, pc.xo + uint(((n * g[1] + gr * g[15] + c) * g[2] + ih) * g[3] + iw));
+    ST(col, id, v); /* exact: the value is already in the storage type */
+}
+
+#elif defined(K_COL2IM)
+/* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the
+ * output of col[n, gr, (c*KH + kh)*KW + kw, i*OW + j] (float), gr = ci / Cg, c = ci % Cg;
+ * one invocation per dx element */
+TENSOR_IN(0, int, g);
+TENSOR_IN(1, float, col);
+TENSOR_OUT(2, T, dx);
+PUSH { uint dxo, n; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return;
+    int H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
+    int iw = int(id % uint(W)), ih = int((id / uint(W)) % uint(H)), r = int(id / uint(W * H));
+    int ci = r % g[1], n = r / g[1];
+    int gr = ci / g[15], c = ci % g[15];
+    uint cb = uint((n * g[14] + gr) * g[15] * KH * KW) * uint(OH * OW);
+    float acc = 0.0;
+    for (int kh = 0; kh < KH; kh++) {
+        int th = ih + g[10] - kh * g[12];
+        if (th < 0 || th % sh != 0) continue;
+        int i = th / sh;
+        if (i >= OH) continue;
+        for (int kw = 0; kw < KW; kw++) {
+            int tw = iw + g[11] - kw * g[13];
+            if (tw < 0 || tw % sw != 0) continue;
+            int j = tw / sw;
+            if (j >= OW) continue;
+            acc += col[cb + uint((c * KH + kh) * KW + kw) * uint(OH * OW) + uint(i * OW + j)];
+        }
+    }
+    ST(dx, pc.dxo + id, acc);
+}
+
+#elif defined(K_SUM_PARTS)
+/* dw[i] = sum over s < nparts of part[s*n + i] (float, in order), one invocation per dw element */
+TENSOR_IN(0, float, part);
+TENSOR_OUT(1, T, dw);
+PUSH { uint dwo, nparts, n; } pc;
+
+void main() {
+    uint i = loom_gid();
+    if (i >= pc.n) return;
+    float acc = 0.0;
+    for (uint s = 0u; s < pc.nparts; s++) acc += part[s * pc.n + i];
+    ST(dw, pc.dwo + i, acc);
+}
+
+#else
+#error "conv2d.comp: define one of K_IM2COL, K_COL2IM, K_SUM_PARTS"
+#endif

@@ -1,0 +1,182 @@
+/* shaders/gemm.comp — the batched GEMM every product of the Vulkan backend
+ * runs on (matmul, linear, the conv2d family; host: backends/vulkan/ops/matmul.c):
+ *
+ *   C[b] (M, N) = op(A[b]) (M, K) x op(B[b]) (K, N) [+ bias]
+ *
+ * op(X) = X or X^T, fixed per variant: TA / TB = 0 (n, as stored) or 1 (t,
+ * transposed). A is stored (M, K) row-major with leading dimension lda for
+ * n, (K, M) for t; B (K, N) for n, (N, K) for t. A, B and bias are storage
+ * T; C is T, or float with C_F32 (the _cf variants: conv2d's gradient
+ * columns and per-image weight gradients). Accumulation is float (fma).
+ *
+ * Tiling: a work-group of NT = (BM/RM) * (BN/RN) invocations (the host
+ * dispatches local = NT) computes a BM x BN tile of C; invocation l a
+ * register block of RM x RN outputs at rows ty*RM .. ty*RM+RM-1 and columns
+ * tx*RN .. tx*RN+RN-1 of the tile (tx = l % (BN/RN), ty = l / (BN/RN)). The
+ * K loop steps BK at a time through two shared tiles As[k][m], Bs[k][n]
+ * (float, stored as vec4 runs so that the inner loop reads RM/4 + RN/4 vec4s
+ * per k for RM*RN fmas). Tiles are loaded as 4-element runs along the
+ * operand's contiguous axis, scalar loads with zero fill at the edges: any M,
+ * N, K. Variants: gemm_* BM = BN = 128, BK = 16, RM = RN = 8 (256
+ * invocations); gemm64_* BM = BN = 64 (64 invocations) for small products.
+ * Every loop over the register block has a constant trip count and no break
+ * (a dynamically indexed acc[] would live in scratch memory on some drivers).
+ *
+ * Measured (lavapipe / Mesa 22.3, 2 cores shared with other jobs, square f32
+ * C = A B, bench-gemm_conv; GFLOP/s of CPU time in parentheses, the wall
+ * figure moves 2x with the load): n = 256: 5-8 (4.5), 512: 5-6 (5.5),
+ * 1024: 3-5 (4.5). For reference the scalar 4 x 4 / 64 x 64 form: 256: 4.9
+ * (3.8), 512: 2.4-5.3 (4.5). Lavapipe 22.3 runs every load or store whose
+ * address differs between invocations as a loop over the 8 SIMD lanes (with
+ * a bounds check each), which is what bounds this kernel there; vec4 loads
+ * gain nothing on it (one lane loop per component), they serve GPUs.
+ *
+ * Batch: b in [0, nb), nb = g0*g1*g2, splits into (i0, i1, i2); each
+ * operand's element offset is i0*s0 + i1*s1 + i2*s2 with its strides (push
+ * constants; 0 = broadcast). The bias (when has_bias) is read at
+ * bias[biaso + batch offset + m*brs + n*bcs] (linear: brs 0, bcs 1; conv2d:
+ * brs 1, bcs 0).
+ *
+ * Grid: x = column tiles, y = row tiles, z = batch; each is walked with a
+ * grid stride (uniform per work-group), so any count fits the device's
+ * maxComputeWorkGroupCount. */
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef RM
+#define RM 8
+#endif
+#ifndef RN
+#define RN 8
+#endif
+#define NT ((BM / RM) * (BN / RN))
+#define RM4 (RM / 4)
+#define RN4 (RN / 4)
+
+#if defined(C_F32)
+#define TC float
+#define STC ST_F32
+#else
+#define TC T
+#define STC ST
+#endif
+
+TENSOR_IN(0, T, A);
+TENSOR_IN(1, T, B);
+TENSOR_OUT(2, TC, C);
+TENSOR_IN(3, T, bias);
+PUSH {
+    uint ao, bo, co, biaso;
+    uint M, N, K, lda, ldb, ldc;
+    uint has_bias, brs, bcs;
+    uint g0, g1, g2;
+    uint sa0, sa1, sa2, sb0, sb1, sb2, sc0, sc1, sc2, sbias0, sbias1, sbias2;
+} pc;
+
+shared vec4 As[BK][BM / 4];
+shared vec4 Bs[BK][BN / 4];
+
+/* elements (r, c .. c+3) of a row-major X (rows x cols, leading dimension ld,
+ * element offset o) as a vec4, zero outside */
+#define RUN4(X, o, ld, r, c, rows, cols, out)                                   \
+    {                                                                           \
+        out = vec4(0.0);                                                        \
+        if ((r) < (rows)) {                                                     \
+            uint p_ = (o) + (r) * (ld) + (c);                                   \
+            if ((c) + 3u < (cols)) {                                            \
+                out = vec4(LD(X, p_), LD(X, p_ + 1u), LD(X, p_ + 2u), LD(X, p_ + 3u)); \
+            } else {                                                            \
+                if ((c) < (cols)) out.x = LD(X, p_);                            \
+                if ((c) + 1u < (cols)) out.y = LD(X, p_ + 1u);                  \
+                if ((c) + 2u < (cols)) out.z = LD(X, p_ + 2u);                  \
+            }                                                                   \
+        }                                                                       \
+    }
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    uint tx = l % uint(BN / RN), ty = l / uint(BN / RN);
+    uint M = pc.M, N = pc.N, K = pc.K;
+    uint mtiles = (M + BM - 1u) / BM, ntiles = (N + BN - 1u) / BN, nb = pc.g0 * pc.g1 * pc.g2;
+    for (uint b = gl_WorkGroupID.z; b < nb; b += gl_NumWorkGroups.z) {
+        uint i2 = b % pc.g2, i1 = (b / pc.g2) % pc.g1, i0 = b / (pc.g2 * pc.g1);
+        uint ao = pc.ao + i0 * pc.sa0 + i1 * pc.sa1 + i2 * pc.sa2;
+        uint bo = pc.bo + i0 * pc.sb0 + i1 * pc.sb1 + i2 * pc.sb2;
+        uint co = pc.co + i0 * pc.sc0 + i1 * pc.sc1 + i2 * pc.sc2;
+        for (uint mt = gl_WorkGroupID.y; mt < mtiles; mt += gl_NumWorkGroups.y) {
+            for (uint nt = gl_WorkGroupID.x; nt < ntiles; nt += gl_NumWorkGroups.x) {
+                uint m0 = mt * BM, n0 = nt * BN;
+                vec4 acc[RM][RN4];
+                for (int i = 0; i < RM; i++)
+                    for (int j = 0; j < RN4; j++) acc[i][j] = vec4(0.0);
+                for (uint k0 = 0u; k0 < K; k0 += BK) {
+                    /* A's tile (rows m0.., columns k0..) into As[k][m] */
+                    for (int q = 0; q < BM * BK / 4 / NT; q++) {
+                        uint r = l + uint(q * NT);
+                        vec4 v;
+#if TA == 0
+                        uint m = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
+                        RUN4(A, ao, pc.lda, m0 + m, k0 + k4, M, K, v);
+                        As[k4][m >> 2][m & 3u] = v.x;
+                        As[k4 + 1u][m >> 2][m & 3u] = v.y;
+                        As[k4 + 2u][m >> 2][m & 3u] = v.z;
+                        As[k4 + 3u][m >> 2][m & 3u] = v.w;
+#else
+                        uint k = r / uint(BM / 4), m4 = r % uint(BM / 4);
+                        RUN4(A, ao, pc.lda, k0 + k, m0 + m4 * 4u, K, M, v);
+                        As[k][m4] = v;
+#endif
+                    }
+                    /* B's tile (rows k0.., columns n0..) into Bs[k][n] */
+                    for (int q = 0; q < BN * BK / 4 / NT; q++) {
+                        uint r = l + uint(q * NT);
+                        vec4 v;
+#if TB == 0
+                        uint k = r / uint(BN / 4), n4 = r % uint(BN / 4);
+                        RUN4(B, bo, pc.ldb, k0 + k, n0 + n4 * 4u, K, N, v);
+                        Bs[k][n4] = v;
+#else
+                        uint n = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
+                        RUN4(B, bo, pc.ldb, n0 + n, k0 + k4, N, K, v);
+                        Bs[k4][n >> 2][n & 3u] = v.x;
+                        Bs[k4 + 1u][n >> 2][n & 3u] = v.y;
+                        Bs[k4 + 2u][n >> 2][n & 3u] = v.z;
+                        Bs[k4 + 3u][n >> 2][n & 3u] = v.w;
+#endif
+                    }
+                    barrier();
+                    for (int k = 0; k < BK; k++) {
+                        vec4 a[RM4], bv[RN4];
+                        for (int i = 0; i < RM4; i++) a[i] = As[k][ty * RM4 + i];
+                        for (int j = 0; j < RN4; j++) bv[j] = Bs[k][tx * RN4 + j];
+                        for (int i = 0; i < RM; i++)
+                            for (int j = 0; j < RN4; j++) acc[i][j] = fma(vec4(a[i >> 2][i & 3]), bv[j], acc[i][j]);
+                    }
+                    barrier();
+                }
+                /* epilogue: bias, one rounding to C's storage type */
+                uint bio = pc.biaso + i0 * pc.sbias0 + i1 * pc.sbias1 + i2 * pc.sbias2;
+                for (int i = 0; i < RM; i++) {
+                    for (int j = 0; j < RN; j++) { /* constant trip counts, no break: acc stays in registers */
+                        uint m = m0 + ty * RM + uint(i), n = n0 + tx * RN + uint(j);
+                        if (m < M && n < N) {
+                            float v = acc[i][j >> 2][j & 3];
+                            if (pc.has_bias != 0u) v += LD(bias, bio + m * pc.brs + n * pc.bcs);
+                            STC(C, co + m * pc.ldc + n, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+/* shaders/norm.comp — batch norm, layer norm and their gradient ops, as
+ * backends/opencl/kernels/norm.cl and backends/cpu/ops/norm.c (parameters:
+ * core/ops/norm.c). Statistics are two-pass (mean, then the sum of squared
+ * deviations) with float work-group tree sums: one work-group per channel
+ * (batch norm), per row (layer norm) or per column (layer-norm parameter
+ * gradients). Running statistics, the (4, C) batch-norm statistics and the
+ * layer-norm row statistics are f32 whatever T is. Absent optional inputs
+ * (has_* = 0) are bound to x and never read. Every invocation reaches every
+ * barrier (group_sum); a work-group past the pushed count returns as a whole. */
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define LOOM_GROUP_REDUCE
+#include "common.glsl"
+
+/* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
+
+#if defined(K_BATCH_NORM) || defined(K_BATCH_NORM_GRAD_PARAMS)
+/* batch mean and biased variance of channel c over its first M elements
+ * (N S, or 0 to skip) of x (at element offset xo) */
+#define BN_STATS(x, xo, M, C, S, c, mean, var)                                                    \
+    {                                                                                             \
+        uint l_ = gl_LocalInvocationID.x, nl_ = gl_WorkGroupSize.x;                               \
+        float sum_ = 0.0;                                                                         \
+        for (uint e = l_; e < (M); e += nl_) sum_ += LD(x, (xo) + ((e / (S)) * (C) + (c)) * (S) + e % (S)); \
+        float m_ = group_sum(sum_) / float(M);                                                    \
+        float q_ = 0.0;                                                                           \
+        for (uint e = l_; e < (M); e += nl_) {                                                    \
+            float d_ = LD(x, (xo) + ((e / (S)) * (C) + (c)) * (S) + e % (S)) - m_;                \
+            q_ += d_ * d_;                                                                        \
+        }                                                                                         \
+        mean = m_;                                                                                \
+        var = group_sum(q_) / float(M);                                                           \
+    }
+#endif
+
+#if defined(K_BATCH_NORM)
+/* y = (x - mean) invstd gamma + beta per channel; train: batch statistics,
+ * and (has_run) running = (1 - momentum) running + momentum stat, with the
+ * unbiased variance; eval: the running statistics. One group per channel. */
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, gm);
+TENSOR_IN(2, T, bt);
+TENSOR_OUT(3, float, rm);
+TENSOR_OUT(4, float, rv);
+TENSOR_OUT(5, T, y);
+PUSH {
+    uint xo, gmo, bto, rmo, rvo, yo, N, C, S;
+    int train, has_g, has_b, has_run;
+    float eps, momentum;
+} pc;
+
+void main() {
+    uint c = loom_group();
+    if (c >= pc.C) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x;
+    uint M = pc.N * pc.S, C = pc.C, S = pc.S;
+    float mean, var;
+    BN_STATS(x, pc.xo, (pc.train != 0 ? M : 0u), C, S, c, mean, var);
+    if (pc.train != 0) {
+        if (pc.has_run != 0 && l == 0u) {
+            float mf = float(M);
+            precise float a = (1.0 - pc.momentum) * rm[pc.rmo + c] + pc.momentum * mean;
+            precise float b = (1.0 - pc.momentum) * rv[pc.rvo + c] + pc.momentum * (var * mf / (mf - 1.0));
+            rm[pc.rmo + c] = a;
+            rv[pc.rvo + c] = b;
+        }
+    } else {
+        mean = rm[pc.rmo + c], var = rv[pc.rvo + c];
+    }
+    float invstd = 1.0 / sqrt(var + pc.eps);
+    float g = pc.has_g != 0 ? LD(gm, pc.gmo + c) : 1.0, b = pc.has_b != 0 ? LD(bt, pc.bto + c) : 0.0;
+    for (uint e = l; e < M; e += nl) {
+        uint k = ((e / S) * C + c) * S + e % S;
+        precise float v = (LD(x, pc.xo + k) - mean) * invstd * g + b;
+        ST(y, pc.yo + k, v);
+    }
+}
+
+#elif defined(K_BATCH_NORM_GRAD_PARAMS)
+/* out (4, C) f32: sum(dy xhat), sum(dy), mean, invstd (batch statistics in
+ * train mode, running ones in eval mode). One group per channel. */
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, dy);
+TENSOR_IN(2, float, rm);
+TENSOR_IN(3, float, rv);
+TENSOR_OUT(4, float, outp);
+PUSH {
+    uint xo, dyo, rmo, rvo, outo, N, C, S;
+    int train;
+    float eps;
+} pc;
+
+void main() {
+    uint c = loom_group();
+    if (c >= pc.C) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x;
+    uint M = pc.N * pc.S, C = pc.C, S = pc.S;
+    float mean, var;
+    BN_STATS(x, pc.xo, (pc.train != 0 ? M : 0u), C, S, c, mean, var);
+    if (pc.train == 0) mean = rm[pc.rmo + c], var = rv[pc.rvo + c];
+    float invstd = 1.0 / sqrt(var + pc.eps);
+    float sd = 0.0, sdx = 0.0;
+    for (uint e = l; e < M; e += nl) {
+        uint k = ((e / S) * C + c) * S + e % S;
+        float gv = LD(dy, pc.dyo + k);
+        sd += gv;
+        sdx += gv * (LD(x, pc.xo + k) - mean);
+    }
+    sd = group_sum(sd);
+    sdx = group_sum(sdx);
+    if (l == 0u) {
+        outp[pc.outo + c] = sdx * invstd;
+        outp[pc.outo + C + c] = sd;
+        outp[pc.outo + 2u * C + c] = mean;
+        outp[pc.outo + 3u * C + c] = invstd;
+    }
+}
+
+#elif defined(K_BATCH_NORM_GRAD)
+/* dx, one invocation per element: train: g invstd (dy - sum(dy)/M - xhat sum(dy xhat)/M);
+ * eval: g invstd dy (stats (4, C) f32 from batch_norm_grad_params) */
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, gm);
+TENSOR_IN(2, T, dy);
+TENSOR_IN(3, float, st);
+TENSOR_OUT(4, T, dx);
+PUSH {
+    uint xo, gmo, dyo, sto, dxo, N, C, S;
+    int train, has_g;
+} pc;
+
+void main() {
+    uint k = loom_gid();
+    if (k >= pc.N * pc.C * pc.S) return;
+    uint C = pc.C, c = (k / pc.S) % C;
+    float M = float(pc.N * pc.S);
+    float sdx = st[pc.sto + c] / M, sd = st[pc.sto + C + c] / M;
+    float mean = st[pc.sto + 2u * C + c], invstd = st[pc.sto + 3u * C + c];
+    float g = pc.has_g != 0 ? LD(gm, pc.gmo + c) : 1.0, d = LD(dy, pc.dyo + k);
+    float xh = (LD(x, pc.xo + k) - mean) * invstd;
+    precise float v = pc.train != 0 ? g * invstd * (d - sd - xh * sdx) : g * invstd * d;
+    ST(dx, pc.dxo + k, v);
+}
+
+/* ---- layer norm: x (R, D), one group per row ---- */
+
+#elif defined(K_LAYER_NORM) || defined(K_LAYER_NORM_GRAD) || defined(K_LN_ROWSTATS)
+/* mean and invstd of the row at element `base` of x (D) (every invocation gets them) */
+#define LN_STATS(base, D, eps, mean, invstd)                                                      \
+    {                                                                                             \
+        uint l_ = gl_LocalInvocationID.x, nl_ = gl_WorkGroupSize.x;                               \
+        float sum_ = 0.0;                                                                         \
+        for (uint i_ = l_; i_ < (D); i_ += nl_) sum_ += LD(x, (base) + i_);                       \
+        float m_ = group_sum(sum_) / float(D);                                                    \
+        float q_ = 0.0;                                                                           \
+        for (uint i_ = l_; i_ < (D); i_ += nl_) {                                                 \
+            float d_ = LD(x, (base) + i_) - m_;                                                   \
+            q_ += d_ * d_;                                                                        \
+        }                                                                                         \
+        mean = m_;                                                                                \
+        invstd = 1.0 / sqrt(group_sum(q_) / float(D) + (eps));                                    \
+    }
+
+#if defined(K_LAYER_NORM)
+/* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, gm);
+TENSOR_IN(2, T, bt);
+TENSOR_OUT(3, T, y);
+PUSH {
+    uint xo, gmo, bto, yo, R, D;
+    int has_g, has_b;
+    float eps;
+} pc;
+
+void main() {
+    uint r = loom_group();
+    if (r >= pc.R) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x, D = pc.D;
+    uint xb = pc.xo + r * D, yb = pc.yo + r * D;
+    float mean, invstd;
+    LN_STATS(xb, D, pc.eps, mean, invstd);
+    for (uint i = l; i < D; i += nl) {
+        precise float v = (LD(x, xb + i) - mean) * invstd * (pc.has_g != 0 ? LD(gm, pc.gmo + i) : 1.0) +
+                          (pc.has_b != 0 ? LD(bt, pc.bto + i) : 0.0);
+        ST(y, yb + i, v);
+    }
+}
+
+#elif defined(K_LAYER_NORM_GRAD)
+/* dx = invstd (g dy - mean(g dy) - xhat mean(g dy xhat)) per row */
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, gm);
+TENSOR_IN(2, T, dy);
+TENSOR_OUT(3, T, dx);
+PUSH {
+    uint xo, gmo, dyo, dxo, R, D;
+    int has_g;
+    float eps;
+} pc;
+
+void main() {
+    uint r = loom_group();
+    if (r >= pc.R) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x, D = pc.D;
+    uint xb = pc.xo + r * D, db = pc.dyo + r * D, ob = pc.dxo + r * D;
+    float mean, invstd;
+    LN_STATS(xb, D, pc.eps, mean, invstd);
+    float a = 0.0, b = 0.0;
+    for (uint i = l; i < D; i += nl) {
+        float gd = LD(dy, db + i) * (pc.has_g != 0 ? LD(gm, pc.gmo + i) : 1.0);
+        a += gd;
+        b += gd * (LD(x, xb + i) - mean) * invstd;
+    }
+    a = group_sum(a) / float(D);
+    b = group_sum(b) / float(D);
+    for (uint i = l; i < D; i += nl) {
+        float gd = LD(dy, db + i) * (pc.has_g != 0 ? LD(gm, pc.gmo + i) : 1.0);
+        precise float v = invstd * (gd - a - (LD(x, xb + i) - mean) * invstd * b);
+        ST(dx, ob + i, v);
+    }
+}
+
+#else /* K_LN_ROWSTATS */
+/* st (2, R) f32: mean and invstd of each row of x (R, D); one group per row */
+TENSOR_IN(0, T, x);
+TENSOR_OUT(1, float, st);
+PUSH {
+    uint xo, R, D;
+    float eps;
+} pc;
+
+void main() {
+    uint r = loom_group();
+    if (r >= pc.R) return;
+    float mean, invstd;
+    LN_STATS(pc.xo + r * pc.D, pc.D, pc.eps, mean, invstd);
+    if (gl_LocalInvocationID.x == 0u) {
+        st[r] = mean;
+        st[pc.R + r] = invstd;
+    }
+}
+#endif
+
+#elif defined(K_LAYER_NORM_GRAD_PARAMS)
+/* out (2, D): out[0, i] = sum_r dy xhat, out[1, i] = sum_r dy, with the row
+ * statistics st (2, R) f32 from ln_rowstats; one group per column i */
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, dy);
+TENSOR_IN(2, float, st);
+TENSOR_OUT(3, T, outp);
+PUSH { uint xo, dyo, outo, R, D; } pc;
+
+void main() {
+    uint i = loom_group();
+    if (i >= pc.D) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x, R = pc.R, D = pc.D;
+    float dg = 0.0, db = 0.0;
+    for (uint r = l; r < R; r += nl) {
+        uint k = r * D + i;
+        float gv = LD(dy, pc.dyo + k);
+        dg += gv * (LD(x, pc.xo + k) - st[r]) * st[R + r];
+        db += gv;
+    }
+    dg = group_sum(dg);
+    db = group_sum(db);
+    if (l == 0u) {
+        ST(outp, pc.outo + i, dg);
+        ST(outp, pc.outo + D + i, db);
+    }
+}
+
+#else
+#error "norm.comp: define one of K_BATCH_NORM, K_BATCH_NORM_GRAD_PARAMS, K_BATCH_NORM_GRAD, K_LAYER_NORM, K_LAYER_NORM_GRAD, K_LN_ROWSTATS, K_LAYER_NORM_GRAD_PARAMS"
+#endif

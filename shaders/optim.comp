@@ -1,0 +1,152 @@
+/* shaders/optim.comp — the optimizer's effect ops on f32 params and states
+ * (semantics and the hyper layout in core/ops/optim.c; host:
+ * backends/vulkan/ops/optim.c), matching the f32 path of
+ * backends/cpu/ops/optim.c operation for operation, as
+ * backends/opencl/kernels/optim.cl does. Factors the CPU forms in double from
+ * f[] alone arrive as floats rounded once on the host; those that need
+ * hyper[] (read here, on the device) are formed in float so that they round
+ * the same way: lr / bc1 and sqrt(bc2) with the device's division and square
+ * root (correctly rounded on lavapipe and most GPUs; Vulkan only promises
+ * 2.5 ulp), and 1 - lr wd with an exact product and sum (fma, two-sum).
+ * Every result is `precise` (no contraction: the CPU rounds a * b + c twice).
+ * The placeholder output y () is set to 0 by invocation 0. f32 only: one
+ * variant per kernel, no storage suffix. */
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#define H_LR 0
+#define H_BC1 1
+#define H_BC2 2
+#define H_APPLY 3
+#define H_GMULT 4
+#define H_FIRST 5
+
+#if defined(K_SGD_STEP)
+/* flags: 1 momentum buffer, 2 nesterov, 4 zero grad, 8 coef given */
+TENSOR_OUT(0, float, p);
+TENSOR_OUT(1, float, gr);
+TENSOR_IN(2, float, hy);
+TENSOR_OUT(3, float, buf);
+TENSOR_IN(4, float, cf);
+TENSOR_OUT(5, float, y);
+PUSH { uint po, go, ho, bo, co, yo, n, flags; float mom, damp1, wd; } pc;
+
+void main() {
+    uint i = loom_gid();
+    if (i == 0u) y[pc.yo] = 0.0;
+    if (i >= pc.n) return;
+    if (hy[pc.ho + H_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+        return;
+    }
+    if (hy[pc.ho + H_APPLY] == 0.0) return;
+    float lr = hy[pc.ho + H_LR];
+    precise float mult = hy[pc.ho + H_GMULT] * ((pc.flags & 8u) != 0u ? cf[pc.co] : 1.0);
+    bool first = hy[pc.ho + H_FIRST] != 0.0;
+    precise float g = gr[pc.go + i] * mult;
+    if (pc.wd != 0.0) g = g + pc.wd * p[pc.po + i];
+    if ((pc.flags & 1u) != 0u) {
+        precise float b = first ? g : pc.mom * buf[pc.bo + i] + pc.damp1 * g;
+        buf[pc.bo + i] = b;
+        g = (pc.flags & 2u) != 0u ? g + pc.mom * b : b;
+    }
+    precise float np = p[pc.po + i] - lr * g;
+    p[pc.po + i] = np;
+    if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+}
+
+#elif defined(K_ADAM_STEP)
+/* 1 - lr * (wd_hi + wd_lo), rounded once from a nearly exact value */
+float one_minus_prod(float lr, float wd_hi, float wd_lo) {
+    precise float ph = lr * wd_hi;
+    precise float pl = fma(lr, wd_hi, -ph) + lr * wd_lo; /* lr * wd = ph + pl */
+    precise float s = 1.0 - ph;
+    precise float bb = s - 1.0;
+    precise float e = (1.0 - (s - bb)) + (-ph - bb); /* 1 - ph = s + e exactly */
+    precise float r = s + (e - pl);
+    return r;
+}
+
+/* flags: 1 decoupled (AdamW), 4 zero grad, 8 coef given */
+TENSOR_OUT(0, float, p);
+TENSOR_OUT(1, float, gr);
+TENSOR_IN(2, float, hy);
+TENSOR_OUT(3, float, m);
+TENSOR_OUT(4, float, v);
+TENSOR_IN(5, float, cf);
+TENSOR_OUT(6, float, y);
+PUSH {
+    uint po, go, ho, mo, vo, co, yo, n, flags;
+    float b1, b2, eps, wd, omb1, omb2, wd_hi, wd_lo;
+} pc;
+
+void main() {
+    uint i = loom_gid();
+    if (i == 0u) y[pc.yo] = 0.0;
+    if (i >= pc.n) return;
+    if (hy[pc.ho + H_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+        return;
+    }
+    if (hy[pc.ho + H_APPLY] == 0.0) return;
+    float lr = hy[pc.ho + H_LR];
+    precise float mult = hy[pc.ho + H_GMULT] * ((pc.flags & 8u) != 0u ? cf[pc.co] : 1.0);
+    float decay = one_minus_prod(lr, pc.wd_hi, pc.wd_lo);
+    precise float step = lr / hy[pc.ho + H_BC1];
+    precise float bc2s = sqrt(hy[pc.ho + H_BC2]);
+    precise float g = gr[pc.go + i] * mult;
+    precise float pv = p[pc.po + i];
+    if (pc.wd != 0.0) {
+        if ((pc.flags & 1u) != 0u) pv = pv * decay;
+        else g = g + pc.wd * pv;
+    }
+    precise float mv = pc.b1 * m[pc.mo + i] + pc.omb1 * g;
+    precise float vv = pc.b2 * v[pc.vo + i] + pc.omb2 * g * g;
+    m[pc.mo + i] = mv;
+    v[pc.vo + i] = vv;
+    precise float np = pv - step * mv / (sqrt(vv) / bc2s + pc.eps);
+    p[pc.po + i] = np;
+    if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+}
+
+#elif defined(K_ACCUMULATE)
+/* acc (n) += grad */
+TENSOR_OUT(0, float, acc);
+TENSOR_IN(1, float, g);
+TENSOR_OUT(2, float, y);
+PUSH { uint ao, go, yo, n; } pc;
+
+void main() {
+    uint i = loom_gid();
+    if (i == 0u) y[pc.yo] = 0.0;
+    if (i >= pc.n) return;
+    precise float s = acc[pc.ao + i] + g[pc.go + i];
+    acc[pc.ao + i] = s;
+}
+
+#elif defined(K_CLIP_COEF)
+/* y () = min(1, max_norm / (sqrt(sumsq) * hyper[GMULT] + 1e-6)); sumsq () of
+ * dtype sdt (DT_F32 / DT_F16 / DT_BF16) read as 32-bit words (the CPU forms
+ * this in double; float here, as OpenCL) */
+TENSOR_IN(0, uint, ss);
+TENSOR_IN(1, float, hy);
+TENSOR_OUT(2, float, y);
+PUSH { uint so, ho, yo, sdt; float max_norm; } pc;
+
+void main() {
+    if (loom_gid() != 0u) return;
+    float s;
+    if (pc.sdt == uint(DT_F32)) {
+        s = uintBitsToFloat(ss[pc.so]);
+    } else {
+        uint h = (ss[pc.so >> 1] >> ((pc.so & 1u) * 16u)) & 0xffffu;
+        s = pc.sdt == uint(DT_F16) ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    precise float c = pc.max_norm / (sqrt(s) * hy[pc.ho + H_GMULT] + 1e-6);
+    y[pc.yo] = c < 1.0 ? c : 1.0;
+}
+
+#else
+#error "optim.comp: define one of K_SGD_STEP, K_ADAM_STEP, K_ACCUMULATE, K_CLIP_COEF"
+#endif
