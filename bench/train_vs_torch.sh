@@ -4,7 +4,10 @@
 # same batch size, optimizer and thread count.
 #
 # loom:  loom train --backend cpu --model M --epochs 1 --max-steps S --batch B
-#        --threads T --optimizer O --quiet; samples_per_s from its RESULT line
+#        --threads T --optimizer O --workers 0 --quiet; samples_per_s from its
+#        RESULT line. --workers 0: batches are gathered on the training thread,
+#        as torch_train.py does (no DataLoader, no workers), so both sides time
+#        the same thing: batch gather + training step.
 #        (training loop only, evaluation excluded; the first step is included).
 # torch: bench/torch_train.py --model M --steps S --batch B --threads T
 #        --optimizer O (10 untimed warm-up steps first). Both follow their
@@ -93,7 +96,7 @@ for m in $models; do
     lv="" tv=""
     for r in $(seq 1 "$rounds"); do
         out=$("$loom" train --backend cpu --data fashion-mnist --model "$m" --epochs 1 --max-steps "$steps" --batch "$batch" \
-            --threads "$threads" --optimizer "$optimizer" --quiet 2>&1) || {
+            --threads "$threads" --optimizer "$optimizer" --workers 0 --quiet 2>&1) || {
             echo "loom train failed for $m:"; echo "$out"; exit 1
         }
         l=$(printf '%s\n' "$out" | field samples_per_s)

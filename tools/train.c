@@ -369,6 +369,12 @@ static int run(int argc, char **argv, bool lrfind) {
     }
     if (strcmp(d.model.arch, "mlp") && strcmp(d.model.arch, "cnn"))
         return bad("unknown model '%s' (mlp or cnn)%s", d.model.arch, "");
+    if (!strcmp(amp, "fp16") || !strcmp(amp, "f16"))
+        d.amp = LOOM_F16;
+    else if (!strcmp(amp, "bf16"))
+        d.amp = LOOM_BF16;
+    else if (strcmp(amp, "off"))
+        return bad("bad value '%s' for %s (fp16, bf16 or off)", amp, "--amp");
     if (!data_dir && strcmp(data, "fashion-mnist")) return bad("unknown dataset '%s' (fashion-mnist, or use --data-dir)%s", data, "");
     bool use_plateau = !strcmp(sched, "plateau");
     int sk = use_plateau ? LOOM_SCHED_CONSTANT : loom_schedule_parse(sched);
@@ -407,12 +413,6 @@ static int run(int argc, char **argv, bool lrfind) {
     d.max_steps = max_steps;
     d.max_eval = max_eval;
     d.workers = workers;
-    if (!strcmp(amp, "fp16") || !strcmp(amp, "f16"))
-        d.amp = LOOM_F16;
-    else if (!strcmp(amp, "bf16"))
-        d.amp = LOOM_BF16;
-    else if (strcmp(amp, "off"))
-        return bad("bad value '%s' for %s (fp16, bf16 or off)", amp, "--amp");
     d.prefetch = (int)prefetch;
     d.label_smoothing = ls;
     d.val_split = val_split;

@@ -22,6 +22,10 @@
  * on the application's instance, device and queue, which loom__vk_close then
  * leaves alone; features are what the device has, limited to what the
  * application says it enabled; no validation messenger of loom's own. */
+#ifdef LOOM_PIN_DRIVERS
+#define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NODELETE */
+#include <link.h>
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -110,6 +114,21 @@ static bool env_on(const char *name) {
     return e && *e && strcmp(e, "0") != 0;
 }
 
+#ifdef LOOM_PIN_DRIVERS
+/* Sanitizer builds (LOOM_PIN_DRIVERS): keep the Vulkan driver and layer
+ * libraries loaded until exit. The loader unloads them when the instance is
+ * destroyed, and LeakSanitizer then reports the driver's own never-freed
+ * allocations (lavapipe, LLVM) as "<unknown module>", which no suppression
+ * can name; pinned, they keep their names (tests/lsan.supp). */
+static int pin_one(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size, (void)data;
+    const char *n = info->dlpi_name;
+    if (n && *n && (strstr(n, "libvulkan_") || strstr(n, "VkLayer_"))) (void)dlopen(n, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    return 0;
+}
+static void pin_drivers(void) { dl_iterate_phdr(pin_one, NULL); }
+#endif
+
 /* An instance; with validation when vk (not NULL) asks for it. */
 static VkResult make_instance(loom__vk *vk, bool validation, VkInstance *out, char *why, size_t nwhy) {
     *out = VK_NULL_HANDLE;
@@ -161,6 +180,9 @@ static VkResult make_instance(loom__vk *vk, bool validation, VkInstance *out, ch
     }
     VkResult r = loader.vkCreateInstance(&ci, NULL, out);
     if (r != VK_SUCCESS) snprintf(why, nwhy, "vkCreateInstance failed: %s (%d)", loom__vk_errstr(r), (int)r);
+#ifdef LOOM_PIN_DRIVERS
+    if (r == VK_SUCCESS) pin_drivers();
+#endif
     return r;
 }
 
@@ -517,6 +539,9 @@ loom_status loom__vk_adopt(loom__vk *vk, const loom_vulkan_adopt *a) {
     vk->adopted = true;
     vk->device_index = -1;
     vk->instance = a->instance;
+#ifdef LOOM_PIN_DRIVERS
+    pin_drivers(); /* the application's driver, for the leak reports of sanitizer builds */
+#endif
     const char *missing = NULL;
 #define LOAD(n) \
     if (!(vk->fn.n = (PFN_##n)gipa(vk->instance, #n)) && !missing) missing = #n;
