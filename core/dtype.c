@@ -109,12 +109,57 @@ static void store_d(void *p, loom_dtype dt, size_t i, double v) {
     }
 }
 
+/* ---- x86-64 fast path: F16C conversions, chosen at run time ----
+ * vcvtph2ps is exact but quiets signalling NaNs (loom_f16_to_f32 keeps them
+ * as they are), so a block of 8 holding an f16 NaN goes through the scalar
+ * code; vcvtps2ph with round-to-nearest-even gives loom_f32_to_f16's result
+ * for every input, NaNs included. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define LOOM_F16C 1
+__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *s, float *d, size_t n) {
+    size_t i = 0;
+    const __m128i expo = _mm_set1_epi16(0x7c00);
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i e = _mm_cmpeq_epi16(_mm_and_si128(h, expo), expo); /* inf or NaN lanes */
+        if (_mm_movemask_epi8(e)) {
+            for (size_t k = i; k < i + 8; k++) d[k] = loom_f16_to_f32(s[k]);
+            continue;
+        }
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; i++) d[i] = loom_f16_to_f32(s[i]);
+}
+__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *s, uint16_t *d, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = loom_f32_to_f16(s[i]);
+}
+static bool have_f16c(void) {
+    static int have = -1; /* a benign race: every thread computes the same value */
+    if (have < 0) have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return have;
+}
+#endif
+
 void loom_convert(const void *src, loom_dtype sdt, void *dst, loom_dtype ddt, size_t n) {
     if (sdt == ddt) {
         memmove(dst, src, n * loom_dtype_size(sdt));
         return;
     }
     /* the two hot conversions get their own loops (f16/bf16 <-> f32) */
+#ifdef LOOM_F16C
+    if (have_f16c() && ddt == LOOM_F32 && sdt == LOOM_F16) {
+        f16_to_f32_f16c(src, dst, n);
+        return;
+    }
+    if (have_f16c() && ddt == LOOM_F16 && sdt == LOOM_F32) {
+        f32_to_f16_f16c(src, dst, n);
+        return;
+    }
+#endif
     if (ddt == LOOM_F32 && sdt == LOOM_F16) {
         for (size_t i = 0; i < n; i++) ((float *)dst)[i] = loom_f16_to_f32(((const uint16_t *)src)[i]);
     } else if (ddt == LOOM_F32 && sdt == LOOM_BF16) {

@@ -282,7 +282,49 @@ static void test_table(void) {
     CHECK(!loom_dtype_is_float((loom_dtype)-1), "is_float(-1)");
 }
 
+/* The array conversions (loom_convert: an F16C fast path on x86-64 CPUs that
+ * have it) give exactly the scalar conversions: every f16 pattern (NaNs with
+ * their payloads, signalling ones included) to f32, and f32 patterns around
+ * every f16 rounding boundary, all f16-range exponents, NaNs and infinities,
+ * plus a pseudo-random sweep, to f16. Odd lengths exercise the tails. */
+static void test_array_paths(void) {
+    enum { NH = 65536 + 3 };
+    static uint16_t h[NH];
+    static float f[NH];
+    for (uint32_t u = 0; u < NH; u++) h[u] = (uint16_t)(u * 40503u);
+    loom_convert(h, LOOM_F16, f, LOOM_F32, NH);
+    int bad = 0;
+    for (uint32_t u = 0; u < NH; u++) {
+        float r = loom_f16_to_f32(h[u]);
+        bad += memcmp(&f[u], &r, 4) != 0;
+    }
+    CHECK(!bad, "loom_convert f16->f32 = loom_f16_to_f32 bit for bit on all 65536 patterns (%d differ)", bad);
+    enum { NF = 1 << 20 };
+    static float g[NF + 5];
+    static uint16_t o[NF + 5];
+    uint32_t x = 12345u;
+    for (uint32_t i = 0; i < NF + 5; i++) {
+        uint32_t b;
+        if (i < 65536 * 8) { /* each f16 value's neighbourhood: +-0..3 ulp of f32 around its midpoints */
+            uint32_t hv = i / 8, k = i % 8;
+            float v = loom_f16_to_f32((uint16_t)hv), w = loom_f16_to_f32((uint16_t)(hv + 1));
+            float mid = (v + w) / 2;
+            memcpy(&b, &mid, 4);
+            b += k < 4 ? k : (uint32_t)-(int32_t)(k - 3);
+        } else {
+            x = x * 1664525u + 1013904223u;
+            b = x;
+        }
+        memcpy(&g[i], &b, 4);
+    }
+    loom_convert(g, LOOM_F32, o, LOOM_F16, NF + 5);
+    bad = 0;
+    for (uint32_t i = 0; i < NF + 5; i++) bad += o[i] != loom_f32_to_f16(g[i]);
+    CHECK(!bad, "loom_convert f32->f16 = loom_f32_to_f16 on %d patterns (%d differ)", NF + 5, bad);
+}
+
 int main(void) {
+    test_array_paths();
     test_vectors();
     test_exhaustive_round_trip();
     test_all_ties();
