@@ -3,7 +3,7 @@
  * available backend; prints the worst relative loss difference per backend
  * and optimizer against the issue's bars (1e-4 with SGD + momentum, 1e-3
  * with AdamW) and exits 1 if one is missed. LOOM_PARITY_VERBOSE=1 prints
- * every step.
+ * every step; LOOM_PARITY_BACKENDS=vulkan,opencl limits the backends.
  *
  * It is a diagnostic, not a ctest test, while the bars are missed. Measured
  * on PoCL (batch 64, 2026-12-02): SGD + momentum 1.3e-3 (bar 1e-4), AdamW
@@ -120,6 +120,8 @@ int main(void) {
         if (!train(ctx, "cpu", &opts[k].od, xs, ys, opts[k].lr, ref)) continue;
         for (int i = 0; i < n; i++) {
             if (!strcmp(names[i], "cpu") || !loom_backend_available(ctx, names[i], NULL)) continue;
+            const char *only = getenv("LOOM_PARITY_BACKENDS"); /* e.g. "vulkan,opencl"; unset = all */
+            if (only && !strstr(only, names[i])) continue;
             if (!train(ctx, names[i], &opts[k].od, xs, ys, opts[k].lr, got)) continue;
             if (getenv("LOOM_PARITY_VERBOSE"))
                 for (int s = 0; s < STEPS; s++) printf("  step %2d  cpu %.6f  %s %.6f\n", s, ref[s], names[i], got[s]);

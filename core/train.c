@@ -283,6 +283,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if (d.eval_every <= 0) d.eval_every = 1;
     if (d.sched.lr <= 0) d.sched.lr = 0.01;
     if (d.std <= 0) d.mean = 0.2860f, d.std = 0.3530f;
+    d.backend_desc.deterministic = d.backend_desc.deterministic || d.deterministic;
     if (d.batch > ds->n)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: batch %d is larger than the %lld training samples", d.batch,
                          (long long)ds->n);
@@ -596,6 +597,7 @@ loom_status loom_lr_find(loom_ctx *ctx, const loom_train_desc *desc, const loom_
     if (!ds || ds->n < 1) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "lr-find: no training data");
     if (d.batch <= 0) d.batch = 64;
     if (d.std <= 0) d.mean = 0.2860f, d.std = 0.3530f;
+    d.backend_desc.deterministic = d.backend_desc.deterministic || d.deterministic;
     if (d.batch > ds->n)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "lr-find: batch %d is larger than the %lld training samples", d.batch,
                          (long long)ds->n);

@@ -76,6 +76,12 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   # mixed precision: a short run of each; fp16 reports its loss scale
   expect 0 "amp: loss scale [0-9]+, [0-9]+ skipped" -- train --model cnn --max-steps 10 --backend cpu --amp fp16
   expect 0 "RESULT backend=cpu model=cnn.*amp=bf16" -- train --model cnn --max-steps 10 --backend cpu --amp bf16 --quiet
+  # --deterministic: the same checkpoint, bit for bit, with 1 and 3 CPU threads
+  # (without the flag ~280k of its bytes differ)
+  for t in 1 3; do
+    expect 0 "RESULT" -- train --model cnn --max-steps 3 --max-eval 256 --backend cpu --quiet --workers 0 --deterministic --threads $t --save "$tmp/det$t.st"
+  done
+  cmp -s "$tmp/det1.st" "$tmp/det3.st" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --deterministic: the checkpoints of --threads 1 and 3 differ"; }
   ls "$tmp"/tb/events.out.tfevents.* >/dev/null 2>&1 && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: no event file"; }
   [ -s "$tmp/lf.csv" ] && grep -q "</svg>" "$tmp/lf.svg" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: lr-find files"; }
   # the OpenCL backend, when `loom info` finds a device for it (ctest sets

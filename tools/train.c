@@ -42,7 +42,10 @@ static const char *usage_text =
     "  --dropout P                cnn dropout before the last layer (default 0.5; 0 = off)\n"
     "  --grad-accum N             micro-batches per optimizer step (default 1)\n"
     "  --clip-grad X              clip the global gradient norm to X (default off)\n"
-    "  --seed N                   (default 1)\n"
+    "  --seed N                   fixes init, data order, validation split, dropout (default 1)\n"
+    "  --deterministic            also deterministic kernels: on the CPU the same bits for any --threads;\n"
+    "                             on CUDA no TF32 (overrides LOOM_CUDA_TF32=1), no cuBLAS atomics\n"
+    "                             (default off: a little faster)\n"
     "  --amp fp16|bf16|off        mixed precision: 16-bit activations and matmul/conv inputs, f32 master\n"
     "                             weights; fp16 with dynamic loss scaling (default off)\n"
     "run:\n"
@@ -351,6 +354,10 @@ static int run(int argc, char **argv, bool lrfind) {
         }
         if (!strcmp(a, "--anneal-linear")) {
             anneal_linear = true;
+            continue;
+        }
+        if (!strcmp(a, "--deterministic")) {
+            d.deterministic = true;
             continue;
         }
         if (!strcmp(a, "--keep-last")) {

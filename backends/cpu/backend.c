@@ -27,6 +27,7 @@ static loom_status cpu_create(loom_backend *be, const loom_backend_desc *desc) {
 #ifdef LOOM_HAVE_OPENBLAS
     openblas_set_num_threads(1); /* loom's pool splits GEMMs itself (gemm.c) */
 #endif
+    cpu->deterministic = desc && desc->deterministic;
     be->impl = cpu;
     return LOOM_OK;
 }
@@ -59,6 +60,9 @@ static void cpu_describe(const loom_backend *be, FILE *out) {
     fprintf(out, "  GEMM: built-in blocked loops (no OpenBLAS)\n");
 #endif
     fprintf(out, "  dtypes: f32 f64 (reference), f16 bf16 (stored 16-bit, computed in f32)\n");
+    if (cpu->deterministic)
+        fprintf(out, "  deterministic: results do not depend on the thread count (fixed %d-part splits)\n",
+                LOOM__CPU_DET_PARTS);
 }
 
 static loom_status cpu_buffer_alloc(loom_backend *be, size_t bytes, loom__buffer **out) {

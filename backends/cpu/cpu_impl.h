@@ -6,6 +6,10 @@
 
 struct loom__cpu {
     int threads;
+    /* loom_backend_desc.deterministic: no result may depend on `threads`.
+     * Kernels then split reductions (and GEMMs) into parts fixed by the
+     * sizes, at most LOOM__CPU_DET_PARTS, and add the parts in order. */
+    bool deterministic;
     void *pool;           /* threads.c */
     void *scratch;        /* kernel workspace, grown on demand, kept */
     size_t scratch_bytes;
@@ -18,6 +22,8 @@ struct loom__buffer {
 
 loom_status loom__cpu_pool_create(loom__cpu *cpu, int threads);
 void loom__cpu_pool_destroy(loom__cpu *cpu);
+
+#define LOOM__CPU_DET_PARTS 8
 
 extern const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT];
 

@@ -52,7 +52,14 @@ static void sgemm_rows(void *v, int64_t b, int64_t e) {
 /* One thread pool for everything: OpenBLAS runs single-threaded (set when the
  * backend starts) and large products are split into column or row panels
  * across loom's pool, so OpenBLAS's spinning workers never compete with
- * loom's for the cores. */
+ * loom's for the cores.
+ *
+ * An element's bits depend on the panel it falls in: OpenBLAS (0.3.21,
+ * Haswell kernels, measured) computes edge tiles differently, so the same
+ * product split into 2 panels instead of 1 differs in the last bit of a few
+ * percent of the elements (2-9% for the cnn's shapes), even for K = 9. Panels are one per thread by default; in
+ * deterministic mode they are fixed by the size alone (LOOM__CPU_DET_PARTS
+ * panels, whatever the thread count, also with one thread). */
 typedef struct panel {
     bool ta, tb, by_cols;
     int64_t M, N, K, lda, ldb, ldc, step;
@@ -95,9 +102,9 @@ void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
         return;
     }
-    int parts = cpu ? loom__cpu_threads(cpu) : 1;
+    int parts = !cpu ? 1 : cpu->deterministic ? LOOM__CPU_DET_PARTS : loom__cpu_threads(cpu);
     if (parts > 1 && (double)M * (double)N * (double)K >= 262144.0) {
-        /* panels of whole 16-column (or 16-row) blocks, one per thread */
+        /* panels of whole 16-column (or 16-row) blocks, one per thread (or per fixed part) */
         bool by_cols = N >= M;
         int64_t len = by_cols ? N : M, step = (len + parts - 1) / parts;
         step = (step + 15) / 16 * 16;

@@ -92,7 +92,8 @@ typedef struct loom__cu {
     cublasHandle_t blas;     /* bound to stream; workspace set (graph capture allocates nothing) */
     void *blas_ws;
     size_t blas_ws_bytes;
-    bool tf32;               /* LOOM_CUDA_TF32=1: f32 GEMMs may use TF32 tensor cores */
+    bool tf32;               /* LOOM_CUDA_TF32=1: f32 GEMMs may use TF32 tensor cores (never when deterministic) */
+    bool deterministic;      /* loom_backend_desc.deterministic: cuBLAS atomics off, no TF32 */
     bool graphs;             /* LOOM_CUDA_GRAPHS != 0: capture plans as CUDA graphs */
     loom__cu_hostmem *hostmem; /* pinned allocations (memory.cu) */
 } loom__cu;

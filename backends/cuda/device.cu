@@ -13,8 +13,12 @@
  * no device is an error that lists the devices there are.
  *
  * Settings read at create: LOOM_CUDA_TF32=1 lets f32 GEMMs use TF32 tensor
- * cores (off by default: f32 GEMMs are full f32), LOOM_CUDA_GRAPHS=0 turns
- * CUDA graphs off. */
+ * cores (off by default: f32 GEMMs are full f32; ignored, with a warning,
+ * when desc->deterministic is set), LOOM_CUDA_GRAPHS=0 turns CUDA graphs
+ * off. desc->deterministic also pins cuBLAS to CUBLAS_ATOMICS_NOT_ALLOWED;
+ * loom's own kernels use no float atomics (only atomicMin/atomicMax on ints:
+ * error slots, the loss-scale flag), so runs repeat bitwise on the same GPU,
+ * driver and cuBLAS. */
 #include <stdint.h>
 
 #include "common.cuh"
@@ -125,7 +129,15 @@ loom_status loom__cu_open(loom__cu *cu, const loom_backend_desc *desc) {
     LOOM_CU_CHECK(cu->ctx, cudaGetDeviceProperties(&cu->prop, d));
     cudaDriverGetVersion(&cu->driver_version);
     cudaRuntimeGetVersion(&cu->runtime_version);
+    /* deterministic: full f32 GEMMs even with LOOM_CUDA_TF32=1 (TF32 is
+     * itself reproducible, but a flag that asks for the reference numerics
+     * should not depend on the environment), and cuBLAS atomics disallowed */
+    cu->deterministic = desc && desc->deterministic;
     cu->tf32 = env_flag("LOOM_CUDA_TF32", false);
+    if (cu->tf32 && cu->deterministic) {
+        loom__log(cu->ctx, LOOM_LOG_WARN, "cuda: deterministic kernels: LOOM_CUDA_TF32=1 ignored (f32 GEMMs stay full f32)");
+        cu->tf32 = false;
+    }
     cu->graphs = env_flag("LOOM_CUDA_GRAPHS", true);
     LOOM_CU_CHECK(cu->ctx, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     LOOM_CUBLAS_CHECK(cu->ctx, cublasCreate(&cu->blas));
@@ -134,12 +146,15 @@ loom_status loom__cu_open(loom__cu *cu, const loom_backend_desc *desc) {
     LOOM_CUBLAS_CHECK(cu->ctx, cublasSetPointerMode(cu->blas, CUBLAS_POINTER_MODE_HOST));
     /* TF32 only through the compute type chosen per GEMM (ops/matmul.cu) */
     LOOM_CUBLAS_CHECK(cu->ctx, cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
+    /* cuBLAS's default already disallows atomics; deterministic mode pins it */
+    if (cu->deterministic) LOOM_CUBLAS_CHECK(cu->ctx, cublasSetAtomicsMode(cu->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
     cu->blas_ws_bytes = BLAS_WS_BYTES;
     LOOM_CU_CHECK(cu->ctx, cudaMalloc(&cu->blas_ws, cu->blas_ws_bytes));
     LOOM_CUBLAS_CHECK(cu->ctx, cublasSetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
-    loom__log(cu->ctx, LOOM_LOG_INFO, "cuda: device %d %s (sm_%d%d, %d SMs, %.1f GiB)%s", d, cu->prop.name,
+    loom__log(cu->ctx, LOOM_LOG_INFO, "cuda: device %d %s (sm_%d%d, %d SMs, %.1f GiB)%s%s", d, cu->prop.name,
               cu->prop.major, cu->prop.minor, cu->prop.multiProcessorCount,
-              (double)cu->prop.totalGlobalMem / (1u << 30), cu->tf32 ? ", TF32 on" : "");
+              (double)cu->prop.totalGlobalMem / (1u << 30), cu->tf32 ? ", TF32 on" : "",
+              cu->deterministic ? ", deterministic" : "");
     return LOOM_OK;
 }
 
@@ -172,7 +187,9 @@ void loom__cu_describe(const loom_backend *be, FILE *out) {
             (double)tot / (1u << 30), (double)fr / (1u << 30), p->memoryBusWidth, p->l2CacheSize >> 20,
             p->sharedMemPerBlock >> 10, p->sharedMemPerBlockOptin >> 10);
     fprintf(out, "  tensor cores: %s; f32 GEMMs: %s\n", tensor_cores(p->major, p->minor),
-            cu->tf32 ? "TF32 (LOOM_CUDA_TF32=1)" : "full f32 (LOOM_CUDA_TF32=1 allows TF32)");
+            cu->tf32            ? "TF32 (LOOM_CUDA_TF32=1)"
+            : cu->deterministic ? "full f32 (deterministic: LOOM_CUDA_TF32 ignored, cuBLAS atomics off)"
+                                : "full f32 (LOOM_CUDA_TF32=1 allows TF32)");
     fprintf(out, "  driver %d.%d, runtime %d.%d, cuBLAS %d\n", cu->driver_version / 1000, cu->driver_version % 1000 / 10,
             cu->runtime_version / 1000, cu->runtime_version % 1000 / 10, cu->blas_version);
 #ifdef LOOM_CUDNN_HEADERS

@@ -24,6 +24,24 @@ typedef struct loom_backend loom_backend;
 typedef struct loom_backend_desc {
     int device;  /* device index for GPU backends; -1/0 = default */
     int threads; /* CPU backend threads; 0 = the context's setting */
+    /* Deterministic kernels (false = off, the default: each backend picks
+     * its fastest kernels). Every backend already gives bitwise-equal
+     * results when the same plan is run again with the same inputs on the
+     * same device and settings; this flag adds, per backend:
+     *   cpu:    results do not depend on the thread count either (GEMMs are
+     *           split into a fixed number of panels, the conv2d weight
+     *           gradient sums a fixed number of image ranges, and the conv2d
+     *           path is chosen without looking at the thread count), so
+     *           --threads 1 and --threads 16 give the same bits. Costs a
+     *           little speed (fixed splits balance less well).
+     *   cuda:   cuBLAS with atomics disallowed (CUBLAS_ATOMICS_NOT_ALLOWED)
+     *           and no TF32, even with LOOM_CUDA_TF32=1; loom's own kernels
+     *           use no float atomics. Bitwise only on the same GPU model,
+     *           driver and cuBLAS version (cuBLAS's own guarantee).
+     *   opencl, vulkan: nothing changes (their kernels use no float atomics
+     *           and fixed reduction orders already); same device and driver.
+     * Results still differ between backends and between dtypes. */
+    bool deterministic;
 } loom_backend_desc;
 
 /* name: "cpu", "cuda", "vulkan", "opencl". An unknown or unavailable backend

@@ -109,7 +109,9 @@ typedef struct loom_train_desc {
     loom_optimizer_desc opt;
     loom_schedule sched;           /* sched.lr is the base LR (0 = 0.01); times in optimizer steps */
     double label_smoothing;
-    uint64_t seed;
+    uint64_t seed;                 /* fixes init, data order, validation split, dropout */
+    bool deterministic;            /* deterministic kernels (see loom_backend_desc.deterministic); set
+                                      here or in backend_desc: either turns them on */
     int eval_every;                /* evaluate every N epochs (and after the last); 0 = 1 */
     int64_t max_steps;             /* > 0: stop each epoch after this many batches (short runs) */
     int64_t max_eval;              /* > 0: evaluate on the first batches covering this many samples (short runs) */

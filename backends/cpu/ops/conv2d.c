@@ -31,6 +31,13 @@
  *      (the first layer, K = 9, is bound by memory traffic, not by the GEMM).
  *      Depthwise convolutions (C/groups = 1) run one tiny GEMM per group here:
  *      correct but slow (~2 GFLOP/s); a direct loop would serve them better.
+ *
+ *      Thread count and bits: by default the path (per image when N >= threads)
+ *      and the weight gradient's split (one image range per thread) follow the
+ *      thread count, and so do the last bits of the results. In deterministic
+ *      mode (loom__cpu.deterministic) the per-image path runs whenever N > 1
+ *      and the weight gradient sums min(N, LOOM__CPU_DET_PARTS) image ranges,
+ *      added in order: the same bits for any thread count (GEMMs: gemm.c).
  */
 #include "../cpu_impl.h"
 
@@ -268,8 +275,9 @@ static float *workspace(const loom__cpu_args *a, const geom *q, int64_t *nb, siz
  * gather copies), and no thread waits on another until the op ends. Every
  * image is computed the same way for any thread count. The weight gradient
  * sums images in blocks of ~1024 columns in f32 (GEMM beta = 1) and the
- * blocks in double per thread; the threads' doubles are added in thread
- * order at the end. */
+ * blocks in double per part (a contiguous image range: one per thread, or
+ * min(N, LOOM__CPU_DET_PARTS) in deterministic mode); the parts' doubles are
+ * added in part order at the end. */
 
 typedef struct ijob {
     const geom *q;
@@ -364,12 +372,15 @@ static void gw_images(void *v, int64_t p0, int64_t p1) {
  * forward conv with K = 288 is a little faster chunked (one large GEMM):
  * the per-image path leaves far less in flight through the caches. */
 static bool per_image(const loom__cpu_args *a, const geom *q) {
+    if (a->cpu->deterministic) return q->N > 1; /* the choice must not depend on the thread count */
     return loom__cpu_threads(a->cpu) <= q->N && q->N > 1;
 }
 
-static loom_status images_run(const loom__cpu_args *a, const geom *q, ijob *j, size_t per_part,
+/* Run fn over `parts` image ranges (0 = one per thread, at most N: forward
+ * and grad_input, whose images do not depend on the split). */
+static loom_status images_run(const loom__cpu_args *a, const geom *q, ijob *j, size_t per_part, int parts,
                               loom__cpu_range_fn fn) {
-    int parts = loom__cpu_threads(a->cpu);
+    if (parts <= 0) parts = loom__cpu_threads(a->cpu) < q->N ? loom__cpu_threads(a->cpu) : (int)q->N;
     size_t bytes = per_part * (size_t)parts;
     j->q = q, j->parts = parts, j->per_part = per_part;
     j->ws = loom__cpu_scratch(a->cpu, bytes);
@@ -397,7 +408,7 @@ static loom_status fwd_f32(const loom__cpu_args *a, const geom *q) {
     }
     if (per_image(a, q)) {
         ijob j = {.x = x, .w = w, .bias = bias, .y = y};
-        return images_run(a, q, &j, al64((size_t)(K * P) * sizeof(float)), fwd_images);
+        return images_run(a, q, &j, al64((size_t)(K * P) * sizeof(float)), 0, fwd_images);
     }
     int64_t nb;
     float *ws = workspace(a, q, &nb, 0);
@@ -432,7 +443,7 @@ static loom_status gi_f32(const loom__cpu_args *a, const geom *q) {
     }
     if (per_image(a, q)) {
         ijob j = {.w = w, .dy = dy, .y = dx};
-        return images_run(a, q, &j, al64((size_t)(K * P) * sizeof(float)), gi_images);
+        return images_run(a, q, &j, al64((size_t)(K * P) * sizeof(float)), 0, gi_images);
     }
     int64_t nb;
     float *ws = workspace(a, q, &nb, 0);
@@ -470,7 +481,11 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
         ijob j = {.x = x, .dy = dy};
         size_t per = al64((size_t)(K * P) * sizeof(float)) + al64((size_t)(q->O * K) * sizeof(float)) +
                      al64((size_t)(q->O * K) * sizeof(double));
-        loom_status st = images_run(a, q, &j, per, gw_images);
+        /* the parts' sums are added in order: their count sets the result's bits */
+        int parts = !a->cpu->deterministic     ? loom__cpu_threads(a->cpu)
+                    : q->N < LOOM__CPU_DET_PARTS ? (int)q->N
+                                                 : LOOM__CPU_DET_PARTS;
+        loom_status st = images_run(a, q, &j, per, parts, gw_images);
         if (st != LOOM_OK) return st;
         size_t acc_off = al64((size_t)(K * P) * sizeof(float)) + al64((size_t)(q->O * K) * sizeof(float));
         for (int64_t i = 0; i < q->O * K; i++) {
