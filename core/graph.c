@@ -153,6 +153,7 @@ loom_tensor *loom__node(loom_graph *g, int op, loom_dtype dt, int ndim, const in
     t->g = g;
     t->id = g->n;
     t->op = op;
+    t->effect = op >= 0 && (loom__ops[op].flags & LOOM__OPF_EFFECT);
     t->dtype = dt;
     t->ndim = ndim;
     if (ndim) memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);

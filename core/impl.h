@@ -110,6 +110,7 @@ struct loom_tensor {
     double f[LOOM__NFPARAM];  /* float op parameters */
     bool requires_grad;
     bool keep;
+    bool effect;              /* writes persistent srcs: never removed (op flag EFFECT; a builder may clear it) */
     loom_tensor *grad;        /* set by loom_backward */
     char name[64];
     loom_init init;           /* params and states */

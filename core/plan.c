@@ -180,7 +180,7 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
     /* 1. which nodes matter: kept tensors, effects, and everything they read */
     for (int i = n - 1; i >= 0; i--) {
         loom_tensor *t = g->nodes[i];
-        if (t->keep || (!is_leaf(t) && (loom__ops[t->op].flags & LOOM__OPF_EFFECT)) ||
+        if (t->keep || (!is_leaf(t) && t->effect) ||
             (is_leaf(t) && t->leaf != LOOM__CONST))
             needed[i] = true;
         if (!needed[i]) continue;

@@ -197,7 +197,7 @@ static loom_graph *build_case(loom_ctx *ctx, const loom_op_case *c, loom_dtype d
     bool *written = calloc((size_t)n0, 1);
     for (int i = 0; written && i < n0; i++) {
         const loom_tensor *t = g->nodes[i];
-        if (t->op >= 0 && (loom__ops[t->op].flags & LOOM__OPF_EFFECT))
+        if (t->op >= 0 && t->effect)
             for (int k = 0; k < t->nsrc; k++)
                 if (t->src[k]->id < n0) written[t->src[k]->id] = true;
     }

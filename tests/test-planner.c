@@ -271,6 +271,32 @@ static void test_unused_branch(void) {
     loom_graph_destroy(g);
 }
 
+/* batch norm is an effect only when it updates running statistics: an unused
+ * training BN with running stats still runs (it writes them); unused eval-mode
+ * and stat-less BNs are removed like any dead node */
+static void test_batch_norm_effects(void) {
+    for (int k = 0; k < 3; k++) {
+        loom_graph *g = graph(15);
+        loom_tensor *x = loom_input(g, "x", LOOM_F32, D(4, 3, 5));
+        loom_init one = {LOOM_INIT_ONES, 0, 0};
+        loom_tensor *rm = loom_state(g, "rm", LOOM_F32, D(3), NULL), *rv = loom_state(g, "rv", LOOM_F32, D(3), &one);
+        bool train = k != 1, stats = k != 2;
+        loom_tensor *bn = loom_batch_norm(g, x, NULL, NULL, stats ? rm : NULL, stats ? rv : NULL, train, 0.1, 1e-5);
+        (void)bn;
+        loom_keep(loom_scale(g, x, 2.0));
+        loom_plan *p = compile(g, false);
+        if (p) {
+            loom_plan_memory m;
+            loom_plan_memory_stats(p, &m);
+            int want = k == 0 ? 2 : 1;
+            CHECK(m.nodes_run == want, "unused batch_norm (%s, %s running stats): %d nodes run, expected %d",
+                  train ? "train" : "eval", stats ? "with" : "without", m.nodes_run, want);
+        }
+        loom_plan_destroy(p);
+        loom_graph_destroy(g);
+    }
+}
+
 /* ---- random DAGs ----
  * Each graph is built twice from the same seed: as is (with a few kept
  * tensors), and with every node kept, which puts every node in its own
@@ -425,6 +451,7 @@ int main(void) {
     test_kept_intermediate();
     test_diamond();
     test_unused_branch();
+    test_batch_norm_effects();
     test_random_dags();
     tu_cpu_close(ctx, be);
     return tu_summary();

@@ -143,6 +143,7 @@ loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, 
     loom_tensor *y = loom__node(g, LOOM_OP_BATCH_NORM, x->dtype, x->ndim, x->dims, n, src);
     if (!y) return NULL;
     y->p[BN_TRAIN] = train;
+    y->effect = train && im >= 0; /* only a training BN with running stats writes anything */
     y->p[BN_GAMMA] = ig, y->p[BN_BETA] = ib, y->p[BN_RMEAN] = im, y->p[BN_RVAR] = iv, y->p[BN_DY] = -1;
     y->p[BN_STATS] = -1;
     y->f[0] = eps, y->f[1] = momentum;
