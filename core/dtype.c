@@ -115,6 +115,7 @@ static void store_d(void *p, loom_dtype dt, size_t i, double v) {
  * code; vcvtps2ph with round-to-nearest-even gives loom_f32_to_f16's result
  * for every input, NaNs included. */
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define LOOM_F16C 1
 __attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *s, float *d, size_t n) {
@@ -137,9 +138,20 @@ __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *s, 
         _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
     for (; i < n; i++) d[i] = loom_f32_to_f16(s[i]);
 }
+/* CPUID leaf 1: ECX bit 29 F16C, bit 28 AVX, bit 27 OSXSAVE; and the OS saves
+ * the YMM state (XCR0 bits 1-2). (clang's __builtin_cpu_supports lacks "f16c".) */
 static bool have_f16c(void) {
     static int have = -1; /* a benign race: every thread computes the same value */
-    if (have < 0) have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    if (have < 0) {
+        unsigned a, b, c, d;
+        bool ok = __get_cpuid(1, &a, &b, &c, &d) && (c >> 27 & 7u) == 7u;
+        if (ok) {
+            unsigned lo, hi;
+            __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            ok = (lo & 6u) == 6u;
+        }
+        have = ok;
+    }
     return have;
 }
 #endif

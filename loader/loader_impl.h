@@ -29,5 +29,17 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
  * the result (in a or b). */
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                          uint8_t *a, uint8_t *b);
+/* The trailing RandomErasing steps on the normalised tensor x (c, h, w),
+ * after loom__tf_run with the same rng (it continues the sample's stream). */
+loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,
+                                int64_t h, int64_t w);
+/* The parameters one random step draws on an (h, w) input (tests):
+ *   RandomResizedCrop  top, left, h, w
+ *   ColorJitter        order[4] (0 brightness .. 3 hue), factor[4]
+ *   RandomAffine       angle, tx, ty, scale, shear_x, shear_y
+ *   RandomErasing      apply (0/1), top, left, h, w
+ *   RandomOrder        the permutation of its count steps
+ *   flips              apply (0/1);  RandomCrop  top, left (padded) */
+void loom__tf_draw(const loom_tf_step *s, loom__aug_rng *r, int64_t h, int64_t w, double out[8]);
 
 #endif

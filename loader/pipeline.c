@@ -1,8 +1,26 @@
 /* loader/pipeline.c — the per-sample transform pipeline of the loader:
  * RandomCrop (with padding), RandomHorizontalFlip, RandomVerticalFlip,
- * CenterCrop, Resize; their per-sample random stream; and the parser of
- * torchvision-like specs. Reference loops (one image at a time; the pool
- * runs many images at once).
+ * CenterCrop, Resize, RandomResizedCrop, ColorJitter, RandomAffine,
+ * RandomOrder, RandomErasing (on the tensor); their per-sample random
+ * stream; and the parser of torchvision-like specs. Reference loops (one
+ * image at a time; the pool runs many images at once).
+ *
+ * Every draw of sample i in epoch e is one 32-bit word of Philox (seed,
+ * "AUGM" + e, counter 16 i + k / 4), word k = 0, 1, ... in pipeline order
+ * (64 words per sample; a sample needing more continues at counter
+ * 2^63 | i << 16 | (k / 4 - 16), never another sample's). Layout per step:
+ *   RandomCrop          top, left: 2 words each (64-bit modulo)
+ *   flips               1 word (always drawn)
+ *   RandomResizedCrop   per attempt: area, log-ratio (1 word each), and on
+ *                       success top, left (1 word each); the fallback draws
+ *                       nothing
+ *   ColorJitter         order: 3 words (Fisher-Yates), then 4 factors
+ *                       (always drawn, also for an adjustment that is off)
+ *   RandomAffine        angle, tx, ty, scale, shear x, shear y (always)
+ *   RandomOrder         count - 1 words (Fisher-Yates)
+ *   RandomErasing       the coin (1 word); if it erases, as RandomResizedCrop
+ * A uniform in [lo, hi) is lo + (hi - lo) * u / 2^32; an int in [0, n) is
+ * (u * n) >> 32.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -20,9 +38,40 @@ void loom__aug_init(loom__aug_rng *r, uint64_t seed, int64_t epoch, int64_t samp
 }
 
 uint32_t loom__aug_u32(loom__aug_rng *r) {
-    if (r->k % 4 == 0) loom_philox(r->seed, r->stream, r->base + (uint64_t)(r->k / 4), r->w);
+    if (r->k % 4 == 0) {
+        uint64_t ctr = r->k < 64 ? r->base + (uint64_t)(r->k / 4)
+                                 : (1ull << 63) | (r->base / 16) << 16 | (uint64_t)(r->k / 4 - 16);
+        loom_philox(r->seed, r->stream, ctr, r->w);
+    }
     return r->w[r->k++ % 4];
 }
+
+/* one word: uniform in [lo, hi) */
+static double draw_unif(loom__aug_rng *r, double lo, double hi) {
+    return lo + (hi - lo) * ((double)loom__aug_u32(r) * (1.0 / 4294967296.0));
+}
+
+/* one word: uniform integer in [0, n), n >= 1 */
+static int64_t draw_small(loom__aug_rng *r, int64_t n) {
+    return (int64_t)(((uint64_t)loom__aug_u32(r) * (uint64_t)n) >> 32);
+}
+
+/* a range, {0, 0} = the default (lo, hi) */
+static void range_or(const double in[2], double lo, double hi, double out[2]) {
+    bool unset = in[0] == 0 && in[1] == 0;
+    out[0] = unset ? lo : in[0], out[1] = unset ? hi : in[1];
+}
+
+/* Fisher-Yates over perm[0..n): n - 1 words */
+static void draw_perm(loom__aug_rng *r, int *perm, int n) {
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)draw_small(r, i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+}
+
+#define LOOM__TF_ORDER_MAX 16 /* steps one RandomOrder may hold */
 
 /* uniform integer in [0, n) (n >= 1) */
 static int64_t draw_int(loom__aug_rng *r, int64_t n) {
@@ -37,6 +86,11 @@ static const char *tf_name(loom_tf_kind k) {
     case LOOM_TF_RANDOM_VFLIP: return "RandomVerticalFlip";
     case LOOM_TF_CENTER_CROP: return "CenterCrop";
     case LOOM_TF_RESIZE: return "Resize";
+    case LOOM_TF_RANDOM_RESIZED_CROP: return "RandomResizedCrop";
+    case LOOM_TF_COLOR_JITTER: return "ColorJitter";
+    case LOOM_TF_RANDOM_AFFINE: return "RandomAffine";
+    case LOOM_TF_RANDOM_ERASING: return "RandomErasing";
+    case LOOM_TF_RANDOM_ORDER: return "RandomOrder";
     }
     return "?";
 }
@@ -143,6 +197,83 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
                                  (long long)s->h, (long long)s->w);
             h = s->h, w = s->w;
             break;
+        case LOOM_TF_RANDOM_RESIZED_CROP:
+        case LOOM_TF_RANDOM_ERASING: {
+            bool rrc = s->kind == LOOM_TF_RANDOM_RESIZED_CROP;
+            if (rrc && (s->h < 1 || s->w < 1 || s->h > 65536 || s->w > 65536))
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): size %lldx%lld (expected 1..65536)", nm, i + 1,
+                                 (long long)s->h, (long long)s->w);
+            double sc[2], ra[2];
+            range_or(s->scale, rrc ? 0.08 : 0.02, rrc ? 1.0 : 0.33, sc);
+            range_or(s->ratio, rrc ? 3.0 / 4.0 : 0.3, rrc ? 4.0 / 3.0 : 3.3, ra);
+            if (!(sc[0] > 0 && sc[0] <= sc[1] && isfinite(sc[1])) || !(ra[0] > 0 && ra[0] <= ra[1] && isfinite(ra[1])))
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                                 "%s (step %d): scale (%g, %g), ratio (%g, %g) (expected 0 < lo <= hi, finite)", nm, i + 1,
+                                 sc[0], sc[1], ra[0], ra[1]);
+            if (rrc) {
+                h = s->h, w = s->w;
+                break;
+            }
+            if (!(s->p <= 1) || isnan(s->p))
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): p = %g (expected at most 1)", nm, i + 1, s->p);
+            if (s->nvalue != 0 && s->nvalue != 1 && s->nvalue != c)
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): %d values for a %d-channel image (expected 1 or %d)",
+                                 nm, i + 1, s->nvalue, c, c);
+            for (int j = i + 1; j < n; j++)
+                if (steps[j].kind != LOOM_TF_RANDOM_ERASING)
+                    return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                                     "%s (step %d) acts on the normalised tensor: it must come after every image step "
+                                     "(step %d is %s)",
+                                     nm, i + 1, j + 1, tf_name(steps[j].kind));
+            break;
+        }
+        case LOOM_TF_COLOR_JITTER:
+            for (int k = 0; k < 4; k++) {
+                double lo = s->jitter[k][0], hi = s->jitter[k][1];
+                bool ok = k < 3 ? (lo >= 0 && lo <= hi && isfinite(hi)) : (lo >= -0.5 && lo <= hi && hi <= 0.5);
+                if (s->jitter_on[k] && !ok)
+                    return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): %s range (%g, %g) (expected %s)", nm, i + 1,
+                                     k == 0 ? "brightness" : k == 1 ? "contrast" : k == 2 ? "saturation" : "hue", lo, hi,
+                                     k < 3 ? "0 <= lo <= hi" : "-0.5 <= lo <= hi <= 0.5");
+            }
+            break;
+        case LOOM_TF_RANDOM_AFFINE: {
+            bool ok = isfinite(s->degrees[0]) && isfinite(s->degrees[1]) && s->degrees[0] <= s->degrees[1];
+            if (s->has_translate)
+                ok = ok && s->translate[0] >= 0 && s->translate[0] <= 1 && s->translate[1] >= 0 && s->translate[1] <= 1;
+            if (s->has_ascale) ok = ok && s->ascale[0] > 0 && s->ascale[0] <= s->ascale[1] && isfinite(s->ascale[1]);
+            ok = ok && (s->nshear == 0 || s->nshear == 2 || s->nshear == 4);
+            for (int k = 0; k < s->nshear && ok; k++) ok = fabs(s->shear[k]) < 90 && (k % 2 == 0 || s->shear[k - 1] <= s->shear[k]);
+            if (!ok)
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                                 "%s (step %d): degrees (%g, %g), translate (%g, %g), scale (%g, %g), %d shear values "
+                                 "(expected lo <= hi, translate in [0, 1], scale > 0, 0/2/4 shears within (-90, 90))",
+                                 nm, i + 1, s->degrees[0], s->degrees[1], s->translate[0], s->translate[1], s->ascale[0],
+                                 s->ascale[1], s->nshear);
+            break;
+        }
+        case LOOM_TF_RANDOM_ORDER: {
+            if (s->count < 0 || s->count > LOOM__TF_ORDER_MAX || i + s->count >= n)
+                return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): %d steps (expected 0..%d, all present)", nm, i + 1,
+                                 s->count, LOOM__TF_ORDER_MAX);
+            for (int j = i + 1; j <= i + s->count; j++) {
+                loom_tf_kind k = steps[j].kind;
+                if (k == LOOM_TF_RANDOM_ORDER || k == LOOM_TF_RANDOM_ERASING)
+                    return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): may not hold %s (step %d)", nm, i + 1,
+                                     tf_name(k), j + 1);
+                int64_t ch, cw;
+                size_t b;
+                loom_status st = loom__tf_plan(ctx, &steps[j], 1, c, h, w, &ch, &cw, &b);
+                if (st != LOOM_OK) return st;
+                if (ch != h || cw != w)
+                    return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                                     "%s (step %d): %s (step %d) turns %lldx%lld into %lldx%lld (every step it orders must "
+                                     "keep the size)",
+                                     nm, i + 1, tf_name(k), j + 1, (long long)h, (long long)w, (long long)ch, (long long)cw);
+            }
+            i += s->count;
+            break;
+        }
         default: return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform step %d: unknown kind %d", i + 1, (int)s->kind);
         }
         size_t b = (size_t)h * (size_t)w * (size_t)c;
@@ -158,38 +289,197 @@ static bool coin(loom__aug_rng *r, double p) {
     return p > 0 && u < p;
 }
 
+/* ---- the random steps' parameters ---------------------------------------- */
+
+
+/* A box of area fraction in sc and aspect w / h log-uniform in ra, 10
+ * attempts (RandomResizedCrop.get_params and RandomErasing.get_params): true
+ * with box = top, left, h, w when an attempt fits. Erasing needs h < H and
+ * w < W, the crop 0 < h <= H and 0 < w <= W. */
+static bool box_attempts(loom__aug_rng *r, int64_t H, int64_t W, const double sc[2], const double ra[2], bool erase,
+                         int64_t box[4]) {
+    double area = (double)H * (double)W, lr0 = log(ra[0]), lr1 = log(ra[1]);
+    for (int a = 0; a < 10; a++) {
+        double target = area * draw_unif(r, sc[0], sc[1]);
+        double aspect = exp(draw_unif(r, lr0, lr1));
+        /* Python's int(round(.)): halves to even, as nearbyint */
+        double wa = nearbyint(sqrt(target * aspect)), ha = nearbyint(sqrt(target / aspect));
+        int64_t w = erase ? (int64_t)ha : (int64_t)wa, h = erase ? (int64_t)wa : (int64_t)ha;
+        bool fits = erase ? (h < H && w < W) : (0 < w && w <= W && 0 < h && h <= H);
+        if (!fits) continue;
+        box[0] = draw_small(r, H - h + 1), box[1] = draw_small(r, W - w + 1), box[2] = h, box[3] = w;
+        return true;
+    }
+    return false;
+}
+
+static void rrc_params(const loom_tf_step *s, loom__aug_rng *r, int64_t H, int64_t W, int64_t box[4]) {
+    double sc[2], ra[2];
+    range_or(s->scale, 0.08, 1.0, sc);
+    range_or(s->ratio, 3.0 / 4.0, 4.0 / 3.0, ra);
+    if (box_attempts(r, H, W, sc, ra, false, box)) return;
+    /* fallback: the centre crop of the largest box with its ratio in range */
+    double in_ratio = (double)W / (double)H, rmin = fmin(ra[0], ra[1]), rmax = fmax(ra[0], ra[1]);
+    int64_t w = W, h = H;
+    if (in_ratio < rmin) h = (int64_t)nearbyint((double)W / rmin);
+    else if (in_ratio > rmax) w = (int64_t)nearbyint((double)H * rmax);
+    if (h < 1) h = 1;
+    if (w < 1) w = 1;
+    box[0] = (H - h) / 2, box[1] = (W - w) / 2, box[2] = h, box[3] = w;
+}
+
+static bool erase_params(const loom_tf_step *s, loom__aug_rng *r, int64_t H, int64_t W, int64_t box[4]) {
+    if (!coin(r, s->p)) return false;
+    double sc[2], ra[2];
+    range_or(s->scale, 0.02, 0.33, sc);
+    range_or(s->ratio, 0.3, 3.3, ra);
+    return box_attempts(r, H, W, sc, ra, true, box);
+}
+
+static void jitter_params(const loom_tf_step *s, loom__aug_rng *r, int order[4], double f[4]) {
+    draw_perm(r, order, 4);
+    for (int k = 0; k < 4; k++) f[k] = draw_unif(r, s->jitter[k][0], s->jitter[k][1]);
+}
+
+/* angle, tx, ty, scale, shear x, shear y */
+static void affine_params(const loom_tf_step *s, loom__aug_rng *r, int64_t H, int64_t W, double a[6]) {
+    a[0] = draw_unif(r, s->degrees[0], s->degrees[1]);
+    double mx = s->translate[0] * (double)W, my = s->translate[1] * (double)H;
+    double tx = draw_unif(r, -mx, mx), ty = draw_unif(r, -my, my), sc = draw_unif(r, s->ascale[0], s->ascale[1]);
+    double shx = draw_unif(r, s->shear[0], s->shear[1]), shy = draw_unif(r, s->shear[2], s->shear[3]);
+    a[1] = s->has_translate ? nearbyint(tx) : 0;
+    a[2] = s->has_translate ? nearbyint(ty) : 0;
+    a[3] = s->has_ascale ? sc : 1.0;
+    a[4] = s->nshear >= 2 ? shx : 0;
+    a[5] = s->nshear == 4 ? shy : 0;
+}
+
+void loom__tf_draw(const loom_tf_step *s, loom__aug_rng *r, int64_t h, int64_t w, double out[8]) {
+    int64_t box[4] = {0};
+    int order[8];
+    memset(out, 0, 8 * sizeof *out);
+    switch (s->kind) {
+    case LOOM_TF_RANDOM_CROP:
+        out[0] = (double)draw_int(r, h), out[1] = (double)draw_int(r, w); /* as the step, on (h, w) = padded - crop + 1 */
+        break;
+    case LOOM_TF_RANDOM_HFLIP:
+    case LOOM_TF_RANDOM_VFLIP: out[0] = coin(r, s->p); break;
+    case LOOM_TF_CENTER_CROP:
+    case LOOM_TF_RESIZE: break;
+    case LOOM_TF_RANDOM_RESIZED_CROP:
+        rrc_params(s, r, h, w, box);
+        for (int k = 0; k < 4; k++) out[k] = (double)box[k];
+        break;
+    case LOOM_TF_COLOR_JITTER:
+        jitter_params(s, r, order, out + 4);
+        for (int k = 0; k < 4; k++) out[k] = order[k];
+        break;
+    case LOOM_TF_RANDOM_AFFINE: affine_params(s, r, h, w, out); break;
+    case LOOM_TF_RANDOM_ERASING:
+        out[0] = erase_params(s, r, h, w, box);
+        for (int k = 0; k < 4; k++) out[k + 1] = (double)box[k];
+        break;
+    case LOOM_TF_RANDOM_ORDER:
+        draw_perm(r, order, s->count < 8 ? s->count : 8);
+        for (int k = 0; k < 8 && k < s->count; k++) out[k] = order[k];
+        break;
+    }
+}
+
+/* One step on *img (in a or b): the result lands in the other buffer (or,
+ * for multi-pass steps, alternates) and *img points at it. */
+static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom__aug_rng *rng, loom_image *img,
+                           uint8_t *a, uint8_t *b) {
+    const loom_tf_step *s = &steps[i];
+    loom_image dst = {img->data == a ? b : a, img->h, img->w, img->c};
+    loom_status st = LOOM_OK;
+    switch (s->kind) {
+    case LOOM_TF_RANDOM_CROP: {
+        int64_t pad[4];
+        crop_pads(s, img->h, img->w, pad);
+        int64_t H = img->h + pad[1] + pad[3], W = img->w + pad[0] + pad[2];
+        int64_t top = draw_int(rng, H - s->h + 1), left = draw_int(rng, W - s->w + 1);
+        dst.h = s->h, dst.w = s->w;
+        crop_padded(img, s, pad, top, left, dst.data);
+        break;
+    }
+    case LOOM_TF_RANDOM_HFLIP:
+    case LOOM_TF_RANDOM_VFLIP:
+        if (!coin(rng, s->p)) return LOOM_OK;
+        st = s->kind == LOOM_TF_RANDOM_HFLIP ? loom_tf_hflip(ctx, img, &dst) : loom_tf_vflip(ctx, img, &dst);
+        break;
+    case LOOM_TF_CENTER_CROP:
+        dst.h = s->h, dst.w = s->w;
+        st = loom_tf_center_crop(ctx, img, &dst);
+        break;
+    case LOOM_TF_RESIZE:
+        dst.h = s->h, dst.w = s->w;
+        st = loom_tf_resize(ctx, img, &dst);
+        break;
+    case LOOM_TF_RANDOM_RESIZED_CROP: {
+        int64_t box[4];
+        rrc_params(s, rng, img->h, img->w, box);
+        dst.h = s->h, dst.w = s->w;
+        st = loom_tf_resized_crop(ctx, img, box[0], box[1], box[2], box[3], &dst);
+        break;
+    }
+    case LOOM_TF_COLOR_JITTER: {
+        int order[4];
+        double f[4];
+        jitter_params(s, rng, order, f);
+        for (int k = 0; k < 4 && st == LOOM_OK; k++) {
+            int fn = order[k];
+            if (!s->jitter_on[fn]) continue;
+            loom_image o = {img->data == a ? b : a, img->h, img->w, img->c};
+            st = fn == 0   ? loom_tf_adjust_brightness(ctx, img, &o, f[fn])
+                 : fn == 1 ? loom_tf_adjust_contrast(ctx, img, &o, f[fn])
+                 : fn == 2 ? loom_tf_adjust_saturation(ctx, img, &o, f[fn])
+                           : loom_tf_adjust_hue(ctx, img, &o, f[fn]);
+            if (st == LOOM_OK) *img = o;
+        }
+        return st;
+    }
+    case LOOM_TF_RANDOM_AFFINE: {
+        double p[6];
+        affine_params(s, rng, img->h, img->w, p);
+        uint8_t fill[3] = {s->afill[0], img->c == 3 ? s->afill[1] : s->afill[0], img->c == 3 ? s->afill[2] : s->afill[0]};
+        st = loom_tf_affine(ctx, img, &dst, p[0], p[1], p[2], p[3], p[4], p[5], s->nearest, fill);
+        break;
+    }
+    case LOOM_TF_RANDOM_ERASING: return LOOM_OK; /* on the tensor: loom__tf_run_tensor */
+    case LOOM_TF_RANDOM_ORDER: {
+        int order[LOOM__TF_ORDER_MAX];
+        draw_perm(rng, order, s->count);
+        for (int k = 0; k < s->count && st == LOOM_OK; k++) st = run_one(ctx, steps, i + 1 + order[k], rng, img, a, b);
+        return st;
+    }
+    }
+    if (st != LOOM_OK) return st;
+    *img = dst;
+    return LOOM_OK;
+}
+
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                          uint8_t *a, uint8_t *b) {
     for (int i = 0; i < n; i++) {
-        const loom_tf_step *s = &steps[i];
-        loom_image dst = {img->data == a ? b : a, img->h, img->w, img->c};
-        loom_status st = LOOM_OK;
-        switch (s->kind) {
-        case LOOM_TF_RANDOM_CROP: {
-            int64_t pad[4];
-            crop_pads(s, img->h, img->w, pad);
-            int64_t H = img->h + pad[1] + pad[3], W = img->w + pad[0] + pad[2];
-            int64_t top = draw_int(rng, H - s->h + 1), left = draw_int(rng, W - s->w + 1);
-            dst.h = s->h, dst.w = s->w;
-            crop_padded(img, s, pad, top, left, dst.data);
-            break;
-        }
-        case LOOM_TF_RANDOM_HFLIP:
-        case LOOM_TF_RANDOM_VFLIP:
-            if (!coin(rng, s->p)) continue;
-            st = s->kind == LOOM_TF_RANDOM_HFLIP ? loom_tf_hflip(ctx, img, &dst) : loom_tf_vflip(ctx, img, &dst);
-            break;
-        case LOOM_TF_CENTER_CROP:
-            dst.h = s->h, dst.w = s->w;
-            st = loom_tf_center_crop(ctx, img, &dst);
-            break;
-        case LOOM_TF_RESIZE:
-            dst.h = s->h, dst.w = s->w;
-            st = loom_tf_resize(ctx, img, &dst);
-            break;
-        }
+        loom_status st = run_one(ctx, steps, i, rng, img, a, b);
         if (st != LOOM_OK) return st;
-        *img = dst;
+        if (steps[i].kind == LOOM_TF_RANDOM_ORDER) i += steps[i].count;
+    }
+    return LOOM_OK;
+}
+
+loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,
+                                int64_t h, int64_t w) {
+    for (int i = 0; i < n; i++) {
+        const loom_tf_step *s = &steps[i];
+        if (s->kind != LOOM_TF_RANDOM_ERASING) continue;
+        int64_t box[4];
+        if (!erase_params(s, rng, h, w, box)) continue;
+        static const float zero = 0.0f;
+        loom_status st = loom_tf_erase(ctx, x, c, h, w, box[0], box[1], box[2], box[3], s->nvalue ? s->value : &zero,
+                                       s->nvalue ? s->nvalue : 1);
+        if (st != LOOM_OK) return st;
     }
     return LOOM_OK;
 }
@@ -270,87 +560,226 @@ static loom_status set_size(tparse *t, const tval *v, loom_tf_step *s) {
     return LOOM_OK;
 }
 
+/* Positional argument pos of a step (torchvision's parameter order). */
+static const char *pos_key(loom_tf_kind k, int pos) {
+    static const char *const rrc[] = {"size", "scale", "ratio"}, *const cj[] = {"brightness", "contrast", "saturation", "hue"},
+                             *const af[] = {"degrees", "translate", "scale", "shear"},
+                             *const er[] = {"p", "scale", "ratio", "value"}, *const crop[] = {"size", "padding"};
+    switch (k) {
+    case LOOM_TF_RANDOM_HFLIP:
+    case LOOM_TF_RANDOM_VFLIP: return pos == 0 ? "p" : "?";
+    case LOOM_TF_RANDOM_RESIZED_CROP: return pos < 3 ? rrc[pos] : "?";
+    case LOOM_TF_COLOR_JITTER: return pos < 4 ? cj[pos] : "?";
+    case LOOM_TF_RANDOM_AFFINE: return pos < 4 ? af[pos] : "?";
+    case LOOM_TF_RANDOM_ERASING: return pos < 4 ? er[pos] : "?";
+    case LOOM_TF_RANDOM_ORDER: return pos == 0 ? "transforms" : "?";
+    default: return pos < 2 ? crop[pos] : "?";
+    }
+}
+
+/* a (lo, hi) pair with lo <= hi (and lo > 0 when positive) */
+static loom_status set_range(tparse *t, const tval *v, double out[2], bool positive) {
+    if (v->n != 2 || !(v->v[0] <= v->v[1]) || (positive && !(v->v[0] > 0)))
+        return perr(t, positive ? "a range (lo, hi) with 0 < lo <= hi" : "a range (lo, hi) with lo <= hi");
+    out[0] = v->v[0], out[1] = v->v[1];
+    return LOOM_OK;
+}
+
+static loom_status parse_list(tparse *t, loom_tf_step *steps, int max, int *n, bool nested);
+
+/* ColorJitter's brightness / contrast / saturation (k < 3) or hue (k = 3):
+ * x -> [max(0, 1 - x), 1 + x] or [-x, x]; a pair as it is; off when it is
+ * the identity (torchvision's None). */
+static loom_status set_jitter(tparse *t, const tval *v, loom_tf_step *s, int k) {
+    double lo, hi, centre = k < 3 ? 1.0 : 0.0;
+    if (v->n == 1) {
+        if (!(v->v[0] >= 0) || (k == 3 && v->v[0] > 0.5)) return perr(t, k < 3 ? "a factor >= 0" : "hue in [0, 0.5]");
+        lo = centre - v->v[0], hi = centre + v->v[0];
+        if (k < 3 && lo < 0) lo = 0;
+    } else if (v->n == 2 && v->v[0] <= v->v[1]) {
+        lo = v->v[0], hi = v->v[1];
+        if (k < 3 ? !(lo >= 0) : !(lo >= -0.5 && hi <= 0.5))
+            return perr(t, k < 3 ? "a range within [0, inf)" : "a hue range within [-0.5, 0.5]");
+    } else {
+        return perr(t, "a number or a range (lo, hi)");
+    }
+    s->jitter[k][0] = lo, s->jitter[k][1] = hi;
+    s->jitter_on[k] = !(lo == centre && hi == centre);
+    return LOOM_OK;
+}
+
+/* One key = value of step s (kind set); steps/max/n for RandomOrder's list,
+ * which goes into steps after s's own slot. */
+static loom_status set_arg(tparse *t, loom_tf_step *s, const char *key, bool *has_size, bool *has_deg) {
+    loom_status st;
+    tval v;
+    bool flip = s->kind == LOOM_TF_RANDOM_HFLIP || s->kind == LOOM_TF_RANDOM_VFLIP;
+    bool sized = s->kind == LOOM_TF_RANDOM_CROP || s->kind == LOOM_TF_CENTER_CROP || s->kind == LOOM_TF_RESIZE ||
+                 s->kind == LOOM_TF_RANDOM_RESIZED_CROP;
+    if ((st = value(t, &v)) != LOOM_OK) return st;
+    if (!strcmp(key, "size") && sized) {
+        if ((st = set_size(t, &v, s)) != LOOM_OK) return st;
+        *has_size = true;
+    } else if (!strcmp(key, "p") && (flip || s->kind == LOOM_TF_RANDOM_ERASING)) {
+        if (v.n != 1 || !(v.v[0] >= 0 && v.v[0] <= 1)) return perr(t, "p in [0, 1]");
+        s->p = v.v[0] == 0 ? -1 : v.v[0];
+    } else if ((!strcmp(key, "scale") || !strcmp(key, "ratio")) &&
+               (s->kind == LOOM_TF_RANDOM_RESIZED_CROP || s->kind == LOOM_TF_RANDOM_ERASING)) {
+        return set_range(t, &v, !strcmp(key, "scale") ? s->scale : s->ratio, true);
+    } else if (s->kind == LOOM_TF_COLOR_JITTER &&
+               (!strcmp(key, "brightness") || !strcmp(key, "contrast") || !strcmp(key, "saturation") || !strcmp(key, "hue"))) {
+        int k = key[0] == 'b' ? 0 : key[0] == 'c' ? 1 : key[0] == 's' ? 2 : 3;
+        return set_jitter(t, &v, s, k);
+    } else if (s->kind == LOOM_TF_RANDOM_AFFINE && !strcmp(key, "degrees")) {
+        if (v.n == 1) {
+            if (!(v.v[0] >= 0)) return perr(t, "degrees >= 0");
+            s->degrees[0] = -v.v[0], s->degrees[1] = v.v[0];
+        } else if ((st = set_range(t, &v, s->degrees, false)) != LOOM_OK) {
+            return st;
+        }
+        *has_deg = true;
+    } else if (s->kind == LOOM_TF_RANDOM_AFFINE && !strcmp(key, "translate")) {
+        if (v.n != 2 || !(v.v[0] >= 0 && v.v[0] <= 1 && v.v[1] >= 0 && v.v[1] <= 1))
+            return perr(t, "translate (a, b) in [0, 1]");
+        s->translate[0] = v.v[0], s->translate[1] = v.v[1], s->has_translate = true;
+    } else if (s->kind == LOOM_TF_RANDOM_AFFINE && !strcmp(key, "scale")) {
+        if ((st = set_range(t, &v, s->ascale, true)) != LOOM_OK) return st;
+        s->has_ascale = true;
+    } else if (s->kind == LOOM_TF_RANDOM_AFFINE && !strcmp(key, "shear")) {
+        if (v.n == 1) {
+            if (!(v.v[0] >= 0)) return perr(t, "shear >= 0");
+            s->shear[0] = -v.v[0], s->shear[1] = v.v[0], s->nshear = 2;
+        } else if (v.n == 2 || v.n == 4) {
+            for (int k = 0; k < v.n; k++) s->shear[k] = v.v[k];
+            s->nshear = v.n;
+        } else {
+            return perr(t, "shear: a number, (lo, hi) or (xlo, xhi, ylo, yhi)");
+        }
+    } else if (s->kind == LOOM_TF_RANDOM_AFFINE && !strcmp(key, "interpolation")) {
+        if (!strcmp(v.name, "nearest")) s->nearest = true;
+        else if (!strcmp(v.name, "bilinear")) s->nearest = false;
+        else return perr(t, "interpolation nearest or bilinear");
+    } else if (s->kind == LOOM_TF_RANDOM_AFFINE && !strcmp(key, "fill")) {
+        if (v.n != 1 && v.n != 3) return perr(t, "fill: an int in 0..255 or 3 of them");
+        for (int k = 0; k < v.n; k++)
+            if (!is_int(v.v[k], 0, 255)) return perr(t, "fill: ints in 0..255");
+        for (int k = 0; k < 3; k++) s->afill[k] = (uint8_t)v.v[v.n == 3 ? k : 0];
+    } else if (s->kind == LOOM_TF_RANDOM_ERASING && !strcmp(key, "value")) {
+        if (v.n != 1 && v.n != 3) return perr(t, "value: a number or 3 of them (\"random\" is not supported)");
+        for (int k = 0; k < v.n; k++) s->value[k] = (float)v.v[k];
+        s->nvalue = v.n;
+    } else if (!strcmp(key, "padding") && s->kind == LOOM_TF_RANDOM_CROP) {
+        for (int k = 0; k < v.n; k++)
+            if (!is_int(v.v[k], 0, 1 << 20)) return perr(t, "padding: non-negative ints");
+        if (v.n == 3 || v.n == 0) return perr(t, "padding: an int, (lr, tb) or (l, t, r, b)");
+        int64_t a = (int64_t)v.v[0], b2 = (int64_t)v.v[v.n > 1], c2 = (int64_t)v.v[v.n > 2 ? 2 : 0],
+                d2 = (int64_t)v.v[v.n > 2 ? 3 : v.n > 1];
+        if (v.n == 1) b2 = c2 = d2 = a;
+        s->pad[0] = a, s->pad[1] = b2, s->pad[2] = c2, s->pad[3] = d2;
+    } else if (!strcmp(key, "pad_if_needed") && s->kind == LOOM_TF_RANDOM_CROP) {
+        if (strcmp(v.name, "true") && strcmp(v.name, "false")) return perr(t, "True or False");
+        s->pad_if_needed = !strcmp(v.name, "true");
+    } else if (!strcmp(key, "fill") && s->kind == LOOM_TF_RANDOM_CROP) {
+        if (v.n != 1 || !is_int(v.v[0], 0, 255)) return perr(t, "fill: an int in 0..255");
+        s->fill = (uint8_t)v.v[0];
+    } else if (!strcmp(key, "padding_mode") && s->kind == LOOM_TF_RANDOM_CROP) {
+        if (!strcmp(v.name, "constant")) s->pad_mode = LOOM_PAD_CONSTANT;
+        else if (!strcmp(v.name, "edge")) s->pad_mode = LOOM_PAD_EDGE;
+        else if (!strcmp(v.name, "reflect")) s->pad_mode = LOOM_PAD_REFLECT;
+        else if (!strcmp(v.name, "symmetric")) s->pad_mode = LOOM_PAD_SYMMETRIC;
+        else return perr(t, "padding_mode constant, edge, reflect or symmetric");
+    } else {
+        return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "transform '%s': %s takes no argument '%s'", t->spec,
+                         tf_name(s->kind), key);
+    }
+    return LOOM_OK;
+}
+
+static const struct {
+    const char *name;
+    loom_tf_kind kind;
+} kinds[] = {
+    {"randomcrop", LOOM_TF_RANDOM_CROP},     {"randomhorizontalflip", LOOM_TF_RANDOM_HFLIP},
+    {"hflip", LOOM_TF_RANDOM_HFLIP},         {"randomverticalflip", LOOM_TF_RANDOM_VFLIP},
+    {"vflip", LOOM_TF_RANDOM_VFLIP},         {"centercrop", LOOM_TF_CENTER_CROP},
+    {"resize", LOOM_TF_RESIZE},              {"randomresizedcrop", LOOM_TF_RANDOM_RESIZED_CROP},
+    {"colorjitter", LOOM_TF_COLOR_JITTER},   {"randomaffine", LOOM_TF_RANDOM_AFFINE},
+    {"randomerasing", LOOM_TF_RANDOM_ERASING}, {"randomorder", LOOM_TF_RANDOM_ORDER},
+};
+
+/* Steps until the end (or, nested, until ']'), separated by ',' or ';'. */
+static loom_status parse_list(tparse *t, loom_tf_step *steps, int max, int *n, bool nested) {
+    for (;;) {
+        ws(t);
+        if (!*t->p || (nested && *t->p == ']')) break;
+        char nm[48];
+        if (!ident(t, nm, sizeof nm)) return perr(t, "a transform name");
+        loom_tf_step s = {0};
+        size_t kk = 0;
+        while (kk < sizeof kinds / sizeof *kinds && strcmp(nm, kinds[kk].name)) kk++;
+        if (kk == sizeof kinds / sizeof *kinds)
+            return loom__err(t->ctx, LOOM_ERR_INVALID_ARG,
+                             "transform '%s': unknown transform '%s' (RandomCrop, RandomHorizontalFlip, RandomVerticalFlip, "
+                             "CenterCrop, Resize, RandomResizedCrop, ColorJitter, RandomAffine, RandomErasing, RandomOrder)",
+                             t->spec, nm);
+        s.kind = kinds[kk].kind;
+        s.nearest = s.kind == LOOM_TF_RANDOM_AFFINE; /* torchvision's RandomAffine interpolates NEAREST by default */
+        bool sized = s.kind == LOOM_TF_RANDOM_CROP || s.kind == LOOM_TF_CENTER_CROP || s.kind == LOOM_TF_RESIZE ||
+                     s.kind == LOOM_TF_RANDOM_RESIZED_CROP;
+        bool has_size = false, has_deg = false, has_list = false;
+        int at = *n;
+        if (*n == max) return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "transform '%s': more than %d steps", t->spec, max);
+        (*n)++; /* s's slot; RandomOrder's steps follow it */
+        ws(t);
+        if (*t->p == '(') {
+            t->p++;
+            for (int pos = 0;; pos++) {
+                ws(t);
+                if (*t->p == ')') break;
+                char key[32] = "";
+                const char *save = t->p;
+                if (ident(t, key, sizeof key)) {
+                    ws(t);
+                    if (*t->p == '=') t->p++;
+                    else t->p = save, key[0] = 0;
+                }
+                if (!key[0]) snprintf(key, sizeof key, "%s", pos_key(s.kind, pos));
+                loom_status st;
+                if (s.kind == LOOM_TF_RANDOM_ORDER && !strcmp(key, "transforms")) {
+                    ws(t);
+                    if (*t->p != '[') return perr(t, "'[' and a list of transforms");
+                    t->p++;
+                    int before = *n;
+                    if ((st = parse_list(t, steps, max, n, true)) != LOOM_OK) return st;
+                    if (*t->p != ']') return perr(t, "']'");
+                    t->p++;
+                    s.count = *n - before;
+                    has_list = true;
+                } else if ((st = set_arg(t, &s, key, &has_size, &has_deg)) != LOOM_OK) {
+                    return st;
+                }
+                ws(t);
+                if (*t->p == ',') t->p++;
+                else if (*t->p != ')') return perr(t, "',' or ')'");
+            }
+            t->p++;
+        }
+        if (sized && !has_size)
+            return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "transform '%s': %s needs a size", t->spec, tf_name(s.kind));
+        if (s.kind == LOOM_TF_RANDOM_AFFINE && !has_deg)
+            return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "transform '%s': RandomAffine needs degrees", t->spec);
+        if (s.kind == LOOM_TF_RANDOM_ORDER && !has_list)
+            return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "transform '%s': RandomOrder needs a list [...]", t->spec);
+        steps[at] = s;
+        ws(t);
+        if (*t->p == ',' || *t->p == ';') t->p++;
+        else if (*t->p && !(nested && *t->p == ']')) return perr(t, "',' or ';' between transforms");
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n) {
     tparse t = {spec ? spec : "", ctx, spec ? spec : ""};
     *n = 0;
-    for (;;) {
-        ws(&t);
-        if (!*t.p) break;
-        char nm[48];
-        if (!ident(&t, nm, sizeof nm)) return perr(&t, "a transform name");
-        loom_tf_step s = {0};
-        if (!strcmp(nm, "randomcrop")) s.kind = LOOM_TF_RANDOM_CROP;
-        else if (!strcmp(nm, "randomhorizontalflip") || !strcmp(nm, "hflip")) s.kind = LOOM_TF_RANDOM_HFLIP;
-        else if (!strcmp(nm, "randomverticalflip") || !strcmp(nm, "vflip")) s.kind = LOOM_TF_RANDOM_VFLIP;
-        else if (!strcmp(nm, "centercrop")) s.kind = LOOM_TF_CENTER_CROP;
-        else if (!strcmp(nm, "resize")) s.kind = LOOM_TF_RESIZE;
-        else
-            return loom__err(ctx, LOOM_ERR_INVALID_ARG,
-                             "transform '%s': unknown transform '%s' (RandomCrop, RandomHorizontalFlip, RandomVerticalFlip, "
-                             "CenterCrop, Resize)",
-                             spec, nm);
-        bool flip = s.kind == LOOM_TF_RANDOM_HFLIP || s.kind == LOOM_TF_RANDOM_VFLIP;
-        bool has_size = false;
-        ws(&t);
-        if (*t.p == '(') {
-            t.p++;
-            for (int pos = 0;; pos++) {
-                ws(&t);
-                if (*t.p == ')') break;
-                char key[32] = "";
-                const char *save = t.p;
-                if (ident(&t, key, sizeof key)) {
-                    ws(&t);
-                    if (*t.p == '=') t.p++;
-                    else t.p = save, key[0] = 0;
-                }
-                tval v;
-                loom_status st = value(&t, &v);
-                if (st != LOOM_OK) return st;
-                if (!key[0]) snprintf(key, sizeof key, "%s", pos == 0 ? (flip ? "p" : "size") : pos == 1 ? "padding" : "?");
-                if (!strcmp(key, "size") && !flip) {
-                    if ((st = set_size(&t, &v, &s)) != LOOM_OK) return st;
-                    has_size = true;
-                } else if (!strcmp(key, "p") && flip) {
-                    if (v.n != 1 || !(v.v[0] >= 0 && v.v[0] <= 1)) return perr(&t, "p in [0, 1]");
-                    s.p = v.v[0] == 0 ? -1 : v.v[0];
-                } else if (!strcmp(key, "padding") && s.kind == LOOM_TF_RANDOM_CROP) {
-                    for (int k = 0; k < v.n; k++)
-                        if (!is_int(v.v[k], 0, 1 << 20)) return perr(&t, "padding: non-negative ints");
-                    if (v.n == 3 || v.n == 0) return perr(&t, "padding: an int, (lr, tb) or (l, t, r, b)");
-                    int64_t a = (int64_t)v.v[0], b2 = (int64_t)v.v[v.n > 1], c2 = (int64_t)v.v[v.n > 2 ? 2 : 0],
-                            d2 = (int64_t)v.v[v.n > 2 ? 3 : v.n > 1];
-                    if (v.n == 1) b2 = c2 = d2 = a;
-                    s.pad[0] = a, s.pad[1] = b2, s.pad[2] = c2, s.pad[3] = d2;
-                } else if (!strcmp(key, "pad_if_needed") && s.kind == LOOM_TF_RANDOM_CROP) {
-                    if (strcmp(v.name, "true") && strcmp(v.name, "false")) return perr(&t, "True or False");
-                    s.pad_if_needed = !strcmp(v.name, "true");
-                } else if (!strcmp(key, "fill") && s.kind == LOOM_TF_RANDOM_CROP) {
-                    if (v.n != 1 || !is_int(v.v[0], 0, 255)) return perr(&t, "fill: an int in 0..255");
-                    s.fill = (uint8_t)v.v[0];
-                } else if (!strcmp(key, "padding_mode") && s.kind == LOOM_TF_RANDOM_CROP) {
-                    if (!strcmp(v.name, "constant")) s.pad_mode = LOOM_PAD_CONSTANT;
-                    else if (!strcmp(v.name, "edge")) s.pad_mode = LOOM_PAD_EDGE;
-                    else if (!strcmp(v.name, "reflect")) s.pad_mode = LOOM_PAD_REFLECT;
-                    else if (!strcmp(v.name, "symmetric")) s.pad_mode = LOOM_PAD_SYMMETRIC;
-                    else return perr(&t, "padding_mode constant, edge, reflect or symmetric");
-                } else {
-                    return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform '%s': %s takes no argument '%s'", spec,
-                                     tf_name(s.kind), key);
-                }
-                ws(&t);
-                if (*t.p == ',') t.p++;
-                else if (*t.p != ')') return perr(&t, "',' or ')'");
-            }
-            t.p++;
-        }
-        if (!flip && !has_size)
-            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform '%s': %s needs a size", spec, tf_name(s.kind));
-        if (*n == max) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform '%s': more than %d steps", spec, max);
-        steps[(*n)++] = s;
-        ws(&t);
-        if (*t.p == ',' || *t.p == ';') t.p++;
-        else if (*t.p) return perr(&t, "',' or ';' between transforms");
-    }
-    return LOOM_OK;
+    return parse_list(&t, steps, max, n, false);
 }

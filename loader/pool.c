@@ -49,6 +49,7 @@ typedef struct worker {
     loom_ctx *ctx;      /* errors of this worker */
     int64_t *idx;       /* the claimed batch's samples */
     uint8_t *buf[2];    /* the decoded sample, then the pipeline's ping-pong buffers */
+    size_t cap;         /* bytes of each buf (variable-size sources grow them) */
 } worker;
 
 struct loom_loader {
@@ -59,6 +60,8 @@ struct loom_loader {
     int64_t oh, ow;
     size_t rec;         /* floats per output sample */
     size_t sample_bytes, tf_bytes;
+    bool var_size;      /* the source's images differ in size (get_image) */
+    loom_decode_hint hint; /* for get_image: the first step's Resize size, if any */
     float lut[4][256];  /* U8 -> normalised f32, per channel */
     int ncores, max_workers, prefetch;
     bool sync;
@@ -124,6 +127,7 @@ static loom_status worker_init(loom_loader *ld, worker *w, int id) {
     bool ok = loom_ctx_create(&(loom_ctx_desc){.threads = 1}, &w->ctx) == LOOM_OK;
     ok = ok && (w->idx = malloc((size_t)ld->d.batch * sizeof *w->idx));
     ok = ok && (w->buf[0] = malloc(ld->tf_bytes)) && (w->buf[1] = malloc(ld->tf_bytes));
+    w->cap = ld->tf_bytes;
     if (!ok) {
         worker_free(w);
         return loom__err(ld->ctx, LOOM_ERR_OOM, "loader: out of memory for a worker");
@@ -132,6 +136,55 @@ static loom_status worker_init(loom_loader *ld, worker *w, int id) {
 }
 
 /* ---- loading one batch (any thread) -------------------------------------- */
+
+// img (oh, ow, c) u8 HWC -> x (c, oh, ow) f32
+static void to_tensor(const loom_loader *ld, const uint8_t *img, float *x) {
+    size_t hw = (size_t)ld->oh * (size_t)ld->ow, c = (size_t)ld->oc;
+    for (size_t ch = 0; ch < c; ch++) {
+        const float *lut = ld->lut[ch];
+        float *xc = x + ch * hw;
+        for (size_t p = 0; p < hw; p++) xc[p] = lut[img[p * c + ch]];
+    }
+}
+
+/* A variable-size source's sample i: decode, plan the pipeline for this
+ * image's size (it must end at the loader's output size), grow the worker's
+ * buffers to the plan, run it, convert into x. */
+static loom_status load_var(loom_loader *ld, worker *w, int64_t i, int64_t epoch, float *x, int32_t *label) {
+    const loom_source *src = ld->d.src;
+    uint8_t *px = NULL;
+    int64_t h = 0, wd = 0, oh, ow;
+    size_t mb;
+    loom_status st = src->get_image(src, w->ctx, i, &ld->hint, &px, &h, &wd, label);
+    if (st == LOOM_OK && (st = loom__tf_plan(w->ctx, ld->d.steps, ld->d.nsteps, src->c, h, wd, &oh, &ow, &mb)) == LOOM_OK &&
+        (oh != ld->oh || ow != ld->ow))
+        st = loom__err(w->ctx, LOOM_ERR_INVALID_ARG, "an image of %lldx%lld comes out of the pipeline as %lldx%lld, not %lldx%lld",
+                       (long long)h, (long long)wd, (long long)oh, (long long)ow, (long long)ld->oh, (long long)ld->ow);
+    if (st == LOOM_OK && mb > w->cap) {
+        for (int k = 0; k < 2; k++) {
+            uint8_t *nb = realloc(w->buf[k], mb);
+            if (!nb) {
+                st = loom__err(w->ctx, LOOM_ERR_OOM, "loader: out of memory (%zu bytes) for a %lldx%lld image", mb,
+                               (long long)h, (long long)wd);
+                break;
+            }
+            w->buf[k] = nb;
+        }
+        if (st == LOOM_OK) w->cap = mb;
+    }
+    if (st == LOOM_OK) {
+        loom_image img = {px, h, wd, src->c};
+        loom__aug_rng rng;
+        loom__aug_init(&rng, ld->d.seed, epoch, i);
+        st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
+        if (st == LOOM_OK) {
+            to_tensor(ld, img.data, x);
+            st = loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
+        }
+    }
+    free(px);
+    return st;
+}
 
 /* Fill s->x / s->y with samples w->idx[0..count) of `epoch`; false when the
  * generation moved on (abandoned). Errors go to s->st / s->err. */
@@ -142,6 +195,16 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
         if (!ld->sync && atomic_load_explicit(&ld->gen_atomic, memory_order_relaxed) != gen) return false;
         int64_t i = w->idx[k];
         float *x = s->x + (size_t)k * ld->rec;
+        if (ld->var_size) {
+            loom_status st = load_var(ld, w, i, epoch, x, &s->y[k]);
+            if (st != LOOM_OK) {
+                s->st = st;
+                snprintf(s->err, sizeof s->err, "loader: batch %lld, sample %lld: %s", (long long)s->batch, (long long)i,
+                         loom_last_error(w->ctx));
+                return true;
+            }
+            continue;
+        }
         void *dst = src->kind == LOOM_SAMPLE_F32 ? (void *)x : (void *)w->buf[0];
         loom_status st = src->get(src, w->ctx, i, dst, &s->y[k]);
         if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
@@ -150,13 +213,8 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
             loom__aug_init(&rng, ld->d.seed, epoch, i);
             st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
             if (st == LOOM_OK) {
-                // img (oh, ow, c) u8 HWC -> x (c, oh, ow) f32
-                size_t hw = (size_t)ld->oh * (size_t)ld->ow, c = (size_t)ld->oc;
-                for (size_t ch = 0; ch < c; ch++) {
-                    const float *lut = ld->lut[ch];
-                    float *xc = x + ch * hw;
-                    for (size_t p = 0; p < hw; p++) xc[p] = lut[img.data[p * c + ch]];
-                }
+                to_tensor(ld, img.data, x);
+                st = loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
             }
         }
         if (st != LOOM_OK) {
@@ -274,18 +332,47 @@ static void autotune(loom_loader *ld) {
 
 /* ---- the public calls ------------------------------------------------------ */
 
+/* A variable-size source: the pipeline must make every image one size. Its
+ * output is planned for two unrelated large inputs and must agree (each
+ * sample is planned again for its own size in load_var). The decode hint is
+ * the size of a Resize that comes first (flips before it commute with it). */
+static loom_status plan_var(loom_ctx *ctx, loom_loader *ld) {
+    const loom_loader_desc *d = &ld->d;
+    int64_t h1, w1, h2, w2;
+    size_t b1, b2;
+    loom_status st = loom__tf_plan(ctx, d->steps, d->nsteps, d->src->c, 4099, 4093, &h1, &w1, &b1);
+    if (st == LOOM_OK) st = loom__tf_plan(ctx, d->steps, d->nsteps, d->src->c, 3001, 5003, &h2, &w2, &b2);
+    if (st != LOOM_OK) return st;
+    if (h1 != h2 || w1 != w2)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: the images of '%s' differ in size: the transforms must make "
+                         "them one size (Resize((h, w)), CenterCrop or RandomCrop)",
+                         d->src->name);
+    ld->oh = h1, ld->ow = w1;
+    ld->tf_bytes = (size_t)h1 * (size_t)w1 * (size_t)d->src->c;
+    for (int k = 0; k < d->nsteps; k++) {
+        if (d->steps[k].kind == LOOM_TF_RANDOM_HFLIP || d->steps[k].kind == LOOM_TF_RANDOM_VFLIP) continue;
+        if (d->steps[k].kind == LOOM_TF_RESIZE) ld->hint = (loom_decode_hint){d->steps[k].h, d->steps[k].w};
+        break;
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom_loader **out) {
     *out = NULL;
-    if (!desc || !desc->src || !desc->src->get)
+    if (!desc || !desc->src || (!desc->src->get && !desc->src->get_image))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: a source (dataset) is required");
     const loom_source *src = desc->src;
+    bool var = !src->get && src->get_image;
+    if (var && (src->kind != LOOM_SAMPLE_U8 || src->h != 0 || src->w != 0))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' has images of different sizes (get_image): it "
+                         "must be U8 with h = w = 0", src->name);
     if (desc->batch < 1) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: batch size %d (expected >= 1)", desc->batch);
     if (desc->workers < LOOM_WORKERS_SYNC || desc->workers > 4096 || desc->max_workers < 0 || desc->prefetch < 0 ||
         desc->prefetch > 64)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: workers %d, max_workers %d, prefetch %d (expected workers "
                          "-1 (synchronous), 0 (auto) or 1..4096; prefetch 0..64)",
                          desc->workers, desc->max_workers, desc->prefetch);
-    if (src->n < 1 || src->c < 1 || src->h < 1 || src->w < 1 ||
+    if (src->n < 1 || src->c < 1 || (!var && (src->h < 1 || src->w < 1)) ||
         (src->kind != LOOM_SAMPLE_U8 && src->kind != LOOM_SAMPLE_F32))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' has %lld samples of %dx%lldx%lld", src->name,
                          (long long)src->n, src->c, (long long)src->h, (long long)src->w);
@@ -309,8 +396,13 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
     ld->oc = src->c, ld->oh = src->h, ld->ow = src->w;
     ld->sample_bytes = loom_source_sample_bytes(src);
     ld->tf_bytes = ld->sample_bytes;
+    ld->var_size = var;
     loom_status st = LOOM_OK;
-    if (src->kind == LOOM_SAMPLE_U8 &&
+    if (var && (st = plan_var(ctx, ld)) != LOOM_OK) {
+        free(ld);
+        return st;
+    }
+    if (!var && src->kind == LOOM_SAMPLE_U8 &&
         (st = loom__tf_plan(ctx, desc->steps, desc->nsteps, src->c, src->h, src->w, &ld->oh, &ld->ow, &ld->tf_bytes)) !=
             LOOM_OK) {
         free(ld);

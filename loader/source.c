@@ -259,6 +259,19 @@ loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loo
     snprintf(p, sizeof p, "%s/%s-images.npy", dir, train ? "train" : "test");
     snprintf(q, sizeof q, "%s/%s-labels.npy", dir, train ? "train" : "test");
     if (exists(p)) return loom_source_open_npy(ctx, p, q, out);
-    return loom__err(ctx, LOOM_ERR_IO, "%s: no %s-images-idx3-ubyte[.gz] (IDX) and no %s-images.npy here", dir,
-                     train ? "train" : "t10k", train ? "train" : "test");
+    /* an ImageFolder: DIR/train and DIR/val (or DIR/test) when present, else DIR itself for train */
+    struct stat sb;
+    const char *split[2] = {train ? "train" : "val", train ? NULL : "test"};
+    for (int k = 0; k < 2 && split[k]; k++) {
+        snprintf(p, sizeof p, "%s/%s", dir, split[k]);
+        if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return loom_source_open_imagefolder(ctx, &(loom_imagefolder_desc){.root = p}, out);
+    }
+    if (train && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        loom_status st = loom_source_open_imagefolder(ctx, &(loom_imagefolder_desc){.root = dir}, out);
+        if (st != LOOM_ERR_FORMAT || strstr(loom_last_error(ctx), "no image")) return st;
+    }
+    return loom__err(ctx, LOOM_ERR_IO, "%s: no %s-images-idx3-ubyte[.gz] (IDX), no %s-images.npy and no ImageFolder "
+                     "(%s<class>/<image> folders) here",
+                     dir, train ? "train" : "t10k", train ? "train" : "test", train ? "[train/]" : "val/ or test/ with ");
 }

@@ -257,3 +257,197 @@ loom_status loom_tf_to_tensor(loom_ctx *ctx, const loom_image *src, const float 
     free(plane);
     return LOOM_OK;
 }
+
+/* ---- resized_crop ---------------------------------------------------------- */
+
+loom_status loom_tf_resized_crop(loom_ctx *ctx, const loom_image *src, int64_t top, int64_t left, int64_t h, int64_t w,
+                                 const loom_image *dst) {
+    loom_status st = check_pair(ctx, "resized_crop", src, dst);
+    if (st != LOOM_OK) return st;
+    if (h < 1 || w < 1 || top < 0 || left < 0 || top + h > src->h || left + w > src->w)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                         "resized_crop: box top %lld left %lld size %lldx%lld is not inside the %lldx%lld image",
+                         (long long)top, (long long)left, (long long)h, (long long)w, (long long)src->h,
+                         (long long)src->w);
+    int c = src->c;
+    uint8_t *tmp = malloc((size_t)(h * w * c));
+    if (!tmp) return loom__err(ctx, LOOM_ERR_OOM, "resized_crop: out of memory");
+    for (int64_t y = 0; y < h; y++)
+        memcpy(tmp + (size_t)(y * w * c), src->data + ((top + y) * src->w + left) * c, (size_t)(w * c));
+    loom_image crop = {tmp, h, w, c};
+    st = loom_tf_resize(ctx, &crop, dst);
+    free(tmp);
+    return st;
+}
+
+/* ---- colour ---------------------------------------------------------------- */
+
+/* torch: float result clamped to [0, 255], then .to(uint8) truncates */
+static inline uint8_t trunc_u8(float v) { return (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v); }
+
+static inline float gray_of(const uint8_t *p) { return (float)p[0] * 0.2989f + (float)p[1] * 0.587f + (float)p[2] * 0.114f; }
+
+static loom_status check_factor(loom_ctx *ctx, const char *tf, double f, double lo, double hi) {
+    if (!(f >= lo && f <= hi))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: factor %g (expected %g..%g)", tf, f, lo, hi);
+    return LOOM_OK;
+}
+
+loom_status loom_tf_adjust_brightness(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_brightness", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_brightness", f, 0, HUGE_VAL);
+    if (st != LOOM_OK) return st;
+    float ff = (float)f;
+    size_t n = (size_t)(src->h * src->w * src->c);
+    for (size_t i = 0; i < n; i++) dst->data[i] = trunc_u8((float)src->data[i] * ff);
+    return LOOM_OK;
+}
+
+/* _blend(img, other, f): img * f + other * (1 - f) in f32 */
+static inline uint8_t blend(uint8_t u, float other, float f, float g) { return trunc_u8((float)u * f + other * g); }
+
+loom_status loom_tf_adjust_contrast(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_contrast", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_contrast", f, 0, HUGE_VAL);
+    if (st != LOOM_OK) return st;
+    int64_t hw = src->h * src->w;
+    int c = src->c;
+    double sum = 0;
+    for (int64_t i = 0; i < hw; i++) sum += c == 3 ? floorf(gray_of(src->data + i * 3)) : (float)src->data[i];
+    float mean = (float)(sum / (double)hw), ff = (float)f, g = (float)(1.0 - f);
+    for (int64_t i = 0; i < hw * c; i++) dst->data[i] = blend(src->data[i], mean, ff, g);
+    return LOOM_OK;
+}
+
+loom_status loom_tf_adjust_saturation(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_saturation", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_saturation", f, 0, HUGE_VAL);
+    if (st != LOOM_OK) return st;
+    int64_t hw = src->h * src->w;
+    if (src->c == 1) {
+        memcpy(dst->data, src->data, (size_t)hw);
+        return LOOM_OK;
+    }
+    float ff = (float)f, g = (float)(1.0 - f);
+    for (int64_t i = 0; i < hw; i++) {
+        const uint8_t *p = src->data + i * 3;
+        float gr = floorf(gray_of(p));
+        for (int k = 0; k < 3; k++) dst->data[i * 3 + k] = blend(p[k], gr, ff, g);
+    }
+    return LOOM_OK;
+}
+
+static inline float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
+
+loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_hue", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_hue", f, -0.5, 0.5);
+    if (st != LOOM_OK) return st;
+    int64_t hw = src->h * src->w;
+    if (src->c == 1) {
+        memcpy(dst->data, src->data, (size_t)hw);
+        return LOOM_OK;
+    }
+    const float inv = (float)(1.0 / 255.0), ff = (float)f;
+    for (int64_t i = 0; i < hw; i++) {
+        const uint8_t *p = src->data + i * 3;
+        float r = (float)p[0] * inv, g = (float)p[1] * inv, b = (float)p[2] * inv;
+        /* _rgb_to_hsv (Pillow's formulas) */
+        float maxc = fmaxf(r, fmaxf(g, b)), minc = fminf(r, fminf(g, b));
+        bool eqc = maxc == minc;
+        float range = maxc - minc;
+        float s = range / (eqc ? 1.0f : maxc);
+        float div = eqc ? 1.0f : range;
+        float rc = (maxc - r) / div, gc = (maxc - g) / div, bc = (maxc - b) / div;
+        float hr = maxc == r ? bc - gc : 0.0f;
+        float hg = (maxc == g && maxc != r) ? 2.0f + rc - bc : 0.0f;
+        float hb = (maxc != g && maxc != r) ? 4.0f + gc - rc : 0.0f;
+        float h = fmodf((hr + hg + hb) * (1.0f / 6.0f) + 1.0f, 1.0f), v = maxc;
+        /* h.add_(f).remainder_(1.0): Python's modulo, result in [0, 1) */
+        h += ff;
+        h = h - floorf(h);
+        if (h >= 1.0f) h = 0.0f;
+        /* _hsv_to_rgb */
+        float h6 = h * 6.0f, fi = floorf(h6), fr = h6 - fi;
+        int sect = ((int)fi % 6 + 6) % 6;
+        float sxf = s * fr;
+        float q = clamp01((1.0f - sxf) * v), t = clamp01((sxf + (1.0f - s)) * v), pp = clamp01((1.0f - s) * v);
+        float vpqt[4] = {v, pp, q, t};
+        static const int sel[3][6] = {{0, 2, 1, 1, 3, 0}, {3, 0, 0, 2, 1, 1}, {1, 1, 3, 0, 0, 2}};
+        for (int k = 0; k < 3; k++) dst->data[i * 3 + k] = trunc_u8(vpqt[sel[k][sect]] * (255.0f + 1.0f - 1e-3f));
+    }
+    return LOOM_OK;
+}
+
+/* ---- affine ---------------------------------------------------------------- */
+
+loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double angle, double tx,
+                           double ty, double scale, double shear_x, double shear_y, bool nearest, const uint8_t *fill) {
+    loom_status st = check_same(ctx, "affine", src, dst);
+    if (st != LOOM_OK) return st;
+    if (!(scale > 0) || !isfinite(scale) || !isfinite(angle) || !isfinite(tx) || !isfinite(ty) ||
+        !(fabs(shear_x) < 90) || !(fabs(shear_y) < 90))
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                         "affine: angle %g, translate (%g, %g), scale %g, shear (%g, %g) (expected finite, scale > 0, "
+                         "|shear| < 90)",
+                         angle, tx, ty, scale, shear_x, shear_y);
+    /* torchvision's _get_inverse_affine_matrix, centre (0, 0) = the image centre */
+    const double deg = 3.14159265358979323846 / 180.0;
+    double rot = angle * deg, sx = shear_x * deg, sy = shear_y * deg;
+    double a = cos(rot - sy) / cos(sy), b = -(a * tan(sx) + sin(rot)), c = sin(rot - sy) / cos(sy),
+           d = cos(rot) - c * tan(sx);
+    double m[6] = {d / scale, -b / scale, 0, -c / scale, a / scale, 0};
+    m[2] += -m[0] * tx - m[1] * ty;
+    m[5] += -m[3] * tx - m[4] * ty;
+    int64_t H = src->h, W = src->w;
+    int nc = src->c;
+    double hx = 0.5 * (double)(W - 1), hy = 0.5 * (double)(H - 1);
+    // dst (H, W, c) <- src (H, W, c) sampled at M^-1 p
+    for (int64_t oy = 0; oy < H; oy++)
+        for (int64_t ox = 0; ox < W; ox++) {
+            double x = (double)ox - hx, y = (double)oy - hy;
+            double fx = m[0] * x + m[1] * y + m[2] + hx, fy = m[3] * x + m[4] * y + m[5] + hy;
+            uint8_t *o = dst->data + (oy * W + ox) * nc;
+            for (int k = 0; k < nc; k++) {
+                double fl = fill ? fill[k] : 0.0, v = 0, mask = 0;
+                if (nearest) {
+                    double rx = nearbyint(fx), ry = nearbyint(fy);
+                    if (rx >= 0 && rx < (double)W && ry >= 0 && ry < (double)H) {
+                        v = src->data[((int64_t)ry * W + (int64_t)rx) * nc + k];
+                        mask = 1;
+                    }
+                    v = mask < 0.5 ? fl : v;
+                } else {
+                    double x0 = floor(fx), y0 = floor(fy), wx = fx - x0, wy = fy - y0;
+                    for (int dy = 0; dy < 2; dy++)
+                        for (int dx = 0; dx < 2; dx++) {
+                            int64_t xi = (int64_t)x0 + dx, yi = (int64_t)y0 + dy;
+                            if (xi < 0 || xi >= W || yi < 0 || yi >= H) continue;
+                            double wgt = (dx ? wx : 1 - wx) * (dy ? wy : 1 - wy);
+                            v += wgt * src->data[(yi * W + xi) * nc + k];
+                            mask += wgt;
+                        }
+                    v = (v - fl) * mask + fl;
+                }
+                v = nearbyint(v);
+                o[k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+        }
+    return LOOM_OK;
+}
+
+/* ---- erase (on the tensor) --------------------------------------------------- */
+
+loom_status loom_tf_erase(loom_ctx *ctx, float *x, int c, int64_t ht, int64_t wd, int64_t i, int64_t j, int64_t h,
+                          int64_t w, const float *v, int nv) {
+    if (!x || !v || c < 1 || (nv != 1 && nv != c) || i < 0 || j < 0 || h < 0 || w < 0 || i + h > ht || j + w > wd)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                         "erase: box top %lld left %lld size %lldx%lld, %d values, on a (%d, %lld, %lld) tensor (expected "
+                         "the box inside, 1 or c values)",
+                         (long long)i, (long long)j, (long long)h, (long long)w, nv, c, (long long)ht, (long long)wd);
+    // x (c, ht, wd)
+    for (int k = 0; k < c; k++)
+        for (int64_t y = i; y < i + h; y++)
+            for (int64_t xx = j; xx < j + w; xx++) x[((int64_t)k * ht + y) * wd + xx] = v[nv == 1 ? 0 : k];
+    return LOOM_OK;
+}

@@ -17,10 +17,13 @@ static double now_s(void) {
 
 static const char *usage_text =
     "usage: loom bench-loader [options]\n"
-    "  --data-dir DIR        IDX ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]) or .npy\n"
-    "                        ({train,test}-{images,labels}.npy) (default: the Fashion-MNIST files)\n"
+    "  --data-dir DIR        IDX ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]), .npy\n"
+    "                        ({train,test}-{images,labels}.npy) or an ImageFolder (DIR[/train]/<class>/<image>)\n"
+    "                        (default: the Fashion-MNIST files)\n"
+    "  --skip-bad-samples    ImageFolder: skip (and count) corrupt or unsupported images instead of failing\n"
     "  --pipeline none|light none: ToTensor + Normalize; light: RandomCrop(size, padding=4) +\n"
-    "                        RandomHorizontalFlip + Normalize (default light)\n"
+    "                        RandomHorizontalFlip + Normalize (default light); on an ImageFolder (images\n"
+    "                        of any size) both start with Resize((224, 224))\n"
     "  --transform SPEC      a pipeline instead, e.g. 'RandomCrop(24, padding=2); hflip'\n"
     "  --workers N|auto      loader threads; 0 = load on the calling thread (default auto)\n"
     "  --prefetch K          batch slots per thread (default 2)\n"
@@ -48,11 +51,16 @@ int loom_cmd_bench_loader(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist", *pipeline = "light", *spec = NULL, *backend = NULL;
     long batch = 64, epochs = 1, prefetch = 2, seed = 1;
     int workers = LOOM_WORKERS_AUTO;
+    bool skip_bad = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("%s", usage_text);
             return 0;
+        }
+        if (!strcmp(a, "--skip-bad-samples")) {
+            skip_bad = true;
+            continue;
         }
         if (!v) return bad("a value is needed after", a);
         i++;
@@ -87,14 +95,23 @@ int loom_cmd_bench_loader(int argc, char **argv) {
     loom_tf_step steps[16];
     int nsteps = 0, rc = 1;
     loom_status st = loom_source_open_dir(ctx, dir, true, &src);
+    if (st == LOOM_OK && skip_bad && src->get_image) { /* an ImageFolder: again, skipping bad images */
+        char root[4096];
+        snprintf(root, sizeof root, "%s", src->name);
+        loom_source_destroy(src);
+        src = NULL;
+        st = loom_source_open_imagefolder(ctx, &(loom_imagefolder_desc){.root = root, .skip_bad = true}, &src);
+    }
     if (st == LOOM_OK && backend) st = loom_backend_create(ctx, backend, NULL, &be);
     if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
+        bool var = src->get_image != NULL; /* images of any size: Resize first */
+        int64_t h = var ? 224 : src->h, w = var ? 224 : src->w;
+        if (var && !spec) steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = h, .w = w};
         if (spec) {
             st = loom_tf_parse(ctx, spec, steps, 16, &nsteps);
         } else if (!strcmp(pipeline, "light")) {
-            steps[0] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = src->h, .w = src->w, .pad = {4, 4, 4, 4}};
-            steps[1] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
-            nsteps = 2;
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = h, .w = w, .pad = {4, 4, 4, 4}};
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
         }
     }
     float mean[4] = {0.5f, 0.5f, 0.5f, 0.5f}, sd[4] = {0.25f, 0.25f, 0.25f, 0.25f};
@@ -140,6 +157,9 @@ int loom_cmd_bench_loader(int argc, char **argv) {
                s.workers_min, s.workers_max);
     }
     double total = now_s() - t0;
+    if (src && loom_imagefolder_skipped(src) > 0)
+        printf("skipped %lld bad image%s (--skip-bad-samples)\n", (long long)loom_imagefolder_skipped(src),
+               loom_imagefolder_skipped(src) == 1 ? "" : "s");
     if (st != LOOM_OK) {
         fprintf(stderr, "loom bench-loader: %s\n", loom_last_error(ctx));
     } else {

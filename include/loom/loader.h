@@ -170,6 +170,14 @@ typedef enum loom_sample_kind {
     LOOM_SAMPLE_F32, /* a record: c * h * w floats, CHW, used as it is (no transforms) */
 } loom_sample_kind;
 
+/* What the pipeline does first with a variable-size image: 0 = nothing is
+ * known (decode at full size). A Resize((h, w)) as the first geometric step
+ * gives min_h = h, min_w = w: a JPEG may then be decoded at 1/2, 1/4 or 1/8
+ * scale as long as the result is at least min_h x min_w. */
+typedef struct loom_decode_hint {
+    int64_t min_h, min_w;
+} loom_decode_hint;
+
 /* A dataset: n samples of one shape, each with an i32 label. A source
  * object is immutable after it is opened: `get` may be called from several
  * threads at once (each with its own ctx and its own output buffer).
@@ -188,9 +196,17 @@ struct loom_source {
     loom_status (*get)(const loom_source *src, loom_ctx *ctx, int64_t i, void *data, int32_t *label);
     void (*destroy)(loom_source *src); /* frees impl and src itself; NULL = nothing to free */
     void *impl;
+    /* Sources whose images differ in size (ImageFolder) set h = w = 0, get =
+     * NULL and this instead: sample i decoded into a buffer from malloc
+     * (*data: *h * *w * c bytes, HWC U8) that the caller frees. With hint
+     * non-NULL the source may decode smaller (JPEG DCT-domain scaling), but
+     * never below hint's sizes. The loader then needs a pipeline that makes
+     * every image one size (a Resize((h, w)) or a crop). */
+    loom_status (*get_image)(const loom_source *src, loom_ctx *ctx, int64_t i, const loom_decode_hint *hint,
+                             uint8_t **data, int64_t *h, int64_t *w, int32_t *label);
 };
 
-/* Bytes of one decoded sample. */
+/* Bytes of one decoded sample (0 for a variable-size source). */
 size_t loom_source_sample_bytes(const loom_source *src);
 /* For a `get` written outside loom: record a failure (printf-style
  * message) on ctx and return st. */
@@ -212,9 +228,47 @@ loom_status loom_source_open_idx(loom_ctx *ctx, const char *images_path, const c
  * Errors name the file and what was expected. Loaded into memory. */
 loom_status loom_source_open_npy(loom_ctx *ctx, const char *images_path, const char *labels_path, loom_source **out);
 /* A directory: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (IDX) when
- * present, else {train,test}-{images,labels}.npy. train picks the split. */
+ * present, else {train,test}-{images,labels}.npy, else an ImageFolder
+ * (loom_source_open_imagefolder, strict): DIR/train (train) or DIR/val,
+ * DIR/test (not train) when present, else DIR itself (train only). train
+ * picks the split. */
 loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loom_source **out);
 void loom_source_destroy(loom_source *src);
+
+/* ImageFolder (as torchvision.datasets.ImageFolder): root/<class>/.../<file>,
+ * one subfolder per class, classes in sorted (byte) order numbered from 0,
+ * each class's files in sorted order (its own files, then its subfolders',
+ * recursively); names starting with '.' are ignored. Files ending in .jpg,
+ * .jpeg, .png, .bmp are decoded (JPEG with TurboJPEG when loom was built with
+ * it, else stb_image; PNG chunk CRCs are checked); .gif, .webp, .tif, .tiff,
+ * .ppm, .pgm are listed and are an "unsupported image" error when read;
+ * other files are ignored. Images of any size, always 3 channels (RGB, as
+ * torchvision's loader converts to): a variable-size source (get_image).
+ * Open errors (LOOM_ERR_IO / LOOM_ERR_FORMAT) name the directory: missing,
+ * not a directory, no class folders, a class folder with no image. */
+typedef struct loom_imagefolder_desc {
+    const char *root;  /* required */
+    /* A corrupt, truncated, empty or unsupported file is by default an error
+     * naming the file (LOOM_ERR_FORMAT / LOOM_ERR_UNSUPPORTED). With skip_bad
+     * such a sample is replaced by the next good one (i + 1, i + 2, ...,
+     * wrapping: a pure function of i) and counted once. */
+    bool skip_bad;
+} loom_imagefolder_desc;
+
+loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_desc *desc, loom_source **out);
+/* An ImageFolder's class names (NULL for k out of range or another source)
+ * and sample paths (root/class/file). */
+const char *loom_imagefolder_class(const loom_source *src, int k);
+const char *loom_imagefolder_path(const loom_source *src, int64_t i);
+/* Files skipped so far (skip_bad), each counted once; 0 for other sources. */
+int64_t loom_imagefolder_skipped(const loom_source *src);
+/* Decode one image file held in memory (JPEG, PNG or BMP, told apart by
+ * their first bytes) as ImageFolder does, with the same checks: RGB HWC into
+ * a buffer from malloc (*data, *h x *w x 3 bytes) that the caller frees.
+ * `name` stands for the file in messages; hint as in loom_source.get_image
+ * (NULL = full size). On failure *data is NULL. Any thread. */
+loom_status loom_image_decode(loom_ctx *ctx, const char *name, const void *buf, size_t size, const loom_decode_hint *hint,
+                              uint8_t **data, int64_t *h, int64_t *w);
 
 /* ---- per-sample transforms ---------------------------------------------- */
 
@@ -227,6 +281,11 @@ typedef enum loom_tf_kind {
     LOOM_TF_RANDOM_VFLIP,  /* RandomVerticalFlip(p) */
     LOOM_TF_CENTER_CROP,   /* CenterCrop(size=(h, w)) (loom_tf_center_crop) */
     LOOM_TF_RESIZE,        /* Resize(size=(h, w)), bilinear, antialiased (loom_tf_resize) */
+    LOOM_TF_RANDOM_RESIZED_CROP, /* RandomResizedCrop(size=(h, w), scale, ratio) (loom_tf_resized_crop) */
+    LOOM_TF_COLOR_JITTER,  /* ColorJitter(brightness, contrast, saturation, hue) (loom_tf_adjust_*) */
+    LOOM_TF_RANDOM_AFFINE, /* RandomAffine(degrees, translate, scale, shear, interpolation, fill) (loom_tf_affine) */
+    LOOM_TF_RANDOM_ERASING, /* RandomErasing(p, scale, ratio, value) on the normalised tensor (loom_tf_erase) */
+    LOOM_TF_RANDOM_ORDER,  /* RandomOrder([...]): the next `count` steps in a random order */
 } loom_tf_kind;
 
 typedef enum loom_pad_mode {
@@ -248,13 +307,46 @@ typedef struct loom_tf_step {
     bool pad_if_needed;
     loom_pad_mode pad_mode;
     uint8_t fill;          /* constant padding value, every channel */
-    double p;              /* flip probability; 0 = 0.5 (torchvision's default); < 0 = never */
+    double p;              /* flip / erasing probability; 0 = 0.5 (torchvision's default); < 0 = never */
+    /* RandomResizedCrop: the crop's area as a fraction of the image's, and
+     * its aspect ratio w / h (drawn log-uniform); {0, 0} = torchvision's
+     * defaults (0.08, 1) and (3/4, 4/3). 10 attempts, then the centre crop
+     * of the largest box within `ratio`. RandomErasing: the erased box's,
+     * defaults (0.02, 0.33) and (0.3, 3.3); 10 attempts, then no erasing. */
+    double scale[2], ratio[2];
+    /* ColorJitter: factor ranges [lo, hi] of brightness, contrast,
+     * saturation (>= 0) and hue (in [-0.5, 0.5]); jitter_on[k] false = that
+     * adjustment is not applied (torchvision's None). The four run in a
+     * random order per sample. */
+    double jitter[4][2];
+    bool jitter_on[4];
+    /* RandomAffine: angle uniform in degrees[0..1]; translate (fractions of
+     * the width, height; has_translate), tx = round(uniform(-a W, a W));
+     * scale uniform in ascale (has_ascale); shear x uniform in shear[0..1],
+     * y in shear[2..3] (nshear 0, 2 or 4); nearest (the parser's default,
+     * torchvision's) or bilinear; afill per channel for the area outside. */
+    double degrees[2], translate[2], ascale[2], shear[4];
+    bool has_translate, has_ascale, nearest;
+    int nshear;
+    uint8_t afill[3];
+    /* RandomErasing: the erased value per channel (nvalue 1 or c), in the
+     * normalised tensor's units. Erasing steps end the pipeline (they act
+     * after ToTensor + Normalize). */
+    float value[3];
+    int nvalue;
+    int count;             /* RandomOrder: how many of the following steps it orders */
 } loom_tf_step;
 
 /* Parse a torchvision-like list, steps separated by ';' or top-level ',':
  *   RandomCrop(28, padding=4, pad_if_needed=True, fill=0, padding_mode=reflect)
  *   RandomCrop((24, 20), padding=(2, 4))     RandomHorizontalFlip(p=0.5)
  *   RandomVerticalFlip()   CenterCrop(24)   Resize((32, 32))
+ *   RandomResizedCrop(224, scale=(0.08, 1.0), ratio=(0.75, 1.3333))
+ *   ColorJitter(0.2, 0.2, 0.2, 0.05)   ColorJitter(brightness=(0.5, 1.5), hue=0.1)
+ *   RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=(-5, 5, -5, 5),
+ *                interpolation=bilinear, fill=0)
+ *   RandomOrder([RandomHorizontalFlip(), ColorJitter(0.4)])
+ *   RandomErasing(p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)
  * (names are case-insensitive; "hflip" and "vflip" are short names). Up to
  * max steps; *n gets the count. Errors name the step and the problem. */
 loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n);
@@ -317,7 +409,8 @@ typedef struct loom_loader_stats {
 /* Validates the desc and the pipeline against the source's shape, allocates
  * the ring and starts the workers (they wait for begin). Per-sample
  * randomness: sample i in epoch e draws from Philox (seed, stream
- * "AUGM" + e, counter 16 i + k), one word after another in pipeline order,
+ * "AUGM" + e, counter 16 i + k), one word after another in pipeline order
+ * (words past 64 continue in a range no other sample uses: loader/pipeline.c),
  * so batches do not depend on the worker count or on timing. */
 loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom_loader **out);
 /* Stops and joins every worker (also mid-epoch), frees the ring. */

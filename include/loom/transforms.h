@@ -2,7 +2,9 @@
  *
  * defines: loom_image, loom_tf_resize_size, loom_tf_resize,
  *          loom_tf_center_crop, loom_tf_hflip, loom_tf_vflip,
- *          loom_tf_to_tensor.
+ *          loom_tf_to_tensor, loom_tf_resized_crop, loom_tf_adjust_brightness,
+ *          loom_tf_adjust_contrast, loom_tf_adjust_saturation,
+ *          loom_tf_adjust_hue, loom_tf_affine, loom_tf_erase.
  *
  * Images are HWC uint8, C = 1 or 3, rows packed (stride w * c). Parameters
  * mean what they mean in torchvision.transforms.v2.functional on a uint8
@@ -10,6 +12,10 @@
  * tests/test-transforms.c (fixtures from tests/gen_transform_fixtures.py):
  *   resize        bilinear, antialias=True: within 1 per u8 value
  *   center_crop, hflip, vflip, to_tensor (+ normalize): exact
+ * and in tests/test-augment.c (fixtures from tests/gen_augment_fixtures.py):
+ *   resized_crop  within 1;  adjust_*: within 1 (torch computes in f32 and
+ *   truncates; loom the same formulas, summation order may differ);
+ *   affine (bilinear / nearest, with fill): within 1;  erase: exact.
  * The random transforms (RandomHorizontalFlip, ...) are these deterministic
  * ops applied or not from a per-sample draw.
  *
@@ -20,6 +26,7 @@
 #ifndef LOOM_TRANSFORMS_H
 #define LOOM_TRANSFORMS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -73,6 +80,46 @@ loom_status loom_tf_vflip(loom_ctx *ctx, const loom_image *src, const loom_image
  * nonzero and finite. */
 loom_status loom_tf_to_tensor(loom_ctx *ctx, const loom_image *src, const float *mean, const float *std, int nstat,
                               void *dst, loom_dtype dt);
+
+/* resized_crop(img, top, left, h, w, size=(dst->h, dst->w), BILINEAR,
+ * antialias=True): the window rows top..top+h-1, columns left..left+w-1
+ * (inside the image), then loom_tf_resize. */
+loom_status loom_tf_resized_crop(loom_ctx *ctx, const loom_image *src, int64_t top, int64_t left, int64_t h, int64_t w,
+                                 const loom_image *dst);
+
+/* Colour adjustments (dst has src's shape), torchvision's uint8 kernels,
+ * computed in f32 and converted back by truncation after clamping to
+ * [0, 255]:
+ *   brightness  u * f
+ *   contrast    blend with the mean of floor(gray) over the image (1-channel:
+ *               the mean of the image):  u * f + mean * (1 - f)
+ *   saturation  blend with the pixel's floor(gray); 1-channel: a copy
+ *   hue         RGB -> HSV (of u / 255), h = (h + f) mod 1, back to RGB,
+ *               u = trunc(x * 255.999); 1-channel: a copy
+ * gray = 0.2989 r + 0.587 g + 0.114 b. Factors: f >= 0 (brightness,
+ * contrast, saturation), f in [-0.5, 0.5] (hue). */
+loom_status loom_tf_adjust_brightness(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f);
+loom_status loom_tf_adjust_contrast(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f);
+loom_status loom_tf_adjust_saturation(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f);
+loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f);
+
+/* affine(img, angle, translate=(tx, ty), scale, shear=(shx, shy),
+ * interpolation, fill, center=None): degrees clockwise-positive as
+ * torchvision (angle rotates the content counter-clockwise on screen),
+ * about the image centre; dst has src's shape. Output pixel (x, y) samples
+ * the input at M^-1 (x - (W-1)/2, y - (H-1)/2) + ((W-1)/2, (H-1)/2), M the
+ * torchvision inverse affine matrix; bilinear or nearest (half to even)
+ * with zero padding; then out = (v - fill) * m + fill where m is the same
+ * sampling of an all-ones image (torchvision's mask), rounded half to
+ * even. fill: c values (NULL = 0). scale > 0, |shear| < 90. */
+loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double angle, double tx,
+                           double ty, double scale, double shear_x, double shear_y, bool nearest, const uint8_t *fill);
+
+/* erase(x, i, j, h, w, v) on a CHW f32 tensor x (c, ht, wd): rows i..i+h-1,
+ * columns j..j+w-1 of every channel k become v[k] (nv = c) or v[0]
+ * (nv = 1). The box must lie inside. */
+loom_status loom_tf_erase(loom_ctx *ctx, float *x, int c, int64_t ht, int64_t wd, int64_t i, int64_t j, int64_t h,
+                          int64_t w, const float *v, int nv);
 
 #ifdef __cplusplus
 }

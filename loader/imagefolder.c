@@ -1,0 +1,473 @@
+/* loader/imagefolder.c — the ImageFolder dataset (torchvision's layout:
+ * root/<class>/.../<file>) and the image decoders behind it: JPEG through
+ * TurboJPEG when built with it (LOOM_HAVE_TURBOJPEG; DCT-domain scaled
+ * decode at 1/2, 1/4, 1/8 when the pipeline's first Resize allows it), else
+ * stb_image; PNG and BMP through stb_image.
+ *
+ * stb_image trusts its input more than a loader may: it ignores PNG CRCs and
+ * reads zeros past the end of a truncated JPEG or BMP. So each file is first
+ * checked here: PNG chunks (lengths, CRCs, IEND), a JPEG's end-of-image
+ * marker, a BMP's declared size. Every `get_image` reads the file anew; the
+ * source is immutable except for the skip_bad flags (atomics), so any number
+ * of threads may call it at once.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "../core/impl.h"
+#include "loom/loader.h"
+
+#if defined(__GNUC__)
+/* stb_image's static API has functions this file does not use (GIF, HDR);
+ * GCC reports those at the end of the file, so this one stays off for it */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_PNG
+#define STBI_ONLY_BMP
+#define STBI_NO_STDIO
+#include <stb/stb_image.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#ifdef LOOM_HAVE_TURBOJPEG
+#include <turbojpeg.h>
+#endif
+
+/* Larger images are refused (384 MiB of RGB is no training sample; a
+ * small file that claims more is a decompression bomb or corrupt). */
+#define MAX_PIXELS ((int64_t)1 << 27)
+#define MAX_DEPTH 16
+
+typedef struct if_impl {
+    char *root;
+    char **classes;
+    int nclasses;
+    char **paths;       /* n, each root/class/... */
+    int32_t *labels;
+    bool skip_bad;
+    _Atomic uint8_t *bad; /* skip_bad: 1 once sample i was found bad */
+    _Atomic int64_t skipped;
+} if_impl;
+
+/* ---- the file checks and decoders ---------------------------------------- */
+
+typedef enum { FMT_JPEG, FMT_PNG, FMT_BMP, FMT_OTHER } img_fmt;
+
+static img_fmt sniff(const uint8_t *b, size_t n, const char **other) {
+    *other = NULL;
+    if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return FMT_JPEG;
+    if (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8)) return FMT_PNG;
+    if (n >= 2 && b[0] == 'B' && b[1] == 'M') return FMT_BMP;
+    if (n >= 4 && !memcmp(b, "GIF8", 4)) *other = "a GIF image";
+    else if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBP", 4)) *other = "a WebP image";
+    else if (n >= 4 && (!memcmp(b, "II*\0", 4) || !memcmp(b, "MM\0*", 4))) *other = "a TIFF image";
+    else if (n >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6') *other = "a PNM image";
+    return FMT_OTHER;
+}
+
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
+
+/* PNG: every chunk inside the file with a correct CRC, up to IEND. */
+static loom_status check_png(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n) {
+    size_t p = 8;
+    for (;;) {
+        if (n - p < 12)
+            return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated PNG (ends at byte %zu inside a chunk header, no IEND)", path, n);
+        uint32_t len = be32(b + p);
+        if (len > n - p - 12)
+            return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated PNG (chunk '%.4s' at byte %zu needs %u bytes, %zu left)",
+                             path, (const char *)b + p + 4, p, len, n - p - 12);
+        uint32_t crc = (uint32_t)crc32(0L, b + p + 4, (uInt)len + 4);
+        if (crc != be32(b + p + 8 + len))
+            return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt PNG: bad CRC in chunk '%.4s' at byte %zu", path,
+                             (const char *)b + p + 4, p);
+        if (!memcmp(b + p + 4, "IEND", 4)) return LOOM_OK;
+        p += 12 + (size_t)len;
+    }
+}
+
+/* JPEG: an end-of-image marker (FF D9) within the last 32 bytes (a little
+ * padding after it is common; a truncated file has none). */
+static bool jpeg_has_eoi(const uint8_t *b, size_t n) {
+    size_t lo = n > 32 ? n - 32 : 0;
+    for (size_t k = n - 1; k > lo; k--)
+        if (b[k - 1] == 0xFF && b[k] == 0xD9) return true;
+    return false;
+}
+
+/* BMP: the file is at least as long as its header says, and holds the
+ * pixel rows of an uncompressed image. */
+static loom_status check_bmp(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n) {
+    if (n < 34) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated BMP (%zu bytes, shorter than its header)", path, n);
+    uint32_t declared = le32(b + 2), off = le32(b + 10), hsize = le32(b + 14);
+    if ((declared > 0 && n < declared) || off > n)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated BMP (%zu bytes, the header says %u)", path, n,
+                         declared > off ? declared : off);
+    int64_t w, h, bpp, comp;
+    if (hsize == 12) { /* BITMAPCOREHEADER: 16-bit sizes */
+        w = b[18] | b[19] << 8, h = b[20] | b[21] << 8, bpp = b[24] | b[25] << 8, comp = 0;
+    } else {
+        w = (int32_t)le32(b + 18), h = (int32_t)le32(b + 22), bpp = b[28] | b[29] << 8, comp = le32(b + 30);
+    }
+    if (h < 0) h = -h;
+    if (w < 1 || h < 1 || w * h > MAX_PIXELS)
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: BMP of %lldx%lld pixels (1 to 2^27)", path, (long long)w, (long long)h);
+    if ((comp == 0 || comp == 3) && bpp >= 1 && bpp <= 32) { /* BI_RGB, BI_BITFIELDS: rows of 4-byte multiples */
+        int64_t need = (int64_t)off + (w * bpp + 31) / 32 * 4 * h;
+        if ((int64_t)n < need)
+            return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated BMP (%zu bytes; %lldx%lld pixels at %lld bits need %lld)",
+                             path, n, (long long)w, (long long)h, (long long)bpp, (long long)need);
+    }
+    return LOOM_OK;
+}
+
+#ifdef LOOM_HAVE_TURBOJPEG
+/* JPEG with TurboJPEG: DCT-domain scaling by 1/8, 1/4 or 1/2 when the
+ * result still covers the hint. Warnings (e.g. extraneous bytes) are
+ * accepted as libjpeg's tools accept them, unless the end marker is missing. */
+static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, const loom_decode_hint *hint,
+                             uint8_t **px, int64_t *h, int64_t *w) {
+    tjhandle tj = tjInitDecompress();
+    if (!tj) return loom__err(ctx, LOOM_ERR_OOM, "%s: cannot start TurboJPEG: %s", path, tjGetErrorStr2(NULL));
+    loom_status st = LOOM_OK;
+    int W, H, sub, cs;
+    uint8_t *out = NULL;
+    if (tjDecompressHeader3(tj, b, (unsigned long)n, &W, &H, &sub, &cs) != 0) {
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: %s JPEG: %s", path, jpeg_has_eoi(b, n) ? "corrupt" : "truncated",
+                       tjGetErrorStr2(tj));
+        goto done;
+    }
+    if (W < 1 || H < 1 || (int64_t)W * H > MAX_PIXELS) {
+        st = loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: JPEG of %dx%d pixels (at most 2^27)", path, W, H);
+        goto done;
+    }
+    tjscalingfactor f = {1, 1};
+    for (int d = 8; d >= 2 && hint && (hint->min_h > 0 || hint->min_w > 0); d /= 2) {
+        tjscalingfactor g = {1, d};
+        if (TJSCALED(W, g) >= hint->min_w && TJSCALED(H, g) >= hint->min_h) {
+            f = g;
+            break;
+        }
+    }
+    int sw = TJSCALED(W, f), sh = TJSCALED(H, f);
+    if (!(out = malloc((size_t)sw * (size_t)sh * 3))) {
+        st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory for a %dx%d image", path, sw, sh);
+        goto done;
+    }
+    if (tjDecompress2(tj, b, (unsigned long)n, out, sw, 0, sh, TJPF_RGB, 0) != 0 &&
+        (tjGetErrorCode(tj) == TJERR_FATAL || !jpeg_has_eoi(b, n))) {
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: %s JPEG: %s", path, jpeg_has_eoi(b, n) ? "corrupt" : "truncated",
+                       tjGetErrorStr2(tj));
+        goto done;
+    }
+    *px = out, *h = sh, *w = sw;
+    out = NULL;
+done:
+    free(out);
+    tjDestroy(tj);
+    return st;
+}
+#endif
+
+/* Decode the file at path into a malloc'd RGB HWC buffer. */
+static loom_status decode_file(loom_ctx *ctx, const char *path, const loom_decode_hint *hint, uint8_t **px, int64_t *h,
+                               int64_t *w) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    uint8_t *b = NULL;
+    loom_status st = LOOM_OK;
+    size_t n = 0;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = loom__err(ctx, LOOM_ERR_IO, "%s: not a regular file", path);
+    else if ((n = (size_t)sb.st_size) > (size_t)INT32_MAX)
+        st = loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: %zu bytes: too large for an image file", path, n);
+    else if (n > 0 && !(b = malloc(n)))
+        st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory (%zu bytes)", path, n);
+    else if (n > 0 && fread(b, 1, n, f) != n)
+        st = loom__err(ctx, LOOM_ERR_IO, "%s: read error", path);
+    fclose(f);
+    if (st == LOOM_OK) st = loom_image_decode(ctx, path, b, n, hint, px, h, w);
+    free(b);
+    return st;
+}
+
+loom_status loom_image_decode(loom_ctx *ctx, const char *name, const void *buf, size_t n, const loom_decode_hint *hint,
+                              uint8_t **px, int64_t *h, int64_t *w) {
+    const uint8_t *b = buf;
+    const char *path = name ? name : "image";
+    *px = NULL, *h = *w = 0;
+    if (n == 0) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: empty file (0 bytes), not an image", path);
+    if (n > (size_t)INT32_MAX)
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: %zu bytes: too large for an image file", path, n);
+    const char *other;
+    img_fmt fmt = sniff(b, n, &other);
+    if (fmt == FMT_OTHER) {
+        if (other) return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: %s: unsupported (JPEG, PNG and BMP are read)", path, other);
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: not a JPEG, PNG or BMP image (starts with %02x %02x %02x %02x)",
+                         path, b[0], n > 1 ? b[1] : 0, n > 2 ? b[2] : 0, n > 3 ? b[3] : 0);
+    }
+    loom_status st;
+    if (fmt == FMT_PNG && (st = check_png(ctx, path, b, n)) != LOOM_OK) return st;
+    if (fmt == FMT_BMP && (st = check_bmp(ctx, path, b, n)) != LOOM_OK) return st;
+#ifdef LOOM_HAVE_TURBOJPEG
+    if (fmt == FMT_JPEG) return decode_tj(ctx, path, b, n, hint, px, h, w);
+#endif
+    const char *fname = fmt == FMT_JPEG ? "JPEG" : fmt == FMT_PNG ? "PNG" : "BMP";
+    if (fmt == FMT_JPEG && !jpeg_has_eoi(b, n))
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker)", path);
+    int iw, ih, comp;
+    if (!stbi_info_from_memory(b, (int)n, &iw, &ih, &comp))
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt %s: %s", path, fname, stbi_failure_reason());
+    if (iw < 1 || ih < 1 || (int64_t)iw * ih > MAX_PIXELS)
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: image of %dx%d pixels (1 to 2^27)", path, iw, ih);
+    uint8_t *out = stbi_load_from_memory(b, (int)n, &iw, &ih, &comp, 3);
+    if (!out) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt %s: %s", path, fname, stbi_failure_reason());
+    *px = out, *h = ih, *w = iw;
+    return LOOM_OK;
+}
+
+/* ---- the source ----------------------------------------------------------- */
+
+static loom_status if_get(const loom_source *src, loom_ctx *ctx, int64_t i, const loom_decode_hint *hint, uint8_t **data,
+                          int64_t *h, int64_t *w, int32_t *label) {
+    if_impl *m = src->impl;
+    *data = NULL;
+    if (i < 0 || i >= src->n)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: sample %lld out of range (%lld samples)", src->name, (long long)i,
+                         (long long)src->n);
+    for (int64_t k = 0; k < src->n; k++) {
+        int64_t j = (i + k) % src->n;
+        if (m->skip_bad && atomic_load_explicit(&m->bad[j], memory_order_relaxed)) continue;
+        loom_status st = decode_file(ctx, m->paths[j], hint, data, h, w);
+        if (st == LOOM_OK) {
+            *label = m->labels[j];
+            return LOOM_OK;
+        }
+        if (!m->skip_bad || st == LOOM_ERR_OOM) return st;
+        if (atomic_exchange(&m->bad[j], 1) == 0) atomic_fetch_add(&m->skipped, 1);
+    }
+    return loom__err(ctx, LOOM_ERR_FORMAT, "%s: every one of the %lld images is bad (skip_bad)", src->name,
+                     (long long)src->n);
+}
+
+static void if_free(if_impl *m) {
+    if (!m) return;
+    for (int k = 0; k < m->nclasses; k++) free(m->classes[k]);
+    free(m->classes);
+    free(m->labels);
+    free((void *)m->bad);
+    free(m->root);
+    free(m);
+}
+
+static void if_destroy(loom_source *src) {
+    if_impl *m = src->impl;
+    /* paths are not freed one by one: they live in the list built by open */
+    free(m->paths ? m->paths[0] : NULL);
+    free(m->paths);
+    if_free(m);
+    free(src);
+}
+
+/* A growing list of strings. */
+typedef struct strlist {
+    char **v;
+    size_t n, cap;
+} strlist;
+
+static bool sl_push(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        size_t c = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, c * sizeof *v);
+        if (!v) return false;
+        l->v = v, l->cap = c;
+    }
+    char *d = strdup(s);
+    if (!d) return false;
+    l->v[l->n++] = d;
+    return true;
+}
+
+static void sl_free(strlist *l) {
+    for (size_t k = 0; k < l->n; k++) free(l->v[k]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static bool is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool has_ext(const char *name, const char *const *exts) {
+    const char *dot = strrchr(name, '.');
+    if (!dot) return false;
+    for (; *exts; exts++)
+        if (!strcasecmp(dot + 1, *exts)) return true;
+    return false;
+}
+
+/* Sorted entries of dir (no '.' names): subfolders into dirs, files into files. */
+static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strlist *files) {
+    DIR *d = opendir(dir);
+    if (!d) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: cannot open directory %s: %s", dir, strerror(errno));
+    struct dirent *e;
+    char p[4096];
+    bool ok = true;
+    while (ok && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue; /* too long: not listed */
+        if (is_dir(p)) ok = sl_push(dirs, e->d_name);
+        else if (files) ok = sl_push(files, e->d_name);
+    }
+    closedir(d);
+    if (!ok) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
+    if (dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, cmp_str);
+    if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, cmp_str);
+    return LOOM_OK;
+}
+
+static const char *const img_exts[] = {"jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff", "ppm", "pgm", NULL};
+
+/* The image files under dir (its own sorted, then each subfolder's), into out. */
+static loom_status walk(loom_ctx *ctx, const char *dir, int depth, strlist *out) {
+    strlist dirs = {0}, files = {0};
+    loom_status st = list_dir(ctx, dir, &dirs, &files);
+    char p[4096];
+    for (size_t k = 0; st == LOOM_OK && k < files.n; k++) {
+        if (!has_ext(files.v[k], img_exts)) continue;
+        if (snprintf(p, sizeof p, "%s/%s", dir, files.v[k]) >= (int)sizeof p)
+            st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", dir, files.v[k]);
+        else if (!sl_push(out, p))
+            st = loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
+    }
+    for (size_t k = 0; st == LOOM_OK && k < dirs.n && depth < MAX_DEPTH; k++) {
+        if (snprintf(p, sizeof p, "%s/%s", dir, dirs.v[k]) >= (int)sizeof p)
+            st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", dir, dirs.v[k]);
+        else
+            st = walk(ctx, p, depth + 1, out);
+    }
+    sl_free(&dirs), sl_free(&files);
+    return st;
+}
+
+loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_desc *desc, loom_source **out) {
+    *out = NULL;
+    if (!desc || !desc->root || !desc->root[0])
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "ImageFolder: a root directory is required");
+    const char *root = desc->root;
+    struct stat sb;
+    if (stat(root, &sb) != 0) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: %s: %s", root, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: %s is not a directory", root);
+    strlist classes = {0}, files = {0};
+    int32_t *labels = NULL;
+    size_t lcap = 0;
+    if_impl *m = NULL;
+    loom_source *s = NULL;
+    loom_status st = list_dir(ctx, root, &classes, NULL);
+    if (st == LOOM_OK && classes.n == 0)
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: %s has no class folders (expected root/<class>/<image>)", root);
+    if (st == LOOM_OK && classes.n > INT32_MAX / 2)
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: %s: %zu class folders", root, classes.n);
+    char p[4096];
+    for (size_t k = 0; st == LOOM_OK && k < classes.n; k++) {
+        size_t before = files.n;
+        if (snprintf(p, sizeof p, "%s/%s", root, classes.v[k]) >= (int)sizeof p) {
+            st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", root, classes.v[k]);
+            break;
+        }
+        if ((st = walk(ctx, p, 0, &files)) != LOOM_OK) break;
+        if (files.n == before) {
+            st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: class folder %s has no image (.jpg, .jpeg, .png, .bmp)", p);
+            break;
+        }
+        if (files.n > lcap) {
+            lcap = files.cap;
+            int32_t *l = realloc(labels, lcap * sizeof *l);
+            if (!l) {
+                st = loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory");
+                break;
+            }
+            labels = l;
+        }
+        for (size_t j = before; j < files.n; j++) labels[j] = (int32_t)k;
+    }
+    if (st != LOOM_OK) goto fail;
+    /* the paths into one block: paths[0] owns it */
+    size_t total = 0;
+    for (size_t k = 0; k < files.n; k++) total += strlen(files.v[k]) + 1;
+    m = calloc(1, sizeof *m);
+    s = calloc(1, sizeof *s);
+    char *block = malloc(total);
+    if (m) {
+        m->paths = calloc(files.n, sizeof *m->paths);
+        m->root = strdup(root);
+        m->bad = calloc(files.n, 1);
+    }
+    if (!m || !s || !block || !m->paths || !m->root || !m->bad) {
+        free(block);
+        if (m) free(m->paths);
+        st = loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory");
+        goto fail;
+    }
+    for (size_t k = 0, at = 0; k < files.n; k++) {
+        size_t l = strlen(files.v[k]) + 1;
+        memcpy(block + at, files.v[k], l);
+        m->paths[k] = block + at;
+        at += l;
+    }
+    m->classes = classes.v, m->nclasses = (int)classes.n;
+    classes.v = NULL, classes.n = 0;
+    m->labels = labels;
+    labels = NULL;
+    m->skip_bad = desc->skip_bad;
+    atomic_init(&m->skipped, 0);
+    *s = (loom_source){.name = m->root, .n = (int64_t)files.n, .kind = LOOM_SAMPLE_U8, .c = 3, .h = 0, .w = 0,
+                       .num_classes = m->nclasses, .get = NULL, .destroy = if_destroy, .impl = m, .get_image = if_get};
+    sl_free(&files);
+    *out = s;
+    return LOOM_OK;
+fail:
+    if_free(m);
+    free(s);
+    sl_free(&classes), sl_free(&files);
+    free(labels);
+    return st;
+}
+
+static const if_impl *impl_of(const loom_source *src) {
+    return src && src->destroy == if_destroy ? src->impl : NULL;
+}
+
+const char *loom_imagefolder_class(const loom_source *src, int k) {
+    const if_impl *m = impl_of(src);
+    return m && k >= 0 && k < m->nclasses ? m->classes[k] : NULL;
+}
+
+const char *loom_imagefolder_path(const loom_source *src, int64_t i) {
+    const if_impl *m = impl_of(src);
+    return m && i >= 0 && i < src->n ? m->paths[i] : NULL;
+}
+
+int64_t loom_imagefolder_skipped(const loom_source *src) {
+    if_impl *m = (if_impl *)impl_of(src);
+    return m ? atomic_load(&m->skipped) : 0;
+}
