@@ -291,6 +291,10 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: label smoothing %g must be in [0, 1)", d.label_smoothing);
     if (!(d.val_split >= 0 && d.val_split < 1))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: validation split %g must be in [0, 1)", d.val_split);
+    if (d.train_source && d.val_split > 0)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                         "train: a validation split (%g) of a training source '%s' is not supported; give a val set",
+                         d.val_split, d.train_source->name);
     if (d.early_stop < 0 || !(d.min_delta >= 0) ||
         (d.monitor != LOOM_MONITOR_VAL_LOSS && d.monitor != LOOM_MONITOR_VAL_ACC))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: early stopping patience %d must be >= 0, min_delta %g >= 0, monitor %d val_loss (0) or val_acc (1)",
@@ -416,11 +420,26 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     /* training batches: the threaded loader, in pinned staging memory; its
      * order and values are loom_batch_iter's (shuffled from (seed, epoch),
      * the same normalisation), for every worker count */
-    if ((st = loom_source_wrap(ctx, ds, &tsrc)) != LOOM_OK) goto done;
-    loom_loader_desc lde = {.src = tsrc, .batch = d.batch, .shuffle = true, .drop_last = true, .seed = d.seed,
-                            .workers = d.workers, .prefetch = d.prefetch, .mean = &d.mean, .std = &d.std, .nstat = 1,
-                            .backend = be};
+    if (!d.train_source && (st = loom_source_wrap(ctx, ds, &tsrc)) != LOOM_OK) goto done;
+    loom_loader_desc lde = {.src = d.train_source ? d.train_source : tsrc, .batch = d.batch, .shuffle = true,
+                            .drop_last = true, .seed = d.seed, .workers = d.workers, .prefetch = d.prefetch,
+                            .mean = &d.mean, .std = &d.std, .nstat = 1, .backend = be,
+                            .steps = d.train_source ? d.train_steps : NULL,
+                            .nsteps = d.train_source ? d.train_nsteps : 0};
     if ((st = loom_loader_create(ctx, &lde, &loader)) != LOOM_OK) goto done;
+    if (d.train_source) {
+        int c;
+        int64_t h, w;
+        loom_loader_shape(loader, &c, &h, &w);
+        if (c != ds->c || h != ds->h || w != ds->w || d.train_source->n != ds->n) {
+            st = loom__err(ctx, LOOM_ERR_SHAPE,
+                           "train: the training source '%s' gives %lld samples of %dx%lldx%lld through its transforms, "
+                           "but the training dataset has %lld of %dx%dx%d",
+                           d.train_source->name, (long long)d.train_source->n, c, (long long)h, (long long)w,
+                           (long long)ds->n, ds->c, ds->h, ds->w);
+            goto done;
+        }
+    }
     int64_t steps = loom_loader_batches(loader);
     if (d.max_steps > 0 && d.max_steps < steps) steps = d.max_steps;
 

@@ -10,6 +10,7 @@
  * empty class folder, missing directory — each an error naming the file —
  * and skip_bad counting them instead.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "loom/loader.h"
+#include "loom/train.h"
 #include "testutil.h"
 
 #if defined(__GNUC__)
@@ -437,6 +439,51 @@ static void test_decode_and_dir(loom_ctx *ctx) {
           "ImageFolder: %s (%s)", loom_status_str(st), loom_last_error(ctx));
 }
 
+/* loom_train on an ImageFolder source through random transforms drawn anew
+ * each epoch (desc.train_source): it trains (finite loss, the steps it
+ * should), is reproducible for a seed, and a dataset that does not match the
+ * source's output shape is a clear error */
+static void test_train_source(loom_ctx *ctx) {
+    mkdirs("tr/a"), mkdirs("tr/b");
+    char rel[64];
+    for (int k = 0; k < 8; k++) {
+        snprintf(rel, sizeof rel, "tr/%s/%d.png", k % 2 ? "b" : "a", k);
+        write_img(rel, k, 10 + k, 12 + (k % 3));
+    }
+    char root[512];
+    path_of("tr", root, sizeof root);
+    loom_source *src = NULL;
+    CHECK_OK(ctx, loom_source_open_imagefolder(ctx, &(loom_imagefolder_desc){.root = root}, &src));
+    if (!src) return;
+    loom_tf_step steps[8];
+    int ns = 0;
+    CHECK_OK(ctx, loom_tf_parse(ctx, "Resize((10, 10)), RandomCrop(8, padding=2), hflip", steps, 8, &ns));
+    /* the in-memory dataset gives shapes and counts only */
+    loom_dataset ds = {.n = 8, .c = 3, .h = 8, .w = 8, .num_classes = 2};
+    ds.pixels = calloc(8 * 3 * 8 * 8, 1), ds.labels = calloc(8, sizeof *ds.labels);
+    double loss[2];
+    for (int r = 0; r < 2; r++) {
+        loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = &ds, .epochs = 3, .batch = 4,
+                             .seed = 5, .mean = 0.5f, .std = 0.25f, .workers = r ? 2 : LOOM_WORKERS_SYNC,
+                             .train_source = src, .train_steps = steps, .train_nsteps = ns};
+        loom_train_result res;
+        CHECK_OK(ctx, loom_train(ctx, &d, &res));
+        loss[r] = res.train_loss;
+        CHECK(isfinite(res.train_loss) && res.steps == 6, "source training: loss %g, %lld steps (6)", res.train_loss,
+              (long long)res.steps);
+    }
+    CHECK(loss[0] == loss[1], "the same seed gives the same training with 0 and 2 workers (%.9g vs %.9g)", loss[0],
+          loss[1]);
+    ds.h = ds.w = 10;
+    loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = &ds, .epochs = 1, .batch = 4,
+                         .train_source = src, .train_steps = steps, .train_nsteps = ns};
+    loom_train_result res;
+    CHECK(loom_train(ctx, &d, &res) == LOOM_ERR_SHAPE && strstr(loom_last_error(ctx), "3x8x8"),
+          "a dataset shaped unlike the source's output is refused: %s", loom_last_error(ctx));
+    free(ds.pixels), free(ds.labels);
+    loom_source_destroy(src);
+}
+
 static int rm_rf(const char *p) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
@@ -460,6 +507,7 @@ int main(void) {
     test_good(ctx);
     test_bad(ctx);
     test_decode_and_dir(ctx);
+    test_train_source(ctx);
     if (rm_rf(tmp) != 0) printf("could not remove %s\n", tmp);
     loom_ctx_destroy(ctx);
     return tu_summary();

@@ -186,7 +186,8 @@ static bool map_item_ok(const char *old, const char *new_) {
  * (N, C, H, W) dataset. *found is false when DIR is not an ImageFolder (or
  * has no such split): nothing is loaded and no error is recorded. */
 static loom_status load_folder(loom_ctx *ctx, const char *dir, bool train, const char *spec, bool skip_bad, int workers,
-                               loom_dataset *out, bool *found) {
+                               loom_dataset *out, bool *found, loom_source **keep_src, loom_tf_step *keep_steps,
+                               int *keep_nsteps) {
     *found = false;
     static const char *const idx_or_npy[] = {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz", "train-images.npy"};
     char p[4096];
@@ -249,7 +250,13 @@ static loom_status load_folder(loom_ctx *ctx, const char *dir, bool train, const
                    (long long)loom_imagefolder_skipped(src));
     }
     loom_loader_destroy(ld);
-    loom_source_destroy(src);
+    if (st == LOOM_OK && keep_src) { /* the training loader reads the source itself, new random draws each epoch */
+        *keep_src = src;
+        memcpy(keep_steps, steps, (size_t)nsteps * sizeof *steps);
+        *keep_nsteps = nsteps;
+    } else {
+        loom_source_destroy(src);
+    }
     if (st == LOOM_OK) *out = ds;
     else loom_dataset_free(&ds);
     return st;
@@ -487,8 +494,14 @@ static int run(int argc, char **argv, bool lrfind) {
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)threads}, &ctx) != LOOM_OK) return 1;
     loom_dataset train = {0}, test = {0};
     bool folder = false, folder_test = false;
-    loom_status st = data_dir ? load_folder(ctx, data_dir, true, transform, skip_bad, workers, &train, &folder) : LOOM_OK;
-    if (st == LOOM_OK && folder) st = load_folder(ctx, data_dir, false, transform, skip_bad, workers, &test, &folder_test);
+    loom_source *train_src = NULL;
+    loom_tf_step train_steps[32];
+    int train_nsteps = 0;
+    loom_status st = data_dir ? load_folder(ctx, data_dir, true, transform, skip_bad, workers, &train, &folder, &train_src,
+                                            train_steps, &train_nsteps)
+                              : LOOM_OK;
+    if (st == LOOM_OK && folder)
+        st = load_folder(ctx, data_dir, false, transform, skip_bad, workers, &test, &folder_test, NULL, NULL, NULL);
     if (st == LOOM_OK && !folder && (transform || skip_bad))
         st = loom_source_error(ctx, LOOM_ERR_INVALID_ARG, "--transform and --skip-bad-samples are for an ImageFolder "
                                "--data-dir");
@@ -497,6 +510,7 @@ static int run(int argc, char **argv, bool lrfind) {
     if (st != LOOM_OK) {
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
         loom_dataset_free(&train);
+        loom_source_destroy(train_src);
         loom_ctx_destroy(ctx);
         return 1;
     }
@@ -505,6 +519,8 @@ static int run(int argc, char **argv, bool lrfind) {
     d.backend_desc.threads = (int)threads;
     d.train = &train;
     d.test = folder && !folder_test ? NULL : &test;
+    /* an ImageFolder trains through its transforms anew every epoch */
+    d.train_source = train_src, d.train_steps = train_steps, d.train_nsteps = train_nsteps;
     if (folder) d.mean = 0.5f, d.std = 0.25f; /* RGB photos, not Fashion-MNIST's statistics */
     d.epochs = (int)epochs;
     d.batch = (int)batch;
@@ -590,6 +606,7 @@ static int run(int argc, char **argv, bool lrfind) {
             printf("SUGGESTED lr=%.3g backend=%s points=%d\n", fr.suggestion, fr.backend, fr.n);
         }
         loom_lr_find_result_free(&fr);
+        loom_source_destroy(train_src);
         loom_dataset_free(&train);
         loom_dataset_free(&test);
         loom_ctx_destroy(ctx);
@@ -643,6 +660,7 @@ static int run(int argc, char **argv, bool lrfind) {
                r.backend, d.model.arch, r.epochs_run, r.test_acc, r.test_loss, r.train_loss, r.samples_per_s, r.seconds,
                r.peak_bytes, m->activation_bytes, d.amp == LOOM_F16 ? "fp16" : d.amp == LOOM_BF16 ? "bf16" : "off");
     }
+    loom_source_destroy(train_src);
     loom_dataset_free(&train);
     loom_dataset_free(&test);
     loom_ctx_destroy(ctx);

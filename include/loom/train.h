@@ -149,6 +149,15 @@ typedef struct loom_train_desc {
      * slots per worker (0 = 2). Batches are bitwise the same for all. */
     int workers;
     int prefetch;
+    /* Training samples from a source through per-sample transforms, drawn
+     * anew every epoch (Philox of (seed, epoch, index)): e.g. an ImageFolder
+     * with random crops. `train` still gives the shape, class count and
+     * sample count (they must match what the source and steps produce) and
+     * serves lr-find; NULL = the loader reads `train` itself, without
+     * transforms. Not with val_split (the split is of `train`). */
+    loom_source *train_source;
+    const loom_tf_step *train_steps;
+    int train_nsteps;
     /* mixed precision: LOOM_F32 (0, the default) = off; LOOM_F16 or LOOM_BF16
      * builds the model under autocast (loom_graph_set_autocast) with f32
      * master weights. F16 adds dynamic loss scaling (loss_scale; zero =
