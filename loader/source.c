@@ -1,5 +1,6 @@
 /* loader/source.c — datasets behind the loom_source interface: in-memory
- * IDX datasets (wrapped or owned) and .npy image/label arrays.
+ * IDX datasets (wrapped or owned), .npy image/label arrays, and the choice
+ * among them (and packed shards, ImageFolders) for a directory.
  *
  * Every `get` here only reads immutable memory, so any number of threads may
  * call it at once.
@@ -259,8 +260,15 @@ loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loo
     snprintf(p, sizeof p, "%s/%s-images.npy", dir, train ? "train" : "test");
     snprintf(q, sizeof q, "%s/%s-labels.npy", dir, train ? "train" : "test");
     if (exists(p)) return loom_source_open_npy(ctx, p, q, out);
-    /* an ImageFolder: DIR/train and DIR/val (or DIR/test) when present, else DIR itself for train */
+    /* a packed shard: DIR itself, or DIR/train.shard (DIR/val.shard, DIR/test.shard) */
     struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) return loom_source_open_shard(ctx, dir, out);
+    const char *shard[2] = {train ? "train" : "val", train ? NULL : "test"};
+    for (int k = 0; k < 2 && shard[k]; k++) {
+        snprintf(p, sizeof p, "%s/%s.shard", dir, shard[k]);
+        if (exists(p)) return loom_source_open_shard(ctx, p, out);
+    }
+    /* an ImageFolder: DIR/train and DIR/val (or DIR/test) when present, else DIR itself for train */
     const char *split[2] = {train ? "train" : "val", train ? NULL : "test"};
     for (int k = 0; k < 2 && split[k]; k++) {
         snprintf(p, sizeof p, "%s/%s", dir, split[k]);
@@ -271,7 +279,8 @@ loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loo
         loom_status st = loom_source_open_imagefolder(ctx, &(loom_imagefolder_desc){.root = dir}, out);
         if (st != LOOM_ERR_FORMAT || strstr(loom_last_error(ctx), "no image")) return st;
     }
-    return loom__err(ctx, LOOM_ERR_IO, "%s: no %s-images-idx3-ubyte[.gz] (IDX), no %s-images.npy and no ImageFolder "
-                     "(%s<class>/<image> folders) here",
-                     dir, train ? "train" : "t10k", train ? "train" : "test", train ? "[train/]" : "val/ or test/ with ");
+    return loom__err(ctx, LOOM_ERR_IO, "%s: no %s-images-idx3-ubyte[.gz] (IDX), no %s-images.npy, no %s.shard and no "
+                     "ImageFolder (%s<class>/<image> folders) here",
+                     dir, train ? "train" : "t10k", train ? "train" : "test", train ? "train" : "val",
+                     train ? "[train/]" : "val/ or test/ with ");
 }

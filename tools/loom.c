@@ -9,6 +9,7 @@ int loom_cmd_train(int argc, char **argv);
 int loom_cmd_lr_find(int argc, char **argv);
 int loom_cmd_plot(int argc, char **argv);
 int loom_cmd_bench_loader(int argc, char **argv);
+int loom_cmd_pack(int argc, char **argv);
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -19,6 +20,7 @@ static void usage(FILE *f) {
             "  lr-find   the LR range test: loss against an exponential LR sweep, CSV + SVG\n"
             "  plot      loss and accuracy curves of a --log-csv log as SVG: loom plot run.csv -o out.svg\n"
             "  bench-loader  the data loader alone: images/s, workers, first-batch latency\n"
+            "  pack      decode + resize a dataset once into a memory-mapped shard: loom pack --help\n"
             "  help      this message\n");
 }
 
@@ -32,6 +34,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "lr-find")) return loom_cmd_lr_find(argc - 1, argv + 1);
     if (!strcmp(argv[1], "plot")) return loom_cmd_plot(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bench-loader")) return loom_cmd_bench_loader(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "pack")) return loom_cmd_pack(argc - 1, argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;

@@ -180,7 +180,7 @@ static bool map_item_ok(const char *old, const char *new_) {
     return old[0] && new_[0] && !strchr(new_, '=') && (!a || !a[1]) && (!b || !b[1]) && !a == !b;
 }
 
-/* An ImageFolder split for `loom train`: the trainer takes in-memory
+/* An ImageFolder split (or a packed shard) for `loom train`: the trainer takes in-memory
  * datasets, so the images are decoded once through the --transform steps
  * (loom's loader, in parallel; random steps draw from epoch 0) into a u8
  * (N, C, H, W) dataset. *found is false when DIR is not an ImageFolder (or
@@ -197,13 +197,13 @@ static loom_status load_folder(loom_ctx *ctx, const char *dir, bool train, const
     }
     loom_source *src = NULL;
     if (loom_source_open_dir(ctx, dir, train, &src) != LOOM_OK) return LOOM_OK;
-    if (!src->get_image) {
+    if (!src->get_image && src->kind != LOOM_SAMPLE_U8) { /* not images (an f32 .npy record set) */
         loom_source_destroy(src);
         return LOOM_OK;
     }
-    *found = true;
+    *found = true; /* an ImageFolder, or a packed shard (images of one size: `loom pack`) */
     loom_status st = LOOM_OK;
-    if (skip_bad) {
+    if (skip_bad && src->get_image) {
         char root[4096];
         snprintf(root, sizeof root, "%s", src->name);
         loom_source_destroy(src);
@@ -214,10 +214,10 @@ static loom_status load_folder(loom_ctx *ctx, const char *dir, bool train, const
     loom_tf_step steps[32];
     int nsteps = 0;
     loom_loader *ld = NULL;
-    if (!spec)
+    if (!spec && src->get_image)
         st = loom_source_error(ctx, LOOM_ERR_INVALID_ARG, "%s is an ImageFolder (images of any size): --transform must make "
                                "them one size, e.g. --transform 'Resize((32, 32))'", src->name);
-    if (st == LOOM_OK) st = loom_tf_parse(ctx, spec, steps, 32, &nsteps);
+    if (st == LOOM_OK && spec) st = loom_tf_parse(ctx, spec, steps, 32, &nsteps);
     if (st == LOOM_OK)
         st = loom_loader_create(ctx, &(loom_loader_desc){.src = src, .batch = 64, .seed = 1, .workers = workers,
                                                          .steps = steps, .nsteps = nsteps},

@@ -231,7 +231,9 @@ loom_status loom_source_open_npy(loom_ctx *ctx, const char *images_path, const c
  * present, else {train,test}-{images,labels}.npy, else an ImageFolder
  * (loom_source_open_imagefolder, strict): DIR/train (train) or DIR/val,
  * DIR/test (not train) when present, else DIR itself (train only). train
- * picks the split. */
+ * picks the split. A packed shard comes before the ImageFolder:
+ * DIR/train.shard (train) or DIR/val.shard, DIR/test.shard (not train); dir
+ * may also name a shard file itself. */
 loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loom_source **out);
 void loom_source_destroy(loom_source *src);
 
@@ -350,6 +352,32 @@ typedef struct loom_tf_step {
  * (names are case-insensitive; "hflip" and "vflip" are short names). Up to
  * max steps; *n gets the count. Errors name the step and the problem. */
 loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n);
+
+/* A packed shard (loader/shard.c, which documents the layout): n fixed-size
+ * u8 HWC records, i32 labels and an index behind a 64-byte header (magic
+ * "LOOMSHRD", version 1, sizes, CRC-32 checksums of the header and of the
+ * payload), memory-mapped. Opening validates everything (magic, version,
+ * header checksum, sizes against the file's length, payload checksum, index,
+ * labels); each problem is an error (LOOM_ERR_IO / _FORMAT / _UNSUPPORTED)
+ * naming the file. A U8 source of one size; `get` is a memcpy. */
+loom_status loom_source_open_shard(loom_ctx *ctx, const char *path, loom_source **out);
+/* The same checks on a shard held in memory (fuzzing); `name` stands for the
+ * file in messages. */
+loom_status loom_shard_check_buffer(loom_ctx *ctx, const char *name, const void *buf, size_t size);
+
+typedef struct loom_shard_pack_desc {
+    const loom_source *src;   /* required: u8 images (an ImageFolder, IDX, .npy) */
+    /* Deterministic steps only (Resize, CenterCrop), run once per image; every
+     * image must come out of them at one size (else an error naming it). A
+     * leading Resize lets JPEGs be decoded at a reduced scale, as the loader does. */
+    const loom_tf_step *steps;
+    int nsteps;
+    const char *path;         /* written to "<path>.tmp", then renamed over path */
+} loom_shard_pack_desc;
+
+/* Decode every sample of src in order, run the steps and write the shard;
+ * *h, *w (may be NULL) get the record size. */
+loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int64_t *h, int64_t *w);
 
 /* ---- the threaded prefetching loader ------------------------------------ */
 
