@@ -35,6 +35,10 @@
 #pragma GCC diagnostic pop
 #endif
 
+#ifdef LOOM_HAVE_TURBOJPEG
+#include <turbojpeg.h>
+#endif
+
 static char tmp[256];
 
 static void path_of(const char *rel, char *out, size_t n) { snprintf(out, n, "%s/%s", tmp, rel); }
@@ -62,7 +66,23 @@ static void write_img(const char *rel, int seed, int h, int w) {
     int ok;
     if (!strcasecmp(ext, ".png")) ok = stbi_write_png(p, w, h, 3, px, w * 3);
     else if (!strcasecmp(ext, ".bmp")) ok = stbi_write_bmp(p, w, h, 3, px);
-    else ok = stbi_write_jpg(p, w, h, 3, px, 95);
+    else { /* TurboJPEG when built with it (stb_image_write's JPEG writer trips UBSan), as test-imagefolder */
+#ifdef LOOM_HAVE_TURBOJPEG
+        ok = 0;
+        tjhandle tj = tjInitCompress();
+        unsigned char *jb = NULL;
+        unsigned long js = 0;
+        if (tj && tjCompress2(tj, px, w, 0, h, TJPF_RGB, &jb, &js, TJSAMP_444, 95, 0) == 0) {
+            FILE *f = fopen(p, "wb");
+            ok = f && fwrite(jb, 1, js, f) == js;
+            if (f) fclose(f);
+        }
+        tjFree(jb);
+        if (tj) tjDestroy(tj);
+#else
+        ok = stbi_write_jpg(p, w, h, 3, px, 95);
+#endif
+    }
     if (!ok) printf("cannot write %s\n", p);
     free(px);
 }
