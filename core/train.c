@@ -458,9 +458,9 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if (d.tensorboard_dir && (st = loom_tb_open(ctx, d.tensorboard_dir, &tb)) != LOOM_OK) goto done;
     double plateau_scale = 1.0;
     bool scaling = tr.scaled_loss != tr.loss;
+    int64_t skipped0 = 0; /* the scaler's skipped-step count at the start of the epoch */
+    if (scaling) st = loom_loss_scale_read(tr.plan, NULL, &skipped0);
     for (int e = start_epoch; e < d.epochs && st == LOOM_OK; e++) {
-        int64_t skipped0 = 0;
-        if (scaling && (st = loom_loss_scale_read(tr.plan, NULL, &skipped0)) != LOOM_OK) break;
         double t0 = loom__now_s(), loss_sum = 0, lr = 0;
         int64_t correct = 0;
         loom_loader_begin(loader, e, 0, steps);
@@ -523,6 +523,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
             int64_t skipped;
             if ((st = loom_loss_scale_read(tr.plan, &es.loss_scale, &skipped)) != LOOM_OK) break;
             es.skipped_steps = skipped - skipped0;
+            skipped0 = skipped;
         }
         if (d.val && (st = evaluate(ctx, &ev, d.val, &d, xbuf, ybuf, logits, &es.val_loss, &es.val_acc)) != LOOM_OK) break;
         bool eval_now = d.test && ((e + 1) % d.eval_every == 0 || e + 1 == d.epochs);

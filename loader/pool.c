@@ -147,6 +147,18 @@ static void to_tensor(const loom_loader *ld, const uint8_t *img, float *x) {
     }
 }
 
+/* Sample i of `epoch`, decoded into img (buffers w->buf[0..1] as scratch):
+ * its transforms, drawn from (seed, epoch, i), then ToTensor + Normalize
+ * into x and the tensor steps (RandomErasing). */
+static loom_status augment(loom_loader *ld, worker *w, int64_t epoch, int64_t i, loom_image img, float *x) {
+    loom__aug_rng rng;
+    loom__aug_init(&rng, ld->d.seed, epoch, i);
+    loom_status st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
+    if (st != LOOM_OK) return st;
+    to_tensor(ld, img.data, x);
+    return loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
+}
+
 /* A variable-size source's sample i: decode, plan the pipeline for this
  * image's size (it must end at the loader's output size), grow the worker's
  * buffers to the plan, run it, convert into x. */
@@ -172,16 +184,7 @@ static loom_status load_var(loom_loader *ld, worker *w, int64_t i, int64_t epoch
         }
         if (st == LOOM_OK) w->cap = mb;
     }
-    if (st == LOOM_OK) {
-        loom_image img = {px, h, wd, src->c};
-        loom__aug_rng rng;
-        loom__aug_init(&rng, ld->d.seed, epoch, i);
-        st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
-        if (st == LOOM_OK) {
-            to_tensor(ld, img.data, x);
-            st = loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
-        }
-    }
+    if (st == LOOM_OK) st = augment(ld, w, epoch, i, (loom_image){px, h, wd, src->c}, x);
     free(px);
     return st;
 }
@@ -207,16 +210,8 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
         }
         void *dst = src->kind == LOOM_SAMPLE_F32 ? (void *)x : (void *)w->buf[0];
         loom_status st = src->get(src, w->ctx, i, dst, &s->y[k]);
-        if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
-            loom_image img = {w->buf[0], src->h, src->w, src->c};
-            loom__aug_rng rng;
-            loom__aug_init(&rng, ld->d.seed, epoch, i);
-            st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
-            if (st == LOOM_OK) {
-                to_tensor(ld, img.data, x);
-                st = loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
-            }
-        }
+        if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8)
+            st = augment(ld, w, epoch, i, (loom_image){w->buf[0], src->h, src->w, src->c}, x);
         if (st != LOOM_OK) {
             s->st = st;
             snprintf(s->err, sizeof s->err, "loader: batch %lld, sample %lld: %s", (long long)s->batch, (long long)i,

@@ -20,27 +20,7 @@
 #include "loom/loader.h"
 #include "loom/train.h"
 #include "testutil.h"
-
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-
-#ifdef LOOM_HAVE_TURBOJPEG
-#include <turbojpeg.h>
-#endif
-
-static char tmp[256];
+#include "imgwrite.h"
 
 /* A smooth RGB ramp (JPEG keeps it well), within 0..255 for h <= 48, w <= 64. */
 static uint8_t pix(int seed, int64_t y, int64_t x, int ch) { return (uint8_t)(20 + seed * 5 + y * 2 + x + ch * 20); }
@@ -53,45 +33,9 @@ static uint8_t *pattern(int seed, int h, int w) {
     return p;
 }
 
-static void mkdirs(const char *rel) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmp, rel);
-    for (char *s = p + strlen(tmp) + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            mkdir(p, 0755);
-            *s = '/';
-        }
-    mkdir(p, 0755);
-}
-
-static void path_of(const char *rel, char *out, size_t n) { snprintf(out, n, "%s/%s", tmp, rel); }
-
 static void write_img(const char *rel, int seed, int h, int w) {
-    char p[512];
-    path_of(rel, p, sizeof p);
     uint8_t *px = pattern(seed, h, w);
-    const char *ext = strrchr(rel, '.');
-    int ok = 0;
-    if (!strcasecmp(ext, ".png")) ok = stbi_write_png(p, w, h, 3, px, w * 3);
-    else if (!strcasecmp(ext, ".bmp")) ok = stbi_write_bmp(p, w, h, 3, px);
-    else {
-#ifdef LOOM_HAVE_TURBOJPEG
-        tjhandle tj = tjInitCompress();
-        unsigned char *jb = NULL;
-        unsigned long js = 0;
-        if (tj && tjCompress2(tj, px, w, 0, h, TJPF_RGB, &jb, &js, TJSAMP_444, 95, 0) == 0) {
-            FILE *f = fopen(p, "wb");
-            ok = f && fwrite(jb, 1, js, f) == js;
-            if (f) fclose(f);
-        }
-        tjFree(jb);
-        if (tj) tjDestroy(tj);
-#else
-        ok = stbi_write_jpg(p, w, h, 3, px, 95);
-#endif
-    }
-    if (!ok) printf("cannot write %s\n", p);
+    write_rgb(rel, px, h, w);
     free(px);
 }
 

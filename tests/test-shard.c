@@ -19,71 +19,14 @@
 #include "loom/loader.h"
 #include "loom/transforms.h"
 #include "testutil.h"
-
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-
-#ifdef LOOM_HAVE_TURBOJPEG
-#include <turbojpeg.h>
-#endif
-
-static char tmp[256];
-
-static void path_of(const char *rel, char *out, size_t n) { snprintf(out, n, "%s/%s", tmp, rel); }
-
-static void mkdirs(const char *rel) {
-    char p[512];
-    path_of(rel, p, sizeof p);
-    for (char *s = p + strlen(tmp) + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            mkdir(p, 0755);
-            *s = '/';
-        }
-    mkdir(p, 0755);
-}
+#include "imgwrite.h"
 
 static void write_img(const char *rel, int seed, int h, int w) {
-    char p[512];
-    path_of(rel, p, sizeof p);
     uint8_t *px = malloc((size_t)h * w * 3);
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int c = 0; c < 3; c++) px[((size_t)y * w + x) * 3 + c] = (uint8_t)(20 + seed * 7 + y * 3 + x * 2 + c * 30);
-    const char *ext = strrchr(rel, '.');
-    int ok;
-    if (!strcasecmp(ext, ".png")) ok = stbi_write_png(p, w, h, 3, px, w * 3);
-    else if (!strcasecmp(ext, ".bmp")) ok = stbi_write_bmp(p, w, h, 3, px);
-    else { /* TurboJPEG when built with it (stb_image_write's JPEG writer trips UBSan), as test-imagefolder */
-#ifdef LOOM_HAVE_TURBOJPEG
-        ok = 0;
-        tjhandle tj = tjInitCompress();
-        unsigned char *jb = NULL;
-        unsigned long js = 0;
-        if (tj && tjCompress2(tj, px, w, 0, h, TJPF_RGB, &jb, &js, TJSAMP_444, 95, 0) == 0) {
-            FILE *f = fopen(p, "wb");
-            ok = f && fwrite(jb, 1, js, f) == js;
-            if (f) fclose(f);
-        }
-        tjFree(jb);
-        if (tj) tjDestroy(tj);
-#else
-        ok = stbi_write_jpg(p, w, h, 3, px, 95);
-#endif
-    }
-    if (!ok) printf("cannot write %s\n", p);
+    write_rgb(rel, px, h, w);
     free(px);
 }
 
