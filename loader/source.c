@@ -12,7 +12,7 @@
 
 size_t loom_source_sample_bytes(const loom_source *src) {
     size_t e = (size_t)src->c * (size_t)src->h * (size_t)src->w;
-    return src->kind == LOOM_SAMPLE_F32 ? e * sizeof(float) : e;
+    return src->kind == LOOM_SAMPLE_U8 ? e : e * 4; /* F32 floats, I32 ids */
 }
 
 loom_status loom_source_error(loom_ctx *ctx, loom_status st, const char *fmt, ...) {

@@ -56,6 +56,42 @@ expect 2 "bad value '0' for --backbone-lr-mult" -- train --backbone-lr-mult 0
 expect 2 "no CSV file given"                -- plot
 expect 1 "no-such.csv"                      -- plot "$tmp/no-such.csv"
 expect 1 "$tmp/none.*no train-images"        -- train --data-dir "$tmp/none" --quiet
+
+# loom pack: a tiny ImageFolder of 24-bit BMPs of several sizes (written here,
+# no image tools needed), packed, then trained on from the shard
+le() { local v=$1 n=$2 s="" t k; for ((k = 0; k < n; k++)); do printf -v t '\\x%02x' $(((v >> (8 * k)) & 255)); s+=$t; done; printf '%b' "$s"; }
+bmp() { # FILE W H SEED: bottom-up rows of W BGR pixels padded to 4 bytes
+  local f=$1 w=$2 h=$3 seed=$4 x y s t row=$((($2 * 3 + 3) / 4 * 4))
+  {
+    printf 'BM'; le $((54 + row * h)) 4; le 0 4; le 54 4
+    le 40 4; le "$w" 4; le "$h" 4; le 1 2; le 24 2; le 0 4; le $((row * h)) 4; le 2835 4; le 2835 4; le 0 4; le 0 4
+    for ((y = 0; y < h; y++)); do
+      s=""
+      for ((x = 0; x < w; x++)); do
+        printf -v t '\\x%02x\\x%02x\\x%02x' $(((seed * 40 + x * 9) & 255)) $(((y * 13 + seed) & 255)) $(((x * y + 3 * seed) & 255))
+        s+=$t
+      done
+      for ((x = w * 3; x < row; x++)); do s+='\x00'; done
+      printf '%b' "$s"
+    done
+  } >"$f"
+}
+mkdir -p "$tmp/if/train/ant" "$tmp/if/train/bee"
+bmp "$tmp/if/train/ant/a.bmp" 8 6 1; bmp "$tmp/if/train/ant/b.bmp" 10 12 2; bmp "$tmp/if/train/ant/c.bmp" 7 7 3
+bmp "$tmp/if/train/bee/d.bmp" 9 5 4; bmp "$tmp/if/train/bee/e.bmp" 16 16 5; bmp "$tmp/if/train/bee/f.bmp" 5 9 6
+expect 2 "--data-dir is required"           -- pack --out "$tmp/x.shard"
+expect 2 "--out is required"                -- pack --data-dir "$tmp/if"
+expect 2 "bad value for --size .*'8y8'"     -- pack --data-dir "$tmp/if" --out "$tmp/x.shard" --size 8y8
+expect 1 "$tmp/nodir: no train-images"      -- pack --data-dir "$tmp/nodir" --out "$tmp/x.shard"
+expect 1 "ant/b.bmp: an image of 12x10 .* every record of a shard has one size" -- pack --data-dir "$tmp/if" --out "$tmp/x.shard"
+[ ! -e "$tmp/x.shard" ] && [ ! -e "$tmp/x.shard.tmp" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a failed pack left $tmp/x.shard[.tmp]"; }
+expect 0 "6 records of 8x8x3 u8, 2 classes" -- pack --data-dir "$tmp/if" --out "$tmp/if/train.shard" --size 8x8
+# the images differ in size: without --transform only the shard can be trained on
+expect 0 "if/train.shard: 6 images, 2 classes -> 3x8x8" -- train --data-dir "$tmp/if" --model mlp --epochs 1 --max-steps 2 --batch 4 --backend cpu --quiet
+expect 0 "RESULT backend=cpu model=mlp epochs=1 " -- train --data-dir "$tmp/if" --model mlp --epochs 1 --max-steps 2 --batch 4 --backend cpu --quiet
+# packing again reads the images, not the shard that --data-dir now finds first
+expect 0 "if/train -> .*: 6 records of 4x4x3 u8" -- pack --data-dir "$tmp/if" --out "$tmp/if/train.shard" --size 4
+expect 0 "if/train.shard: 6 images, 2 classes -> 3x4x4" -- train --data-dir "$tmp/if" --model mlp --epochs 1 --max-steps 1 --batch 6 --backend cpu --quiet
 printf 'garbage' >"$tmp/bad.st"
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 1 "backend 'nosuch' is not built"   -- train --backend nosuch --quiet

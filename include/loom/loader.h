@@ -6,8 +6,9 @@
  *          loom_sampler (sequential, shuffled, distributed),
  *          loom_batches (fixed-size batching with drop_last, and
  *          length-bucketed dynamic batching under a token/pixel budget),
- *          loom_source (a dataset: sample i -> u8 HWC image or f32 record
- *          + label; IDX and .npy behind it), loom_tf_step / loom_tf_parse
+ *          loom_source (a dataset: sample i -> u8 HWC image, f32 record
+ *          or i32 ids + label; IDX, .npy, shards and token files behind
+ *          it), loom_tf_step / loom_tf_parse
  *          (the per-sample pipeline: RandomCrop, RandomHorizontalFlip, ...),
  *          loom_loader (worker pool, ring of pinned batch slots, ordered
  *          delivery, auto-tuned worker count).
@@ -168,6 +169,8 @@ loom_status loom_batches_bucketed(loom_ctx *ctx, const int64_t *idx, int64_t n, 
 typedef enum loom_sample_kind {
     LOOM_SAMPLE_U8,  /* an image: h * w * c bytes, HWC (rows packed) */
     LOOM_SAMPLE_F32, /* a record: c * h * w floats, CHW, used as it is (no transforms) */
+    LOOM_SAMPLE_I32, /* a record of c * h * w int32 ids, CHW (token sequences); not (yet) taken
+                        by loom_loader, which delivers f32 batches */
 } loom_sample_kind;
 
 /* What the pipeline does first with a variable-size image: 0 = nothing is
@@ -188,11 +191,11 @@ struct loom_source {
     int64_t n;              /* samples */
     loom_sample_kind kind;
     int c;                  /* channels */
-    int64_t h, w;           /* U8: the image; F32: the record is (c, h, w) */
+    int64_t h, w;           /* U8: the image; F32, I32: the record is (c, h, w) */
     int num_classes;        /* max label + 1 */
     /* Sample i (0 <= i < n) into data (U8: h*w*c bytes HWC; F32: c*h*w
-     * floats CHW) and *label. A failure is recorded on ctx (the message
-     * names the file and the sample) and returned. */
+     * floats CHW; I32: c*h*w int32 CHW) and *label. A failure is recorded
+     * on ctx (the message names the file and the sample) and returned. */
     loom_status (*get)(const loom_source *src, loom_ctx *ctx, int64_t i, void *data, int32_t *label);
     void (*destroy)(loom_source *src); /* frees impl and src itself; NULL = nothing to free */
     void *impl;
@@ -300,6 +303,9 @@ typedef enum loom_pad_mode {
 typedef struct loom_tf_step {
     loom_tf_kind kind;
     int64_t h, w;          /* crop / resize output size */
+    /* Resize: h is torchvision's Resize(int), the shorter side (the longer
+     * becomes int(h * long / short)); w is unused. */
+    bool short_side;
     /* RandomCrop: padding left, top, right, bottom (torchvision's 4-tuple
      * order; an int p is {p, p, p, p}, a pair (a, b) is {a, b, a, b});
      * pad_if_needed then pads each side by the missing width / height (as
@@ -352,6 +358,29 @@ typedef struct loom_tf_step {
  * (names are case-insensitive; "hflip" and "vflip" are short names). Up to
  * max steps; *n gets the count. Errors name the step and the problem. */
 loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n);
+
+/* A raw token file (loader/tokens.c): little-endian uint16 or uint32 ids, no
+ * header (nanoGPT's train.bin), memory-mapped and cut into sequences of
+ * seq_len = T: sample i holds inputs x = t[iT .. iT+T) and targets
+ * y = t[iT+1 .. iT+T] (the next tokens). Stride T (neighbouring windows
+ * share one token), n = (N - 1) / T samples from N tokens, the tail of
+ * fewer than T + 1 tokens dropped. An I32 record (c, h, w) = (2, 1, T): x
+ * then y; the label is y[T - 1]; num_classes = vocab_size, or the largest
+ * token + 1 without one. Opening reads every token once and checks them
+ * all, so `get` only fails on a sample index out of range. Errors
+ * (LOOM_ERR_INVALID_ARG for the desc, LOOM_ERR_IO / LOOM_ERR_FORMAT for the
+ * file) name the file: missing or not a regular file, empty, a byte count
+ * that is not a multiple of the width, fewer than T + 1 tokens, a token >=
+ * vocab_size (with its index and byte offset) or, without a vocab_size, one
+ * >= 2^31 - 1 (ids are int32). The path is copied; the file stays mapped
+ * until loom_source_destroy. */
+typedef struct loom_tokens_desc {
+    int width;          /* bytes per token: 2 (uint16; 0 = this default) or 4 (uint32) */
+    int64_t seq_len;    /* T, >= 1 (required) */
+    int64_t vocab_size; /* 1..2^31-1: every token must be below it; 0 = no bound */
+} loom_tokens_desc;
+
+loom_status loom_source_open_tokens(loom_ctx *ctx, const char *path, const loom_tokens_desc *desc, loom_source **out);
 
 /* A packed shard (loader/shard.c, which documents the layout): n fixed-size
  * u8 HWC records, i32 labels and an index behind a 64-byte header (magic
@@ -409,6 +438,11 @@ typedef struct loom_loader_desc {
     /* Where the batch slots live: the backend's pinned/staging host memory
      * (host_alloc) when it has one, else malloc. NULL = malloc. */
     loom_backend *backend;
+    /* true: run every transform step on its own. false (the default): runs
+     * of consecutive geometric steps (Resize, crops, flips,
+     * RandomResizedCrop, one RandomAffine) resample once (loader/pipeline.c;
+     * bit-exact when at most one resize per axis and no RandomAffine). */
+    bool no_fuse;
 } loom_loader_desc;
 
 typedef struct loom_loader loom_loader;
