@@ -58,11 +58,19 @@ loom_status loom_backend_create(loom_ctx *ctx, const char *name, const loom_back
     if (!vt->available(ctx, &why))
         return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' is built but cannot run here: %s", vt->name,
                          why ? why : "unknown reason");
+    if (desc && desc->reproducible && !vt->reproducible)
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED,
+                         "backend '%s' has no reproducible mode yet (core/repro.h); backends with one: cpu, vulkan",
+                         vt->name);
     loom_backend *be = calloc(1, sizeof *be);
     if (!be) return loom__err(ctx, LOOM_ERR_OOM, "backend: out of memory");
     be->ctx = ctx;
     be->vt = vt;
-    loom_status st = vt->create(be, desc);
+    be->reproducible = desc && desc->reproducible;
+    loom_backend_desc d = {0};
+    if (desc) d = *desc;
+    d.deterministic = d.deterministic || d.reproducible; /* canonical kernels depend on nothing else */
+    loom_status st = vt->create(be, &d);
     if (st != LOOM_OK) {
         free(be);
         return st;

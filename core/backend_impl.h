@@ -51,6 +51,7 @@ typedef struct loom__backend_vtbl {
     void (*plan_release)(loom_backend *be, loom_plan *p);
     loom_status (*synchronize)(loom_backend *be);
     bool can_profile; /* plan_run fills p->node_seconds when it is set */
+    bool reproducible; /* implements reproducible mode (core/repro.h) for every op flagged LOOM__OPF_REPRO */
 
     const loom__kernel *kernels; /* [LOOM_OP_COUNT] */
 } loom__backend_vtbl;
@@ -58,7 +59,8 @@ typedef struct loom__backend_vtbl {
 struct loom_backend {
     loom_ctx *ctx;
     const loom__backend_vtbl *vt;
-    void *impl; /* backend-private */
+    void *impl;        /* backend-private */
+    bool reproducible; /* loom_backend_desc.reproducible (core/repro.h) */
 };
 
 /* Where a tensor lives in a plan. */

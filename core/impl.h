@@ -18,6 +18,7 @@
 #define LOOM__OPF_INPLACE 1u
 #define LOOM__OPF_VIEW 2u
 #define LOOM__OPF_EFFECT 4u
+#define LOOM__OPF_REPRO 8u /* reproducible mode: same bits on every backend (core/repro.h) */
 
 typedef enum loom__op {
     LOOM__OP_LEAF = -1, /* inputs, params, states, constants */

@@ -140,6 +140,19 @@ static loom_status alloc_persistent(loom_plan *p, loom_tensor *t) {
 
 static loom_status check_support(loom_plan *p, const loom_tensor *t) {
     const loom__kernel *k = &p->be->vt->kernels[t->op];
+    if (p->be->reproducible) {
+        if (!(loom__ops[t->op].flags & LOOM__OPF_REPRO))
+            return loom__err(p->ctx, LOOM_ERR_UNSUPPORTED,
+                             "reproducible mode: op '%s' (node '%s') has no canonical kernel (core/repro.h lists "
+                             "the ops that have one)", loom_op_name(t->op), t->name);
+        for (int i = -1; i < t->nsrc; i++) {
+            const loom_tensor *u = i < 0 ? t : t->src[i];
+            if (loom_dtype_is_float(u->dtype) && u->dtype != LOOM_F32)
+                return loom__err(p->ctx, LOOM_ERR_UNSUPPORTED,
+                                 "reproducible mode: node '%s' (op '%s') uses %s; the mode is f32 only (no --amp)",
+                                 t->name, loom_op_name(t->op), loom_dtype_name(u->dtype));
+        }
+    }
     if (k->fn && (k->dtypes & (1u << t->dtype))) return LOOM_OK;
     return loom__err(p->ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' has no kernel for op '%s' with dtype %s (node '%s')",
                      p->be->vt->name, loom_op_name(t->op), loom_dtype_name(t->dtype), t->name);

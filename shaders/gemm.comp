@@ -39,7 +39,12 @@
  *
  * Grid: x = column tiles, y = row tiles, z = batch; each is walked with a
  * grid stride (uniform per work-group), so any count fits the device's
- * maxComputeWorkGroupCount. */
+ * maxComputeWorkGroupCount.
+ *
+ * REPRO (reproducible mode's gemm*_r_f32 variants, core/repro.h): the k
+ * loop runs the canonical chain acc = acc + a*b (two roundings, `precise`,
+ * in k order from 0; the zero fill past K adds 0) plus the chunk fold: after every LOOM__REPRO_CHUNK k's the chain's value goes into tot
+ * (t = p0, then t = t + pc) and acc restarts from 0. BK divides the chunk. */
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -60,6 +65,7 @@
 #define RN 8
 #endif
 #define NT ((BM / RM) * (BN / RN))
+#define REPRO_CHUNK 1024u /* LOOM__REPRO_CHUNK (core/repro.h) */
 #define RM4 (RM / 4)
 #define RN4 (RN / 4)
 
@@ -116,9 +122,18 @@ void main() {
         for (uint mt = gl_WorkGroupID.y; mt < mtiles; mt += gl_NumWorkGroups.y) {
             for (uint nt = gl_WorkGroupID.x; nt < ntiles; nt += gl_NumWorkGroups.x) {
                 uint m0 = mt * BM, n0 = nt * BN;
+#ifdef REPRO
+                precise vec4 acc[RM][RN4];
+#else
                 vec4 acc[RM][RN4];
+#endif
                 for (int i = 0; i < RM; i++)
                     for (int j = 0; j < RN4; j++) acc[i][j] = vec4(0.0);
+#ifdef REPRO
+                precise vec4 tot[RM][RN4];
+                for (int i = 0; i < RM; i++)
+                    for (int j = 0; j < RN4; j++) tot[i][j] = vec4(0.0);
+#endif
                 for (uint k0 = 0u; k0 < K; k0 += BK) {
                     /* A's tile (rows m0.., columns k0..) into As[k][m] */
                     for (int q = 0; q < BM * BK / 4 / NT; q++) {
@@ -160,9 +175,26 @@ void main() {
                         for (int i = 0; i < RM4; i++) a[i] = As[k][ty * RM4 + i];
                         for (int j = 0; j < RN4; j++) bv[j] = Bs[k][tx * RN4 + j];
                         for (int i = 0; i < RM; i++)
-                            for (int j = 0; j < RN4; j++) acc[i][j] = fma(vec4(a[i >> 2][i & 3]), bv[j], acc[i][j]);
+                            for (int j = 0; j < RN4; j++) {
+#ifdef REPRO /* two roundings, never fused (core/repro.h) */
+                                precise vec4 pr = vec4(a[i >> 2][i & 3]) * bv[j];
+                                acc[i][j] = acc[i][j] + pr;
+#else
+                                acc[i][j] = fma(vec4(a[i >> 2][i & 3]), bv[j], acc[i][j]);
+#endif
+                            }
                     }
                     barrier();
+#ifdef REPRO
+                    if ((k0 + BK) % REPRO_CHUNK == 0u || k0 + BK >= K) { /* uniform: the chunk's last tile */
+                        bool first = k0 < REPRO_CHUNK;
+                        for (int i = 0; i < RM; i++)
+                            for (int j = 0; j < RN4; j++) {
+                                tot[i][j] = first ? acc[i][j] : tot[i][j] + acc[i][j];
+                                acc[i][j] = vec4(0.0);
+                            }
+                    }
+#endif
                 }
                 /* epilogue: bias, one rounding to C's storage type */
                 uint bio = pc.biaso + i0 * pc.sbias0 + i1 * pc.sbias1 + i2 * pc.sbias2;
@@ -170,7 +202,11 @@ void main() {
                     for (int j = 0; j < RN; j++) { /* constant trip counts, no break: acc stays in registers */
                         uint m = m0 + ty * RM + uint(i), n = n0 + tx * RN + uint(j);
                         if (m < M && n < N) {
+#ifdef REPRO
+                            precise float v = tot[i][j >> 2][j & 3];
+#else
                             float v = acc[i][j >> 2][j & 3];
+#endif
                             if (pc.has_bias != 0u) v += LD(bias, bio + m * pc.brs + n * pc.bcs);
                             STC(C, co + m * pc.ldc + n, v);
                         }

@@ -43,6 +43,8 @@ expect 2 "nesterov is for sgd only"          -- train --optimizer adam --nestero
 expect 2 "unknown dataset 'imagenet'"        -- train --data imagenet
 expect 2 "unknown monitor 'f1'"             -- train --monitor f1
 expect 2 "bad value 'fp8' for --amp"        -- train --amp fp8
+expect 1 "reproducible mode: node .* uses f16; the mode is f32 only" -- train --backend cpu --reproducible --amp fp16 --max-steps 1 --quiet
+expect 1 "reproducible mode: op 'clip_coef' .* has no canonical kernel" -- train --backend cpu --model mlp --reproducible --clip-grad 1 --max-steps 1 --quiet
 expect 2 "bad value 'x' for --workers"      -- train --workers x
 expect 2 "bad value '0' for --max-eval"     -- train --max-eval 0
 expect 2 "early-stop needs --val-split"     -- train --early-stop 3
@@ -143,6 +145,15 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
     expect 0 "RESULT backend=vulkan model=mlp epochs=1 test_acc=" -- train --backend vulkan --model mlp --max-steps 20 --max-eval 1000 --quiet
     expect 0 "RESULT backend=vulkan model=cnn epochs=1 test_acc=" -- train --backend vulkan --model cnn --max-steps 2 --max-eval 256 --quiet
     expect 0 "RESULT backend=vulkan model=cnn.*amp=fp16" -- train --backend vulkan --model cnn --max-steps 2 --max-eval 256 --amp fp16 --quiet
+    # reproducible mode: the same run on cpu and vulkan prints the same RESULT numbers
+    rc_=$("$LOOM" train --backend cpu --model mlp --max-steps 20 --max-eval 1000 --quiet --reproducible 2>&1 | grep -o 'test_acc=.* train_loss=[0-9.]*')
+    rv_=$("$LOOM" train --backend vulkan --model mlp --max-steps 20 --max-eval 1000 --quiet --reproducible 2>&1 | grep -o 'test_acc=.* train_loss=[0-9.]*')
+    if [ -n "$rc_" ] && [ "$rc_" = "$rv_" ]; then
+      pass=$((pass + 1))
+    else
+      fail=$((fail + 1))
+      echo "FAIL: --reproducible mlp: cpu '$rc_' vs vulkan '$rv_'"
+    fi
     out=$(LOOM_VULKAN_DEVICE=99 "$LOOM" train --backend vulkan --max-steps 1 --quiet 2>&1)
     rc=$?
     if [ "$rc" -eq 1 ] && grep -q "LOOM_VULKAN_DEVICE" <<<"$out"; then

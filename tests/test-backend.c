@@ -23,7 +23,7 @@ static void test_unsupported(void) {
     fake_vt = loom__cpu_backend;
     fake_vt.name = "fake";
     fake_vt.kernels = fake_kernels;
-    loom_backend be = {ctx, &fake_vt, NULL};
+    loom_backend be = {ctx, &fake_vt, NULL, false};
     CHECK_OK(ctx, fake_vt.create(&be, NULL));
 
     CHECK(loom_backend_supports(&be, LOOM_OP_RELU, LOOM_F32), "fake supports relu f32");

@@ -19,7 +19,12 @@
  * op x dtype x backend is printed walking the op table. An op the backend
  * supports that no case exercises is a failure ("NO CASE").
  *
- * Usage: test-opcheck [-b BACKEND] [-o OPNAME] [-t DTYPE] [-v]
+ * With -r every backend runs in reproducible mode (core/repro.h; f32 only,
+ * the ops without a canonical kernel are "not supported") and, besides the
+ * NMSE check, every tensor of a non-CPU backend must equal the reproducible
+ * CPU backend's bit for bit.
+ *
+ * Usage: test-opcheck [-b BACKEND] [-o OPNAME] [-t DTYPE] [-r] [-v]
  */
 #include <math.h>
 #include <stdlib.h>
@@ -296,6 +301,8 @@ typedef struct opstat {
 static opstat stats[LOOM_OP_COUNT][LOOM_DTYPE_COUNT];
 
 typedef struct options {
+    bool repro;            /* -r: reproducible mode, bitwise against cpu_repro */
+    loom_backend *cpu_repro;
     const char *backend;
     int op;  /* -1 = all */
     int dt;  /* -1 = all */
@@ -303,7 +310,7 @@ typedef struct options {
 } options;
 
 static void usage(const char *argv0) {
-    printf("usage: %s [-b BACKEND] [-o OPNAME] [-t f32|f16|bf16|f64] [-v]\n", argv0);
+    printf("usage: %s [-b BACKEND] [-o OPNAME] [-t f32|f16|bf16|f64] [-r] [-v]\n", argv0);
 }
 
 static int find_op(const char *name) {
@@ -377,6 +384,31 @@ static void check_case(loom_ctx *ctx, loom_backend *be, const tcase *tc, loom_dt
             if (e / tol >= worst_ratio) worst_ratio = e / tol, worst_nmse = e;
         }
     }
+    /* reproducible mode: the same bits as the reproducible CPU backend */
+    if (!failed && o->repro && strcmp(bn, "cpu") != 0) {
+        result cr;
+        run_case(ctx, o->cpu_repro, c, dt, false, &cr);
+        if (cr.status != R_OK) {
+            failed = true;
+            snprintf(msg, sizeof msg, "the reproducible cpu run failed: %s", cr.err);
+        }
+        for (int k = 0; k < cr.nt && !failed; k++) {
+            const tval *b = &cr.t[k];
+            for (int i = 0; i < r.nt && !failed; i++) {
+                if (strcmp(r.t[i].label, b->label) != 0 || r.t[i].n != b->n) continue;
+                int64_t nd = 0, first = -1;
+                for (int64_t e = 0; e < b->n; e++)
+                    if (memcmp(&r.t[i].v[e], &b->v[e], sizeof(double)) != 0) nd++, first = first < 0 ? e : first;
+                if (nd) {
+                    failed = true;
+                    snprintf(msg, sizeof msg, "%s: %lld of %lld elements differ from the reproducible cpu bit for bit "
+                             "(first [%lld]: %.9g vs %.9g)", b->label, (long long)nd, (long long)b->n, (long long)first,
+                             r.t[i].v[first], b->v[first]);
+                }
+            }
+        }
+        result_free(&cr);
+    }
 
     for (int op = 0; op < LOOM_OP_COUNT; op++) {
         if (!r.ops[op]) continue;
@@ -411,6 +443,7 @@ static void report_backend(loom_backend *be, const options *o) {
         for (int k = 0; k < N_DTYPES; k++) {
             loom_dtype dt = DTYPES[k];
             if (o->dt >= 0 && (int)dt != o->dt) continue;
+            if (o->repro && dt != LOOM_F32) continue;
             const opstat *s = &stats[op][dt];
             const char *name = loom_op_name(op), *dn = loom_dtype_name(dt);
             if (s->n_fail) {
@@ -442,9 +475,11 @@ static void report_backend(loom_backend *be, const options *o) {
 }
 
 int main(int argc, char **argv) {
-    options o = {NULL, -1, -1, false};
+    options o = {.op = -1, .dt = -1};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) {
+        if (!strcmp(argv[i], "-r")) {
+            o.repro = true;
+        } else if (!strcmp(argv[i], "-v")) {
             o.verbose = true;
         } else if (!strcmp(argv[i], "-b") && i + 1 < argc) {
             o.backend = argv[++i];
@@ -491,7 +526,12 @@ int main(int argc, char **argv) {
             continue;
         }
         loom_backend *be;
-        if (loom_backend_create(ctx, names[b], NULL, &be) != LOOM_OK) {
+        loom_backend_desc bd = {.reproducible = o.repro};
+        if (o.repro && !o.cpu_repro && loom_backend_create(ctx, "cpu", &bd, &o.cpu_repro) != LOOM_OK) {
+            printf("cannot create the reproducible cpu backend: %s\n", loom_last_error(ctx));
+            return 1;
+        }
+        if (loom_backend_create(ctx, names[b], o.repro ? &bd : NULL, &be) != LOOM_OK) {
             printf("backend %s: skipped: %s\n", names[b], loom_last_error(ctx));
             continue;
         }
@@ -500,6 +540,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < N_DTYPES; k++) {
             loom_dtype dt = DTYPES[k];
             if (o.dt >= 0 && (int)dt != o.dt) continue;
+            if (o.repro && dt != LOOM_F32) continue; /* the mode is f32 only */
             for (int i = 0; i < ncases; i++) {
                 const loom_op_case *c = cases[i].c;
                 if (is16(dt) && (c->flags & TC_NO_16BIT)) continue;
@@ -517,6 +558,7 @@ int main(int argc, char **argv) {
         loom_backend_destroy(be);
     }
     if (o.backend && !n_run) printf("backend '%s' is not available\n", o.backend);
+    loom_backend_destroy(o.cpu_repro);
 
     for (int i = 0; i < ncases; i++) result_free(&refs[i]);
     free(refs), free(have_ref), free(cases);

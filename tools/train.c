@@ -50,6 +50,8 @@ static const char *usage_text =
     "  --deterministic            also deterministic kernels: on the CPU the same bits for any --threads;\n"
     "                             on CUDA no TF32 (overrides LOOM_CUDA_TF32=1), no cuBLAS atomics\n"
     "                             (default off: a little faster)\n"
+    "  --reproducible             canonical kernels (core/repro.h): the same bits on cpu and vulkan,\n"
+    "                             so a run replays exactly on another backend; f32 only, slower (default off)\n"
     "  --amp fp16|bf16|off        mixed precision: 16-bit activations and matmul/conv inputs, f32 master\n"
     "                             weights; fp16 with dynamic loss scaling (default off)\n"
     "run:\n"
@@ -451,6 +453,10 @@ static int run(int argc, char **argv, bool lrfind) {
         }
         if (!strcmp(a, "--deterministic")) {
             d.deterministic = true;
+            continue;
+        }
+        if (!strcmp(a, "--reproducible")) {
+            d.backend_desc.reproducible = true;
             continue;
         }
         if (!strcmp(a, "--keep-last")) {

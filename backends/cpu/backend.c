@@ -28,6 +28,7 @@ static loom_status cpu_create(loom_backend *be, const loom_backend_desc *desc) {
     openblas_set_num_threads(1); /* loom's pool splits GEMMs itself (gemm.c) */
 #endif
     cpu->deterministic = desc && desc->deterministic;
+    cpu->reproducible = desc && desc->reproducible;
     be->impl = cpu;
     return LOOM_OK;
 }
@@ -60,7 +61,9 @@ static void cpu_describe(const loom_backend *be, FILE *out) {
     fprintf(out, "  GEMM: built-in blocked loops (no OpenBLAS)\n");
 #endif
     fprintf(out, "  dtypes: f32 f64 (reference), f16 bf16 (stored 16-bit, computed in f32)\n");
-    if (cpu->deterministic)
+    if (cpu->reproducible)
+        fprintf(out, "  reproducible: the canonical kernels of core/repro.h (same bits as the other backends)\n");
+    else if (cpu->deterministic)
         fprintf(out, "  deterministic: results do not depend on the thread count (fixed %d-part splits)\n",
                 LOOM__CPU_DET_PARTS);
 }
@@ -160,6 +163,7 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
             a.xdt[k] = t->src[k]->dtype;
         }
         loom__cpu_fn fn = (loom__cpu_fn)loom__cpu_kernels[t->op].fn;
+        if (cpu->reproducible && loom__cpu_repro_kernels[t->op]) fn = loom__cpu_repro_kernels[t->op];
         loom_status st;
         /* 16-bit data is computed in f32: convert 16-bit inputs into scratch,
          * run, convert a 16-bit output back */
@@ -210,5 +214,6 @@ const loom__backend_vtbl loom__cpu_backend = {
     .plan_release = cpu_plan_release,
     .synchronize = cpu_synchronize,
     .can_profile = true,
+    .reproducible = true,
     .kernels = loom__cpu_kernels,
 };

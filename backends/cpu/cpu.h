@@ -43,6 +43,12 @@ void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes);
  * in elements. OpenBLAS when built with it, else a blocked threaded loop. */
 void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* Reproducible mode's canonical f32 GEMM (core/repro.h): C = (accumulate ?
+ * C + s : s), s the chunked fma chain over k; threads split whole outputs.
+ * LOOM_ERR_OOM if the packed copy of B cannot be allocated. */
+loom_status loom__cpu_sgemm_repro(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                                  const float *A, int64_t lda, const float *B, int64_t ldb, bool accumulate, float *C,
+                                  int64_t ldc);
 /* f64 GEMM: plain reference loops (the oracle). */
 void loom__cpu_dgemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
                          int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);

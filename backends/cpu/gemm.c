@@ -119,3 +119,142 @@ void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int
     loom__cpu_parallel(cpu, M, 4, sgemm_rows, &s);
 #endif
 }
+
+/* ---- reproducible mode: the canonical f32 GEMM (core/repro.h) ----
+ * C[i,j] = (acc ? C[i,j] + s : s), s = cdot over k of op(A)[i,k] op(B)[k,j]:
+ * chains s = s + a*b (two roundings, never fused) of LOOM__REPRO_CHUNK k's
+ * from 0, the chunk sums added in order. Every element's chain is computed whole by one thread, so the bits
+ * depend on nothing but the inputs. op(B) is packed into 16-column panels
+ * (k-major); a tile is 4 rows x 16 columns: per k, 4 broadcasts x 2 vectors
+ * of 8 multiplies and 8 adds (AVX2 where the CPU has it; elsewhere the same
+ * scalar steps, slower, same bits). */
+#include "../../core/repro.h"
+
+#define RP_MR 4
+#define RP_NR 16
+
+typedef struct rgemm {
+    bool ta, acc;
+    int64_t M, N, K, lda, ldc, nbj;
+    const float *A;
+    const float *Bp; /* nbj panels of K x RP_NR */
+    float *C;
+} rgemm;
+
+static inline __attribute__((always_inline)) void rp_tile(const rgemm *g, int64_t i0, int64_t jb) {
+    float acc[RP_MR][RP_NR], tot[RP_MR][RP_NR];
+    const float *Bp = g->Bp + jb * g->K * RP_NR;
+    int64_t mr = g->M - i0 < RP_MR ? g->M - i0 : RP_MR;
+    for (int64_t kc = 0; kc < g->K || kc == 0; kc += LOOM__REPRO_CHUNK) {
+        int64_t ke = kc + LOOM__REPRO_CHUNK < g->K ? kc + LOOM__REPRO_CHUNK : g->K;
+        for (int r = 0; r < RP_MR; r++)
+            for (int j = 0; j < RP_NR; j++) acc[r][j] = 0.0f;
+        for (int64_t k = kc; k < ke; k++) {
+            float a[RP_MR];
+            for (int r = 0; r < RP_MR; r++) {
+                int64_t i = i0 + (r < mr ? r : 0);
+                a[r] = g->ta ? g->A[k * g->lda + i] : g->A[i * g->lda + k];
+            }
+            const float *b = Bp + k * RP_NR;
+            for (int r = 0; r < RP_MR; r++)
+                for (int j = 0; j < RP_NR; j++) acc[r][j] = acc[r][j] + a[r] * b[j];
+        }
+        for (int r = 0; r < RP_MR; r++)
+            for (int j = 0; j < RP_NR; j++) tot[r][j] = kc == 0 ? acc[r][j] : tot[r][j] + acc[r][j];
+    }
+    int64_t j0 = jb * RP_NR, nr = g->N - j0 < RP_NR ? g->N - j0 : RP_NR;
+    for (int64_t r = 0; r < mr; r++) {
+        float *c = g->C + (i0 + r) * g->ldc + j0;
+        for (int64_t j = 0; j < nr; j++) c[j] = g->acc ? c[j] + tot[r][j] : tot[r][j];
+    }
+}
+
+static void rp_tiles_generic(void *v, int64_t t0, int64_t t1) {
+    const rgemm *g = v;
+    for (int64_t t = t0; t < t1; t++) rp_tile(g, (t / g->nbj) * RP_MR, t % g->nbj);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RP_HAVE_AVX2_PATH 1
+/* rp_tile with AVX2 intrinsics: the same chains, 8 columns per instruction */
+__attribute__((target("avx2"))) static void rp_tile_avx2(const rgemm *g, int64_t i0, int64_t jb) {
+    const float *Bp = g->Bp + jb * g->K * RP_NR;
+    int64_t mr = g->M - i0 < RP_MR ? g->M - i0 : RP_MR, as = g->ta ? g->lda : 1;
+    const float *ap[RP_MR];
+    for (int r = 0; r < RP_MR; r++) {
+        int64_t i = i0 + (r < mr ? r : 0);
+        ap[r] = g->ta ? g->A + i : g->A + i * g->lda;
+    }
+    __m256 t0[RP_MR], t1[RP_MR];
+    for (int64_t kc = 0; kc < g->K || kc == 0; kc += LOOM__REPRO_CHUNK) {
+        int64_t ke = kc + LOOM__REPRO_CHUNK < g->K ? kc + LOOM__REPRO_CHUNK : g->K;
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+        for (int64_t k = kc; k < ke; k++) {
+            __m256 b0 = _mm256_load_ps(Bp + k * RP_NR), b1 = _mm256_load_ps(Bp + k * RP_NR + 8);
+            __m256 a0 = _mm256_broadcast_ss(ap[0] + k * as), a1 = _mm256_broadcast_ss(ap[1] + k * as);
+            __m256 a2 = _mm256_broadcast_ss(ap[2] + k * as), a3 = _mm256_broadcast_ss(ap[3] + k * as);
+            c00 = _mm256_add_ps(c00, _mm256_mul_ps(a0, b0)), c01 = _mm256_add_ps(c01, _mm256_mul_ps(a0, b1));
+            c10 = _mm256_add_ps(c10, _mm256_mul_ps(a1, b0)), c11 = _mm256_add_ps(c11, _mm256_mul_ps(a1, b1));
+            c20 = _mm256_add_ps(c20, _mm256_mul_ps(a2, b0)), c21 = _mm256_add_ps(c21, _mm256_mul_ps(a2, b1));
+            c30 = _mm256_add_ps(c30, _mm256_mul_ps(a3, b0)), c31 = _mm256_add_ps(c31, _mm256_mul_ps(a3, b1));
+        }
+        __m256 c0[RP_MR] = {c00, c10, c20, c30}, c1[RP_MR] = {c01, c11, c21, c31};
+        for (int r = 0; r < RP_MR; r++) {
+            t0[r] = kc == 0 ? c0[r] : _mm256_add_ps(t0[r], c0[r]);
+            t1[r] = kc == 0 ? c1[r] : _mm256_add_ps(t1[r], c1[r]);
+        }
+    }
+    int64_t j0 = jb * RP_NR, nr = g->N - j0 < RP_NR ? g->N - j0 : RP_NR;
+    for (int64_t r = 0; r < mr; r++) {
+        float tot[RP_NR], *c = g->C + (i0 + r) * g->ldc + j0;
+        _mm256_storeu_ps(tot, t0[r]);
+        _mm256_storeu_ps(tot + 8, t1[r]);
+        for (int64_t j = 0; j < nr; j++) c[j] = g->acc ? c[j] + tot[j] : tot[j];
+    }
+}
+__attribute__((target("avx2"))) static void rp_tiles_avx2(void *v, int64_t t0, int64_t t1) {
+    const rgemm *g = v;
+    for (int64_t t = t0; t < t1; t++) rp_tile_avx2(g, (t / g->nbj) * RP_MR, t % g->nbj);
+}
+#endif
+
+typedef struct rpack {
+    bool tb;
+    int64_t N, K, ldb;
+    const float *B;
+    float *Bp;
+} rpack;
+
+/* panel jb: Bp[jb][k][j] = op(B)[k, jb*16 + j], zero past N */
+static void rp_pack(void *v, int64_t p0, int64_t p1) {
+    const rpack *q = v;
+    for (int64_t jb = p0; jb < p1; jb++) {
+        float *dst = q->Bp + jb * q->K * RP_NR;
+        for (int64_t k = 0; k < q->K; k++)
+            for (int64_t j = 0; j < RP_NR; j++) {
+                int64_t n = jb * RP_NR + j;
+                dst[k * RP_NR + j] = n >= q->N ? 0.0f : q->tb ? q->B[n * q->ldb + k] : q->B[k * q->ldb + n];
+            }
+    }
+}
+
+loom_status loom__cpu_sgemm_repro(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                                  int64_t lda, const float *B, int64_t ldb, bool accumulate, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return LOOM_OK;
+    int64_t nbj = (N + RP_NR - 1) / RP_NR;
+    float *Bp = NULL;
+    size_t bytes = (size_t)(nbj * (K > 0 ? K : 1) * RP_NR) * sizeof(float);
+    if (posix_memalign((void **)&Bp, 64, bytes) != 0) return LOOM_ERR_OOM;
+    rpack pk = {tb, N, K, ldb, B, Bp};
+    loom__cpu_parallel(cpu, nbj, 1, rp_pack, &pk);
+    rgemm g = {ta, accumulate, M, N, K, lda, ldc, nbj, A, Bp, C};
+    int64_t tiles = (M + RP_MR - 1) / RP_MR * nbj, grain = 1 + 8192 / (K + 1);
+    loom__cpu_range_fn fn = rp_tiles_generic;
+#ifdef RP_HAVE_AVX2_PATH
+    if (__builtin_cpu_supports("avx2")) fn = rp_tiles_avx2;
+#endif
+    loom__cpu_parallel(cpu, tiles, grain, fn, &g);
+    free(Bp);
+    return LOOM_OK;
+}

@@ -343,5 +343,6 @@ extern "C" const loom__backend_vtbl loom__cuda_backend = {
     .plan_release = cu_plan_release,
     .synchronize = cu_synchronize,
     .can_profile = true,
+    .reproducible = false, /* reproducible mode (core/repro.h): not on CUDA yet */
     .kernels = loom__cu_kernels,
 };

@@ -565,6 +565,7 @@ static loom_status vk_create(loom_backend *be, const loom_backend_desc *desc) {
     loom__vk *vk = calloc(1, sizeof *vk);
     if (!vk) return loom__err(be->ctx, LOOM_ERR_OOM, "vulkan: out of memory");
     vk->ctx = be->ctx;
+    vk->reproducible = desc && desc->reproducible;
     loom_status st = loom__vk_validated(vk, loom__vk_open(vk, desc));
     if (st != LOOM_OK) {
         loom__vk_close(vk);
@@ -600,5 +601,6 @@ const loom__backend_vtbl loom__vulkan_backend = {
     .plan_release = vk_plan_release,
     .synchronize = vk_synchronize,
     .can_profile = true,
+    .reproducible = true,
     .kernels = loom__vk_kernels,
 };

@@ -40,8 +40,20 @@ typedef struct loom_backend_desc {
      *           driver and cuBLAS version (cuBLAS's own guarantee).
      *   opencl, vulkan: nothing changes (their kernels use no float atomics
      *           and fixed reduction orders already); same device and driver.
-     * Results still differ between backends and between dtypes. */
+     * Results still differ between backends and between dtypes (see
+     * reproducible). */
     bool deterministic;
+    /* Reproducible mode (false = off): every backend computes every op in
+     * one canonical order with the same arithmetic (core/repro.h), so the
+     * CPU, Vulkan and OpenCL backends give the same bits for the same f32
+     * graph and inputs, and a training run on one replays on another.
+     * Implies deterministic. Slower (no OpenBLAS, no vendor-tuned orders).
+     * Compiling a plan fails (naming op and node) for an op without a
+     * canonical kernel or for a non-f32 float node (no --amp). Bitwise where
+     * the device rounds division and sqrt correctly and keeps subnormals
+     * (the CPU and lavapipe do). Backends without the mode (cuda, opencl
+     * for now) refuse it when created. */
+    bool reproducible;
 } loom_backend_desc;
 
 /* name: "cpu", "cuda", "vulkan", "opencl". An unknown or unavailable backend

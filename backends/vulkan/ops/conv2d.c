@@ -43,8 +43,10 @@
 
 #define LOOM__VK_CONV_DIRECT_K 32
 
-/* the direct kernels serve this convolution (its K is small) */
-static bool use_direct(const loom__conv_geom *q) {
+/* the direct kernels serve this convolution (its K is small); never in
+ * reproducible mode (their sums are not the canonical order of core/repro.h) */
+static bool use_direct(const loom__vk *vk, const loom__conv_geom *q) {
+    if (vk->reproducible) return false;
     int64_t lim = LOOM__VK_CONV_DIRECT_K;
     const char *e = getenv("LOOM_VULKAN_CONV_DIRECT_K");
     if (e && *e && strtoll(e, NULL, 10) < lim) lim = strtoll(e, NULL, 10); /* never above: MAXK in the shader */
@@ -112,7 +114,7 @@ loom_status loom__vk_conv2d(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
     geom q = loom__conv_geom_of(y);
     loom_status st;
-    if (use_direct(&q)) {
+    if (use_direct(o->vk, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         loom__vk_call c;
         int64_t ob = q.Og < 32 ? q.Og : 32; /* output channels per invocation */
@@ -148,7 +150,7 @@ loom_status loom__vk_conv2d_grad_input(loom__vk_op *o) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
     geom q = loom__conv_geom_of(dx);
     loom_status st;
-    if (use_direct(&q)) {
+    if (use_direct(o->vk, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         int64_t n = q.N * q.C * q.H * ((q.W + 3) / 4); /* 4 elements of a row per invocation (RQ) */
         loom__vk_call c;
@@ -192,7 +194,7 @@ loom_status loom__vk_conv2d_grad_weight(loom__vk_op *o) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
     loom_status st;
-    if (use_direct(&q)) {
+    if (use_direct(o->vk, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         int64_t n = q.O * q.Cg * ((q.KH * q.KW + 8) / 9);
         loom__vk_call c;

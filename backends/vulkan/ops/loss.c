@@ -23,6 +23,7 @@ loom_status loom__vk_cross_entropy(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1];
     int64_t N = x->dims[0], C = x->dims[1];
     o->node->check = ce_check;
+    if (o->vk->reproducible) return loom__vk_repro_cross_entropy(o);
     loom__buffer *part;
     loom_status st = loom__vk_scratch(o, (size_t)(N ? N : 1) * sizeof(float), &part);
     if (st != LOOM_OK) return st;
@@ -47,6 +48,7 @@ loom_status loom__vk_cross_entropy_grad(loom__vk_op *o) {
     int64_t N = x->dims[0], C = x->dims[1];
     double eps = y->f[0];
     o->node->check = ce_check;
+    if (o->vk->reproducible) return loom__vk_repro_cross_entropy_grad(o);
     loom__buffer *scale;
     loom_status st = loom__vk_scratch(o, sizeof(float), &scale);
     if (st != LOOM_OK) return st;

@@ -50,7 +50,7 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
     char name[32];
     snprintf(name, sizeof name, "%s_%c%c%s", tl->prefix, d->ta ? 't' : 'n', d->tb ? 't' : 'n',
-             d->c_float && dt != LOOM_F32 ? "_cf" : "");
+             d->c_float && dt != LOOM_F32 ? "_cf" : vk->reproducible && dt == LOOM_F32 ? "_r" : "");
     bool has_bias = d->bias.t || d->bias.buf;
     loom__vk_call c;
     loom__vk_begin(o, &c, name, dt);

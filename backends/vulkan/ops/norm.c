@@ -22,6 +22,7 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
 }
 
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
+    if (o->vk->reproducible) return loom__vk_repro_batch_norm(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
@@ -41,6 +42,7 @@ loom_status loom__vk_batch_norm(loom__vk_op *o) {
 }
 
 loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
+    if (o->vk->reproducible) return loom__vk_repro_batch_norm_grad_params(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
@@ -54,6 +56,7 @@ loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
 }
 
 loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
+    if (o->vk->reproducible) return loom__vk_repro_batch_norm_grad(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);

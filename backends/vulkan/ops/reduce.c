@@ -4,6 +4,7 @@
 #include "../vulkan.h"
 
 static loom_status run_reduce(loom__vk_op *o, bool mean) {
+    if (o->vk->reproducible) return loom__vk_repro_reduce(o, mean);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t g[23];
     int64_t rcount = loom__reduce_table(y, g);
