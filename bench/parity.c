@@ -5,7 +5,9 @@
  * with AdamW) and exits 1 if one is missed. LOOM_PARITY_VERBOSE=1 prints
  * every step; LOOM_PARITY_BACKENDS=vulkan,opencl limits the backends.
  *
- * It is a diagnostic, not a ctest test, while the bars are missed. Measured
+ * It measures the ordinary kernels; tests/test-parity.c is the ctest test,
+ * in reproducible mode (core/repro.h), where every backend gives the CPU's
+ * bits. This diagnostic keeps the ordinary kernels' numbers. Measured
  * on PoCL (batch 64, 2026-12-02): SGD + momentum 1.3e-3 (bar 1e-4), AdamW
  * 2e-4..2e-3 (bar 1e-3) depending on last-bit changes on the CPU side. After
  * one step every weight and gradient agrees to ~1e-6 relative or better

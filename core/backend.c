@@ -60,7 +60,7 @@ loom_status loom_backend_create(loom_ctx *ctx, const char *name, const loom_back
                          why ? why : "unknown reason");
     if (desc && desc->reproducible && !vt->reproducible)
         return loom__err(ctx, LOOM_ERR_UNSUPPORTED,
-                         "backend '%s' has no reproducible mode yet (core/repro.h); backends with one: cpu, vulkan",
+                         "backend '%s' has no reproducible mode yet (core/repro.h); backends with one: cpu, vulkan, opencl",
                          vt->name);
     loom_backend *be = calloc(1, sizeof *be);
     if (!be) return loom__err(ctx, LOOM_ERR_OOM, "backend: out of memory");

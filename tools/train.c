@@ -50,7 +50,7 @@ static const char *usage_text =
     "  --deterministic            also deterministic kernels: on the CPU the same bits for any --threads;\n"
     "                             on CUDA no TF32 (overrides LOOM_CUDA_TF32=1), no cuBLAS atomics\n"
     "                             (default off: a little faster)\n"
-    "  --reproducible             canonical kernels (core/repro.h): the same bits on cpu and vulkan,\n"
+    "  --reproducible             canonical kernels (core/repro.h): the same bits on cpu, vulkan, opencl,\n"
     "                             so a run replays exactly on another backend; f32 only, slower (default off)\n"
     "  --amp fp16|bf16|off        mixed precision: 16-bit activations and matmul/conv inputs, f32 master\n"
     "                             weights; fp16 with dynamic loss scaling (default off)\n"
@@ -81,6 +81,7 @@ static const char *usage_text =
     "  --init-map OLD=NEW,...     rename the file's tensors first; 'backbone.*=*' strips a prefix\n"
     "  --freeze PATTERNS          freeze parameters matching the patterns (fnmatch, comma-separated or\n"
     "                             repeated), e.g. 'conv*,bn*': no gradient, no optimizer state\n"
+    "  --frozen-16bit             with --amp and --freeze: frozen parameters keep only their 16-bit copy\n"
     "  --backbone-lr-mult X       LR x X for the trained parameters outside the head\n"
     "  --head PATTERN             the head's parameters (default: the last fc layer, e.g. 'fc2.*')\n"
     "lr-find (loom lr-find [options]: the options above plus):\n"
@@ -455,6 +456,10 @@ static int run(int argc, char **argv, bool lrfind) {
             d.deterministic = true;
             continue;
         }
+        if (!strcmp(a, "--frozen-16bit")) {
+            d.frozen_16bit = true;
+            continue;
+        }
         if (!strcmp(a, "--reproducible")) {
             d.backend_desc.reproducible = true;
             continue;
@@ -645,6 +650,9 @@ static int run(int argc, char **argv, bool lrfind) {
             if (backbone_mult > 0)
                 printf("; head %d tensors at lr %g, backbone %d at lr x %g", r.head_params, d.sched.lr,
                        r.trained - r.head_params, backbone_mult);
+            if (d.frozen_16bit)
+                printf("; %d frozen tensors kept in 16 bits only (%.2f MB saved)", r.frozen_16bit,
+                       (double)r.frozen_16bit_saved_bytes / 1e6);
             printf("\n");
         }
         if (wd > 0 && !u.quiet)

@@ -221,5 +221,7 @@ void loom__cl_describe(const loom_backend *be, FILE *out) {
     loom__cl_cache_dir(dir, sizeof dir);
     fprintf(out, "  dtypes: f32 f16 bf16 (16-bit stored, computed in f32); f64 not supported\n");
     fprintf(out, "  program cache: %s\n", *dir ? dir : "off (LOOM_OPENCL_CACHE=off)");
+    if (cl->reproducible)
+        fprintf(out, "  reproducible: the canonical kernels of core/repro.h (same bits as the other backends)\n");
     fprintf(out, "  device selection: LOOM_OPENCL_DEVICE=N (flat index) or P:D\n");
 }

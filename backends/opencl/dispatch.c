@@ -179,6 +179,7 @@ static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
         n->err_slot = -1;
         loom__cl_op o = {cl, p, t, n, cp->err_buf};
         loom__cl_fn fn = (loom__cl_fn)loom__cl_kernels[t->op].fn;
+        if (cl->reproducible && loom__cl_repro_kernels[t->op]) fn = loom__cl_repro_kernels[t->op];
         LOOM__ASSERT(fn); /* plan.c checked support */
         loom_status st = fn(&o);
         if (st != LOOM_OK) {
@@ -300,7 +301,13 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     loom__cl *cl = calloc(1, sizeof *cl);
     if (!cl) return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
     cl->ctx = be->ctx;
+    cl->reproducible = desc && desc->reproducible;
     loom_status st = loom__cl_open(cl, desc);
+    if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)
+        st = loom__err(be->ctx, LOOM_ERR_UNSUPPORTED,
+                       "opencl: reproducible mode needs correctly rounded f32 division and sqrt, and device '%s' (%s) "
+                       "does not report CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT; use the cpu or vulkan backend",
+                       cl->name, cl->platform_name);
     if (st != LOOM_OK) {
         loom__cl_close(cl);
         free(cl);
@@ -335,5 +342,6 @@ const loom__backend_vtbl loom__opencl_backend = {
     .plan_release = cl_plan_release,
     .synchronize = cl_synchronize,
     .can_profile = true,
+    .reproducible = true,
     .kernels = loom__cl_kernels,
 };

@@ -10,6 +10,12 @@
  * storage dtype, binary cache on disk), memory.c (buffers, pinned host
  * memory), dispatch.c (vtable, plan prepare/run, profiling, the run-time error
  * slots), ops/<family>.c (host side of each op), kernels/<family>.cl.
+ * Reproducible mode (loom_backend_desc.reproducible, core/repro.h): the
+ * programs are built with -DLOOM_REPRO (program.c), which makes the GEMM
+ * (gemm.cl) and conv2d_grad_weight's image sum (conv2d.cl) canonical and
+ * compiles kernels/repro.cl; ops/repro.c holds the host functions that
+ * replace the ordinary ones there (loom__cl_repro_kernels). A device without
+ * correctly rounded division and sqrt refuses the mode at create.
  *
  * ---- How to add a family (e.g. norm) ----
  * 1. kernels/norm.cl: kernels named <op>[_<variant>]. They are compiled once
@@ -80,6 +86,7 @@ typedef struct loom__cl {
     size_t preferred_wg;    /* multiple reported by a probe kernel (0 until a program is built) */
     bool fp16, fp64;        /* cl_khr_fp16 / cl_khr_fp64 (not needed; reported) */
     bool correct_div_sqrt;  /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: built with that option */
+    bool reproducible;      /* loom_backend_desc.reproducible: programs built with -DLOOM_REPRO */
     /* programs (program.c), built on first use */
     cl_program prog[LOOM__CL_NPROG];
     double build_seconds[LOOM__CL_NPROG];
@@ -227,6 +234,10 @@ cl_mem loom__cl_mem(const loom_plan *p, const loom_tensor *t);
 #define LOOM__CL_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16))
 #define LOOM__CL_ALL (LOOM__CL_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
 extern const loom__kernel loom__cl_kernels[LOOM_OP_COUNT];
+/* Reproducible mode (core/repro.h; ops/repro.c): the host functions that
+ * replace the ordinary ones when cl->reproducible (NULL: the ordinary one,
+ * whose kernels are canonical in a -DLOOM_REPRO program or exact anyway). */
+extern const loom__cl_fn loom__cl_repro_kernels[LOOM_OP_COUNT];
 
 #define LOOM_OP(e, stem, bw, fl) loom_status loom__cl_##stem(loom__cl_op *o);
 #include "../../core/ops.def"

@@ -51,8 +51,8 @@ typedef struct loom_backend_desc {
      * Compiling a plan fails (naming op and node) for an op without a
      * canonical kernel or for a non-f32 float node (no --amp). Bitwise where
      * the device rounds division and sqrt correctly and keeps subnormals
-     * (the CPU and lavapipe do). Backends without the mode (cuda, opencl
-     * for now) refuse it when created. */
+     * (the CPU, lavapipe and PoCL do). Backends without the mode (cuda for
+     * now) refuse it when created. */
     bool reproducible;
 } loom_backend_desc;
 

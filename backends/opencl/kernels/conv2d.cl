@@ -65,11 +65,17 @@ __kernel void conv_dy_perm(__global const T *dy, ulong dyo, __global T *dyp, ulo
     ST(dyp, dypo + id, LD(dy, dyo + (n * O + o) * P + p)); /* exact: a float holds every storage value */
 }
 
-/* dw[i] = sum over s < nparts of part[s*n + i] (float), one item per dw element */
+/* dw[i] = sum over s < nparts of part[s*n + i] (float), one item per dw element;
+ * reproducible mode: part 0 + part 1 + ... (core/repro.h), no leading 0 + */
 __kernel void conv_sum_parts(__global const float *part, ulong po, __global T *dw, ulong dwo, long nparts, long n) {
     long i = get_global_id(0);
     if (i >= n) return;
+#ifdef LOOM_REPRO
+    float acc = nparts > 0 ? part[po + i] : 0.0f;
+    for (long s = 1; s < nparts; s++) acc += part[po + s * n + i];
+#else
     float acc = 0.0f;
     for (long s = 0; s < nparts; s++) acc += part[po + s * n + i];
+#endif
     ST(dw, dwo + i, acc);
 }

@@ -27,12 +27,35 @@
  *   g[9..11]  C strides           g[12..14] bias strides
  *   g[15]     bias stride per row of C, g[16] per column (linear: 0, 1;
  *             conv2d: 1, 0); read only when has_bias.
- * Broadcast batch dims have stride 0. */
+ * Broadcast batch dims have stride 0.
+ *
+ * Reproducible mode (built with -DLOOM_REPRO, core/repro.h): each output's
+ * sum is the canonical cdot: s = s + a * b (two roundings, never fused) over
+ * k from 0 (every item walks k in order; the zero padding past K adds
+ * nothing), folded every LOOM_REPRO_CHUNK k's (a multiple of GEMM_TK) into a
+ * running total (t = p0; t = t + p1 ...); the bias is added after. Otherwise
+ * mad() (which may fuse), one chain. */
 
 #define GEMM_WG 16
 #define GEMM_TM 64
 #define GEMM_TN 64
 #define GEMM_TK 16
+
+#ifdef LOOM_REPRO
+#pragma OPENCL FP_CONTRACT OFF
+#define GEMM_MAC(a, b, c) ((a) * (b) + (c))
+/* before the tile at k0: close the chunk that ends there */
+#define GEMM_FOLD                                                                    \
+    if (k0 > 0 && k0 % LOOM_REPRO_CHUNK == 0) {                                      \
+        for (int i = 0; i < 4; i++) tot[i] = folded ? tot[i] + acc[i] : acc[i], acc[i] = (float4)(0.0f); \
+        folded = 1;                                                                  \
+    }
+#define GEMM_TOTAL for (int i = 0; i < 4; i++) tot[i] = folded ? tot[i] + acc[i] : acc[i];
+#else
+#define GEMM_MAC(a, b, c) mad((a), (b), (c))
+#define GEMM_FOLD
+#define GEMM_TOTAL for (int i = 0; i < 4; i++) tot[i] = acc[i];
+#endif
 
 /* four consecutive elements p[i .. i+3] of the storage type as float4 */
 #if defined(LOOM_T_F32)
@@ -97,16 +120,20 @@ inline float4 run4(__global const T *X, long ld, long r, long c, long rows, long
         A += ao + i0 * g[3] + i1 * g[4] + i2 * g[5];                                                          \
         B += bo + i0 * g[6] + i1 * g[7] + i2 * g[8];                                                          \
         C += co + i0 * g[9] + i1 * g[10] + i2 * g[11];                                                        \
-        float4 acc[4];                                                                                        \
+        float4 acc[4], tot[4];                                                                                \
+        int folded = 0;                                                                                       \
         for (int i = 0; i < 4; i++) acc[i] = (float4)(0.0f);                                                  \
         for (long k0 = 0; k0 < K; k0 += GEMM_TK) {                                                            \
+            GEMM_FOLD                                                                                         \
             GEMM_LOAD_A_##TA GEMM_LOAD_B_##TB barrier(CLK_LOCAL_MEM_FENCE);                                   \
             for (int k = 0; k < GEMM_TK; k++) {                                                               \
                 float4 b = vload4(0, &Bs[k][lx * 4]);                                                         \
-                for (int i = 0; i < 4; i++) acc[i] = mad((float4)(As[k][ly + GEMM_WG * i]), b, acc[i]);       \
+                for (int i = 0; i < 4; i++) acc[i] = GEMM_MAC((float4)(As[k][ly + GEMM_WG * i]), b, acc[i]);  \
             }                                                                                                 \
             barrier(CLK_LOCAL_MEM_FENCE);                                                                     \
         }                                                                                                     \
+        GEMM_TOTAL                                                                                            \
+        (void)folded;                                                                                         \
         if (has_bias) bias += biaso + i0 * g[12] + i1 * g[13] + i2 * g[14];                                   \
         for (int i = 0; i < 4; i++) {                                                                         \
             long m = m0 + ly + GEMM_WG * i;                                                                   \
@@ -114,7 +141,7 @@ inline float4 run4(__global const T *X, long ld, long r, long c, long rows, long
             for (int j = 0; j < 4; j++) {                                                                     \
                 long n = n0 + lx * 4 + j;                                                                     \
                 if (n >= N) break;                                                                            \
-                float v = ((float *)&acc[i])[j];                                                                          \
+                float v = ((float *)&tot[i])[j];                                                                          \
                 if (has_bias) v += LD(bias, m * g[15] + n * g[16]);                                           \
                 STC(C, m * ldc + n, v);                                                                       \
             }                                                                                                 \
