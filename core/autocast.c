@@ -89,3 +89,49 @@ void loom__autocast(loom_graph *g, int op, int n, loom_tensor **srcs) {
             if (srcs[i] && loom_dtype_is_float(srcs[0]->dtype)) srcs[i] = cast_to(g, srcs[i], srcs[0]->dtype);
     }
 }
+
+/* Frozen parameters in 16 bits only (loom_train_desc.frozen_16bit): a frozen
+ * f32 parameter whose every use is autocast's cast to the 16-bit dtype keeps
+ * only that copy. The parameter itself becomes 16-bit (initialised, loaded
+ * and saved as such), its users read it directly, and the cast nodes are left
+ * without users (the planner drops them): the f32 master copy and the cast's
+ * output are gone. Parameters with any other use (an f32 consumer, a
+ * gradient) stay as they are. With like (the eval graph following the
+ * training graph), exactly the parameters stored in 16 bits there are
+ * converted, frozen or not here, so that plans sharing them agree. Returns
+ * how many were converted and adds their bytes saved to *saved_bytes. Call
+ * after freezing and before loom_backward. */
+int loom__autocast_frozen_lowp(loom_graph *g, const loom_graph *like, int64_t *saved_bytes) {
+    loom_dtype d = g->autocast;
+    if (d == LOOM_F32 || g->status != LOOM_OK) return 0;
+    int k16 = d == LOOM_F16 ? 1 : 2, count = 0;
+    for (int i = 0; i < g->n; i++) {
+        loom_tensor *p = g->nodes[i];
+        if (p->leaf != LOOM__PARAM || p->dtype != LOOM_F32) continue;
+        if (like) {
+            bool lowp = false;
+            for (int j = 0; j < like->n && !lowp; j++)
+                lowp = like->nodes[j]->leaf == LOOM__PARAM && like->nodes[j]->dtype == d &&
+                       !strcmp(like->nodes[j]->name, p->name);
+            if (!lowp) continue;
+        } else if (p->requires_grad) {
+            continue;
+        }
+        loom_tensor *c = p->amp_cast[k16];
+        bool only_cast = c != NULL;
+        for (int j = 0; j < g->n && only_cast; j++)
+            for (int s = 0; s < g->nodes[j]->nsrc; s++)
+                if (g->nodes[j]->src[s] == p && g->nodes[j] != c) only_cast = false;
+        if (!only_cast) continue;
+        for (int j = 0; j < g->n; j++)
+            for (int s = 0; s < g->nodes[j]->nsrc; s++)
+                if (g->nodes[j]->src[s] == c) g->nodes[j]->src[s] = p;
+        p->dtype = d;
+        p->amp_cast[k16] = NULL;
+        p->requires_grad = false;
+        c->requires_grad = false;
+        count++;
+        *saved_bytes += loom_tensor_numel(p) * (int64_t)(sizeof(float) - loom_dtype_size(d));
+    }
+    return count;
+}

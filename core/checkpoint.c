@@ -186,7 +186,11 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
             continue;
         }
         used[f - base] = true;
-        bool same = f->dtype == t->dtype && f->ndim == t->ndim;
+        /* a parameter stored in 16 bits only (loom_train_desc.frozen_16bit) loads
+         * any float tensor of its shape, rounded to nearest even */
+        bool lowp_ok = t->leaf == LOOM__PARAM && !t->requires_grad && loom_dtype_is_float(f->dtype) &&
+                       (t->dtype == LOOM_F16 || t->dtype == LOOM_BF16);
+        bool same = (f->dtype == t->dtype || lowp_ok) && f->ndim == t->ndim;
         for (int a = 0; same && a < t->ndim; a++) same = f->dims[a] == t->dims[a];
         if (!same) {
             if (!first_bad) first_bad = t, first_bad_file = f;
@@ -235,7 +239,23 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
     /* everything checked: now write */
     for (int i = 0; i < g->n && st == LOOM_OK; i++) {
         if (!match[i]) continue;
-        st = loom_plan_write(plan, g->nodes[i], match[i]->data, loom_st_tensor_nbytes(match[i]));
+        const loom_tensor *t = g->nodes[i];
+        if (match[i]->dtype != t->dtype) {
+            size_t n = (size_t)loom_tensor_numel(t);
+            size_t nb = loom_st_tensor_nbytes(match[i]);
+            void *src = malloc(nb + 1), *tmp = malloc(n * loom_dtype_size(t->dtype) + 1);
+            if (!src || !tmp) {
+                free(src), free(tmp);
+                st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory converting '%s'", path, t->name);
+                break;
+            }
+            memcpy(src, match[i]->data, nb); /* the file's data need not be aligned */
+            loom_convert(src, match[i]->dtype, tmp, t->dtype, n);
+            st = loom_plan_write(plan, t, tmp, n * loom_dtype_size(t->dtype));
+            free(src), free(tmp);
+        } else {
+            st = loom_plan_write(plan, t, match[i]->data, loom_st_tensor_nbytes(match[i]));
+        }
         if (st == LOOM_OK) rep->loaded++;
     }
     if (st == LOOM_OK && sv) {

@@ -144,6 +144,8 @@ loom_tensor *loom__node(loom_graph *g, int op, loom_dtype dt, int ndim, const in
 /* Autocast (core/autocast.c): with autocast on, replace srcs[0..n) of a node
  * of op `op` by their policy casts (no-op when off or for other ops). */
 void loom__autocast(loom_graph *g, int op, int n, loom_tensor **srcs);
+/* frozen parameters kept in 16 bits only (core/autocast.c); returns the count */
+int loom__autocast_frozen_lowp(loom_graph *g, const loom_graph *like, int64_t *saved_bytes);
 /* Record a builder failure on the graph (sticky) and its context; returns NULL. */
 loom_tensor *loom__fail(loom_graph *g, loom_status st, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -371,6 +371,14 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     if ((st = build_graph(ctx, &d, &md, true, d.batch, d.seed, &tr)) != LOOM_OK) goto done;
     head_rule hr = {.head = 0};
     if ((st = prepare_transfer(ctx, tr.g, &d, &d.opt, &hr, &res->frozen, &res->frozen_numel)) != LOOM_OK) goto done;
+    if (d.frozen_16bit) {
+        if (d.amp == LOOM_F32 || !res->frozen) {
+            st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "train: frozen_16bit keeps frozen parameters in 16 bits only: it "
+                           "needs amp (fp16 or bf16) and frozen parameters (freeze)");
+            goto done;
+        }
+        res->frozen_16bit = loom__autocast_frozen_lowp(tr.g, NULL, &res->frozen_16bit_saved_bytes);
+    }
     if ((st = loom_backward(tr.g, tr.scaled_loss)) != LOOM_OK) goto done;
     if ((st = loom_optimizer_create(tr.g, &d.opt, &opt)) != LOOM_OK) goto done;
     loom_optimizer_decay_counts(opt, &res->decayed, &res->not_decayed);
@@ -383,6 +391,8 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
     int eb = eval_n ? (d.eval_batch < eval_n ? d.eval_batch : (int)eval_n) : 0;
     if (eval_n) {
         if ((st = build_graph(ctx, &d, &md, false, eb, d.seed, &ev)) != LOOM_OK) goto done;
+        int64_t saved_ev = 0;
+        if (res->frozen_16bit) loom__autocast_frozen_lowp(ev.g, tr.g, &saved_ev); /* the same parameters as tr */
         if ((st = loom_plan_compile(ev.g, be, &(loom_plan_desc){.share = tr.plan}, &ev.plan)) != LOOM_OK) goto done;
     }
     loom_plan_memory m1, m2 = {0};

@@ -45,6 +45,8 @@ expect 2 "unknown monitor 'f1'"             -- train --monitor f1
 expect 2 "bad value 'fp8' for --amp"        -- train --amp fp8
 expect 1 "reproducible mode: node .* uses f16; the mode is f32 only" -- train --backend cpu --reproducible --amp fp16 --max-steps 1 --quiet
 expect 1 "reproducible mode: op 'clip_coef' .* has no canonical kernel" -- train --backend cpu --model mlp --reproducible --clip-grad 1 --max-steps 1 --quiet
+expect 1 "frozen_16bit .* needs amp" -- train --backend cpu --model cnn --freeze 'conv*' --frozen-16bit --max-steps 1 --quiet
+expect 0 "16 bits only" -- train --backend cpu --model cnn --freeze 'conv*,bn*' --amp fp16 --frozen-16bit --max-steps 2 --max-eval 256
 expect 2 "bad value 'x' for --workers"      -- train --workers x
 expect 2 "bad value '0' for --max-eval"     -- train --max-eval 0
 expect 2 "early-stop needs --val-split"     -- train --early-stop 3

@@ -119,8 +119,9 @@ static bool bytes_equal(const loom_st_tensor *a, const loom_st_tensor *b) {
 static const char *const frozen_pats[] = {"conv*", "bn*", NULL};
 
 static loom_train_desc phase2_desc(const loom_dataset *test) {
-    /* 2 CPU threads everywhere: the same numbers on every machine */
-    return (loom_train_desc){.backend = "cpu", .backend_desc = {.threads = 2},
+    /* reproducible mode (core/repro.h): the same numbers on every machine, whatever GEMM kernels
+     * OpenBLAS picks for the CPU (with OpenBLAS's own the margin below moved by 4 points) */
+    return (loom_train_desc){.backend = "cpu", .backend_desc = {.threads = 2, .reproducible = true},
                              .model = {.arch = "cnn", .num_classes = 10}, .train = &train_set, .test = test,
                              .epochs = 1, .max_steps = quick ? 10 : 150, .opt = {.momentum = 0.9},
                              .sched = {.lr = 0.02}, .seed = 5, .freeze = frozen_pats, .backbone_lr_mult = 0.5};
@@ -142,7 +143,7 @@ static void acceptance(loom_ctx *ctx) {
     loom_dataset test = test_set;
     if (quick) test.n = 500; /* a view of the first 500 */
     const char *pre = "transfer-pre.safetensors", *post = "transfer-post.safetensors";
-    loom_train_desc d1 = {.backend = "cpu", .backend_desc = {.threads = 2}, .model = {.arch = "cnn"}, .train = &five,
+    loom_train_desc d1 = {.backend = "cpu", .backend_desc = {.threads = 2, .reproducible = true}, .model = {.arch = "cnn"}, .train = &five,
                           .epochs = 1, .max_steps = quick ? 20 : 120,
                           .opt = {.momentum = 0.9}, .sched = {.lr = 0.02}, .seed = 4, .save_path = pre};
     loom_train_result r1, r2, r3;
@@ -162,6 +163,31 @@ static void acceptance(loom_ctx *ctx) {
            r2.init.missing, r2.init.unexpected, r2.init.mismatched, r2.init.mismatched_names[0],
            r2.init.mismatched_names[1], r2.init.ignored);
     if (!quick) CHECK(r2.test_acc > r3.test_acc, "pre-trained features beat random ones (%.4f > %.4f)", r2.test_acc, r3.test_acc);
+
+    /* frozen_16bit (mixed precision): the frozen parameters keep only their 16-bit copy, loaded
+     * from the f32 file by rounding: the same losses as with f32 masters, less parameter memory */
+    loom_train_desc d5 = phase2_desc(&test);
+    d5.backend_desc.reproducible = false; /* the mode is f32 only; both runs here are ordinary */
+    d5.init_from = pre, d5.amp = LOOM_F16, d5.max_steps = 20, d5.backbone_lr_mult = 0;
+    loom_train_result r5a, r5b;
+    CHECK_OK(ctx, loom_train(ctx, &d5, &r5a));
+    d5.frozen_16bit = true;
+    CHECK_OK(ctx, loom_train(ctx, &d5, &r5b));
+    printf("frozen_16bit: %d of %d frozen tensors in 16 bits only; parameters %zu -> %zu bytes; train loss %.6f vs %.6f\n",
+           r5b.frozen_16bit, r5b.frozen, r5a.train_memory.param_bytes, r5b.train_memory.param_bytes, r5a.train_loss,
+           r5b.train_loss);
+    CHECK(r5b.frozen_16bit == r5b.frozen && r5b.frozen > 0, "every frozen tensor (%d) kept in 16 bits (%d)", r5b.frozen,
+          r5b.frozen_16bit);
+    CHECK(r5b.train_memory.param_bytes + (size_t)r5b.frozen_16bit_saved_bytes == r5a.train_memory.param_bytes &&
+              r5b.frozen_16bit_saved_bytes > 0,
+          "parameter bytes %zu + saved %lld == %zu", r5b.train_memory.param_bytes,
+          (long long)r5b.frozen_16bit_saved_bytes, r5a.train_memory.param_bytes);
+    CHECK(r5a.train_loss == r5b.train_loss && r5a.test_loss == r5b.test_loss,
+          "the same losses with and without frozen_16bit (%.9g / %.9g vs %.9g / %.9g)", r5a.train_loss, r5a.test_loss,
+          r5b.train_loss, r5b.test_loss);
+    d5.amp = LOOM_F32;
+    CHECK(loom_train(ctx, &d5, &r5b) == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "needs amp"),
+          "frozen_16bit without amp is an error: %s", loom_last_error(ctx));
     /* the head was replaced: fc2 mismatched (5 vs 10 classes), everything else loaded */
     bool head = r2.init.mismatched == 2 && ((!strcmp(r2.init.mismatched_names[0], "fc2.weight") &&
                                              !strcmp(r2.init.mismatched_names[1], "fc2.bias")) ||

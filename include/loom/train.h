@@ -139,6 +139,9 @@ typedef struct loom_train_desc {
                                       loom_checkpoint_load_desc.name_map: exact names or "prefix.*") */
     const char *const *freeze;     /* NULL-terminated fnmatch patterns of parameter names to freeze;
                                       a pattern that matches no parameter is LOOM_ERR_INVALID_ARG */
+    bool frozen_16bit;             /* with amp and freeze: frozen parameters keep only their 16-bit copy
+                                      (no f32 master; loaded from f32 files by rounding); the parameters
+                                      that have any f32 use stay f32. res->frozen_16bit counts them */
     const char *head;              /* fnmatch pattern of the head's parameters; NULL = the last fc layer
                                       of the model ("fc2.*" for cnn, "fc3.*" for mlp) */
     double backbone_lr_mult;       /* > 0: LR multiplier for the trained parameters outside the head
@@ -188,6 +191,8 @@ typedef struct loom_train_result {
     loom_checkpoint_report init; /* init_from: what the load found */
     int frozen;            /* parameter tensors frozen by desc.freeze */
     int64_t frozen_numel;  /* their elements */
+    int frozen_16bit;      /* frozen parameters stored in 16 bits only (desc.frozen_16bit) */
+    int64_t frozen_16bit_saved_bytes; /* parameter memory that saved (f32 master replaced by the 16-bit copy) */
     int trained;           /* parameter tensors updated by the optimizer */
     int head_params;       /* with backbone_lr_mult: trained parameter tensors of the head (LR x 1) */
 } loom_train_result;
