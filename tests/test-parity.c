@@ -11,7 +11,7 @@
  * digits for the first ~25 steps and then drift apart (1e-3 by step 50):
  * training amplifies last-bit differences of reassociated sums.
  *
- * Usage: test-parity [--batch N] [--steps N] (defaults 32, 50; the
+ * Usage: test-parity [--batch N] [--steps N] (defaults 16, 50; the
  * environment variable LOOM_PARITY_STEPS sets the default steps, for the
  * slow sanitizer build). Fashion-MNIST
  * from /usr/share/datasets/fashion-mnist (skip if absent); skip when no
@@ -31,7 +31,7 @@ typedef struct run {
     loom_tensor *x, *y, *loss;
 } run;
 
-static int BATCH = 32, STEPS = 50;
+static int BATCH = 16, STEPS = 50;
 
 static bool setup(loom_ctx *ctx, const char *backend, const loom_optimizer_desc *od, run *r) {
     memset(r, 0, sizeof *r);
