@@ -29,6 +29,10 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
  * the result (in a or b). */
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                          uint8_t *a, uint8_t *b);
+/* loom__tf_run with runs of geometric steps fused into one resampling
+ * (the same draws; see loader/pipeline.c for what stays bit-exact). */
+loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
+                               uint8_t *a, uint8_t *b);
 /* The trailing RandomErasing steps on the normalised tensor x (c, h, w),
  * after loom__tf_run with the same rng (it continues the sample's stream). */
 loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,

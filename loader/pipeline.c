@@ -2,8 +2,10 @@
  * RandomCrop (with padding), RandomHorizontalFlip, RandomVerticalFlip,
  * CenterCrop, Resize, RandomResizedCrop, ColorJitter, RandomAffine,
  * RandomOrder, RandomErasing (on the tensor); their per-sample random
- * stream; and the parser of torchvision-like specs. Reference loops (one
- * image at a time; the pool runs many images at once).
+ * stream; runs of geometric steps fused into one resampling (see "fused
+ * geometric steps" below; loom__tf_run_fused); and the parser of
+ * torchvision-like specs. Reference loops (one image at a time; the pool
+ * runs many images at once).
  *
  * Every draw of sample i in epoch e is one 32-bit word of Philox (seed,
  * "AUGM" + e, counter 16 i + k / 4), word k = 0, 1, ... in pipeline order
@@ -192,10 +194,15 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
             h = s->h, w = s->w;
             break;
         case LOOM_TF_RESIZE:
-            if (s->h < 1 || s->w < 1 || s->h > 65536 || s->w > 65536)
+            if (s->h < 1 || (!s->short_side && s->w < 1) || s->h > 65536 || (!s->short_side && s->w > 65536))
                 return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): size %lldx%lld (expected 1..65536)", nm, i + 1,
                                  (long long)s->h, (long long)s->w);
-            h = s->h, w = s->w;
+            if (s->short_side) {
+                loom_status st = loom_tf_resize_size(ctx, h, w, s->h, 0, &h, &w);
+                if (st != LOOM_OK) return st;
+            } else {
+                h = s->h, w = s->w;
+            }
             break;
         case LOOM_TF_RANDOM_RESIZED_CROP:
         case LOOM_TF_RANDOM_ERASING: {
@@ -386,6 +393,181 @@ void loom__tf_draw(const loom_tf_step *s, loom__aug_rng *r, int64_t h, int64_t w
     }
 }
 
+/* ---- fused geometric steps ---------------------------------------------- */
+/* A run of consecutive geometric steps (Resize, RandomCrop without padding,
+ * CenterCrop, flips, RandomResizedCrop, at most one RandomAffine) draws
+ * exactly what the steps draw one by one, composes their maps and
+ * resamples once:
+ *   - crops and flips around at most one resize per axis, no RandomAffine
+ *     (Resize(256 short); RandomCrop(224); hflip, or RandomResizedCrop +
+ *     hflip): loom_tf_remap, bit-exact against the unfused steps;
+ *   - anything else (two resizes on an axis, or a RandomAffine): one affine
+ *     map, loom_tf_warp: antialiased separable triangle filter when
+ *     axis-aligned (any shrink), bilinear with the fill mask and a box-like
+ *     prefilter at >= 2x shrink when rotated. Within interpolation error of
+ *     the unfused steps (tests/test-fuse.c states the numbers); a
+ *     RandomAffine with nearest interpolation is sampled bilinearly here.
+ * A RandomCrop that pads (at this image's size) ends the run. */
+
+static bool geometric(loom_tf_kind k) {
+    return k == LOOM_TF_RANDOM_CROP || k == LOOM_TF_RANDOM_HFLIP || k == LOOM_TF_RANDOM_VFLIP ||
+           k == LOOM_TF_CENTER_CROP || k == LOOM_TF_RESIZE || k == LOOM_TF_RANDOM_RESIZED_CROP ||
+           k == LOOM_TF_RANDOM_AFFINE;
+}
+
+/* Resize's output size on an (h, w) image (the plan has checked it). */
+static void resize_out(loom_ctx *ctx, const loom_tf_step *s, int64_t h, int64_t w, int64_t *oh, int64_t *ow) {
+    *oh = s->h, *ow = s->w;
+    if (s->short_side && loom_tf_resize_size(ctx, h, w, s->h, 0, oh, ow) != LOOM_OK) *oh = s->h, *ow = s->h;
+}
+
+/* The end (exclusive) of the fusable run from step i on an (h, w) image. */
+static int fuse_end(loom_ctx *ctx, const loom_tf_step *steps, int n, int i, int64_t h, int64_t w) {
+    int j = i, naff = 0;
+    for (; j < n && geometric(steps[j].kind); j++) {
+        const loom_tf_step *s = &steps[j];
+        if (s->kind == LOOM_TF_RANDOM_AFFINE && naff++) break;
+        if (s->kind == LOOM_TF_RANDOM_CROP) {
+            int64_t pad[4];
+            crop_pads(s, h, w, pad);
+            if (pad[0] || pad[1] || pad[2] || pad[3]) break;
+        }
+        if (s->kind == LOOM_TF_RESIZE) resize_out(ctx, s, h, w, &h, &w);
+        else if (s->kind != LOOM_TF_RANDOM_HFLIP && s->kind != LOOM_TF_RANDOM_VFLIP && s->kind != LOOM_TF_RANDOM_AFFINE)
+            h = s->h, w = s->w;
+    }
+    return j;
+}
+
+/* The composed map of a run so far. */
+typedef struct geo {
+    int64_t n[2];       /* current rows, columns */
+    bool exact;         /* still loom_tf_remap's form (ax) */
+    bool resampled[2];
+    loom_tf_axis ax[2];
+    double m[6];        /* current continuous point -> source point */
+    double valid[4];    /* x0, y0, x1, y1: the source area the run reads */
+    bool affine;
+    uint8_t fill[3];
+} geo;
+
+/* m <- m o t */
+static void geo_compose(geo *g, const double t[6]) {
+    const double *m = g->m;
+    double r[6] = {m[0] * t[0] + m[1] * t[3], m[0] * t[1] + m[1] * t[4], m[0] * t[2] + m[1] * t[5] + m[2],
+                   m[3] * t[0] + m[4] * t[3], m[3] * t[1] + m[4] * t[4], m[3] * t[2] + m[4] * t[5] + m[5]};
+    memcpy(g->m, r, sizeof r);
+}
+
+/* Before a RandomAffine the map is axis-aligned: the current image's extent in the source. */
+static void geo_valid(geo *g) {
+    if (g->affine) return;
+    double xa = g->m[2], xb = g->m[0] * (double)g->n[1] + g->m[2];
+    double ya = g->m[5], yb = g->m[4] * (double)g->n[0] + g->m[5];
+    g->valid[0] = fmin(xa, xb), g->valid[2] = fmax(xa, xb), g->valid[1] = fmin(ya, yb), g->valid[3] = fmax(ya, yb);
+}
+
+static void geo_crop(geo *g, int64_t top, int64_t left, int64_t h, int64_t w) {
+    int64_t off[2] = {top, left}, nn[2] = {h, w};
+    for (int a = 0; a < 2; a++) {
+        loom_tf_axis *x = &g->ax[a];
+        if (g->resampled[a]) {
+            x->post_off += x->post_step * off[a];
+        } else {
+            x->pre_off += x->pre_step * off[a];
+            x->n_in = x->n_out = nn[a];
+        }
+        g->n[a] = nn[a];
+    }
+    geo_compose(g, (double[6]){1, 0, (double)left, 0, 1, (double)top});
+    geo_valid(g);
+}
+
+static void geo_flip(geo *g, int a) {
+    loom_tf_axis *x = &g->ax[a];
+    if (g->resampled[a]) {
+        x->post_off += x->post_step * (g->n[a] - 1), x->post_step = -x->post_step;
+    } else {
+        x->pre_off += x->pre_step * (g->n[a] - 1), x->pre_step = -x->pre_step;
+    }
+    double N = (double)g->n[a];
+    geo_compose(g, a == 1 ? (double[6]){-1, 0, N, 0, 1, 0} : (double[6]){1, 0, 0, 0, -1, N});
+    geo_valid(g);
+}
+
+static void geo_resize(geo *g, int64_t h, int64_t w) {
+    int64_t nn[2] = {h, w};
+    for (int a = 0; a < 2; a++) {
+        if (nn[a] == g->n[a]) continue; /* loom_tf_resize leaves an unchanged axis alone */
+        if (g->resampled[a]) g->exact = false;
+        g->resampled[a] = true;
+        g->ax[a].n_in = g->n[a], g->ax[a].n_out = nn[a], g->ax[a].post_off = 0, g->ax[a].post_step = 1;
+    }
+    geo_compose(g, (double[6]){(double)g->n[1] / (double)w, 0, 0, 0, (double)g->n[0] / (double)h, 0});
+    g->n[0] = h, g->n[1] = w;
+    geo_valid(g);
+}
+
+static int64_t half_even(int64_t d) { /* Python's int(round(d / 2.0)), d >= 0 */
+    int64_t q = d / 2;
+    return (d % 2 && q % 2) ? q + 1 : q;
+}
+
+/* Steps i..j-1 on *img, one resampling; draws as run_one would. */
+static loom_status run_fused(loom_ctx *ctx, const loom_tf_step *steps, int i, int j, loom__aug_rng *rng,
+                             loom_image *img, uint8_t *a, uint8_t *b) {
+    geo g = {.n = {img->h, img->w}, .exact = true, .m = {1, 0, 0, 0, 1, 0}};
+    for (int k = 0; k < 2; k++) g.ax[k] = (loom_tf_axis){0, 1, g.n[k], g.n[k], 0, 1};
+    geo_valid(&g);
+    for (int k = i; k < j; k++) {
+        const loom_tf_step *s = &steps[k];
+        int64_t h = g.n[0], w = g.n[1];
+        switch (s->kind) {
+        case LOOM_TF_RANDOM_CROP: { /* no padding here (fuse_end) */
+            int64_t top = draw_int(rng, h - s->h + 1), left = draw_int(rng, w - s->w + 1);
+            geo_crop(&g, top, left, s->h, s->w);
+            break;
+        }
+        case LOOM_TF_RANDOM_HFLIP:
+        case LOOM_TF_RANDOM_VFLIP:
+            if (coin(rng, s->p)) geo_flip(&g, s->kind == LOOM_TF_RANDOM_HFLIP);
+            break;
+        case LOOM_TF_CENTER_CROP: geo_crop(&g, half_even(h - s->h), half_even(w - s->w), s->h, s->w); break;
+        case LOOM_TF_RESIZE: {
+            int64_t oh, ow;
+            resize_out(ctx, s, h, w, &oh, &ow);
+            geo_resize(&g, oh, ow);
+            break;
+        }
+        case LOOM_TF_RANDOM_RESIZED_CROP: {
+            int64_t box[4];
+            rrc_params(s, rng, h, w, box);
+            geo_crop(&g, box[0], box[1], box[2], box[3]);
+            geo_resize(&g, s->h, s->w);
+            break;
+        }
+        case LOOM_TF_RANDOM_AFFINE: {
+            double p[6], m[6], W = (double)w, H = (double)h;
+            affine_params(s, rng, h, w, p);
+            loom_tf_affine_inverse(p[0], p[1], p[2], p[3], p[4], p[5], m);
+            /* centred index space -> continuous pixel space (centres at i + 0.5) */
+            double t[6] = {m[0], m[1], m[2] + W / 2 - m[0] * W / 2 - m[1] * H / 2,
+                           m[3], m[4], m[5] + H / 2 - m[3] * W / 2 - m[4] * H / 2};
+            geo_compose(&g, t);
+            g.exact = false, g.affine = true;
+            for (int q = 0; q < 3; q++) g.fill[q] = s->afill[img->c == 3 ? q : 0];
+            break;
+        }
+        default: return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform step %d (%s) is not geometric", k + 1, tf_name(s->kind));
+        }
+    }
+    loom_image dst = {img->data == a ? b : a, g.n[0], g.n[1], img->c};
+    loom_status st = g.exact ? loom_tf_remap(ctx, img, &dst, g.ax)
+                             : loom_tf_warp(ctx, img, &dst, g.m, g.valid, g.affine ? g.fill : NULL);
+    if (st == LOOM_OK) *img = dst;
+    return st;
+}
+
 /* One step on *img (in a or b): the result lands in the other buffer (or,
  * for multi-pass steps, alternates) and *img points at it. */
 static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom__aug_rng *rng, loom_image *img,
@@ -413,7 +595,7 @@ static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom
         st = loom_tf_center_crop(ctx, img, &dst);
         break;
     case LOOM_TF_RESIZE:
-        dst.h = s->h, dst.w = s->w;
+        resize_out(ctx, s, img->h, img->w, &dst.h, &dst.w);
         st = loom_tf_resize(ctx, img, &dst);
         break;
     case LOOM_TF_RANDOM_RESIZED_CROP: {
@@ -459,14 +641,31 @@ static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom
     return LOOM_OK;
 }
 
-loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
-                         uint8_t *a, uint8_t *b) {
+static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
+                             uint8_t *a, uint8_t *b, bool fuse) {
     for (int i = 0; i < n; i++) {
+        int j = fuse ? fuse_end(ctx, steps, n, i, img->h, img->w) : i;
+        if (j - i >= 2) {
+            loom_status st = run_fused(ctx, steps, i, j, rng, img, a, b);
+            if (st != LOOM_OK) return st;
+            i = j - 1;
+            continue;
+        }
         loom_status st = run_one(ctx, steps, i, rng, img, a, b);
         if (st != LOOM_OK) return st;
         if (steps[i].kind == LOOM_TF_RANDOM_ORDER) i += steps[i].count;
     }
     return LOOM_OK;
+}
+
+loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
+                         uint8_t *a, uint8_t *b) {
+    return run_steps(ctx, steps, n, rng, img, a, b, false);
+}
+
+loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
+                               uint8_t *a, uint8_t *b) {
+    return run_steps(ctx, steps, n, rng, img, a, b, true);
 }
 
 loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,

@@ -153,7 +153,8 @@ static void to_tensor(const loom_loader *ld, const uint8_t *img, float *x) {
 static loom_status augment(loom_loader *ld, worker *w, int64_t epoch, int64_t i, loom_image img, float *x) {
     loom__aug_rng rng;
     loom__aug_init(&rng, ld->d.seed, epoch, i);
-    loom_status st = loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
+    loom_status st = ld->d.no_fuse ? loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1])
+                                   : loom__tf_run_fused(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
     if (st != LOOM_OK) return st;
     to_tensor(ld, img.data, x);
     return loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
@@ -346,7 +347,8 @@ static loom_status plan_var(loom_ctx *ctx, loom_loader *ld) {
     ld->tf_bytes = (size_t)h1 * (size_t)w1 * (size_t)d->src->c;
     for (int k = 0; k < d->nsteps; k++) {
         if (d->steps[k].kind == LOOM_TF_RANDOM_HFLIP || d->steps[k].kind == LOOM_TF_RANDOM_VFLIP) continue;
-        if (d->steps[k].kind == LOOM_TF_RESIZE) ld->hint = (loom_decode_hint){d->steps[k].h, d->steps[k].w};
+        if (d->steps[k].kind == LOOM_TF_RESIZE) /* the shorter side: both sides at least that */
+            ld->hint = (loom_decode_hint){d->steps[k].h, d->steps[k].short_side ? d->steps[k].h : d->steps[k].w};
         break;
     }
     return LOOM_OK;

@@ -5,8 +5,14 @@
  * Resize is the antialiased bilinear filter of PIL / torch's
  * _upsample_bilinear2d_aa: per axis, a table of (first input, count,
  * normalised weights) per output, then a width pass into a u8 buffer and a
- * height pass into dst. Weights are double here where torch's uint8 kernel
- * uses int16 fixed point, hence "within 1" rather than exact.
+ * height pass into dst, with the weights in 22-bit fixed point as PIL's
+ * resampler (torch's uint8 kernel uses int16 weights of varying
+ * precision), hence "within 1" of torchvision rather than exact.
+ *
+ * The fused geometric pass (loom_tf_remap, loom_tf_warp) runs the same
+ * kernel (sep_run; loom_tf_resize is a remap without crops): crops and
+ * flips around one resize per axis resample once, bit-exact; any other
+ * composed map once, within interpolation error.
  */
 #include <math.h>
 
@@ -103,71 +109,16 @@ static bool axis_make(int64_t in, int64_t out, axis_weights *a) {
     return true;
 }
 
-static inline uint8_t round_u8(double v) {
-    v = floor(v + 0.5);
-    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-}
-
-/* One pass along axis `ax` (0 = rows/height, 1 = columns/width).
- * src (ih, iw, c) -> dst (oh, ow, c), where only the pass's axis changes. */
-static void resize_pass(const uint8_t *src, int64_t ih, int64_t iw, int c, uint8_t *dst, int64_t oh, int64_t ow,
-                        int ax, const axis_weights *a) {
-    if (ax == 1) {
-        for (int64_t y = 0; y < oh; y++)
-            for (int64_t x = 0; x < ow; x++) {
-                const double *wt = a->wt + x * a->span;
-                const uint8_t *s = src + (y * iw + a->first[x]) * c;
-                for (int k = 0; k < c; k++) {
-                    double acc = 0;
-                    for (int64_t j = 0; j < a->count[x]; j++) acc += wt[j] * s[j * c + k];
-                    dst[(y * ow + x) * c + k] = round_u8(acc);
-                }
-            }
-    } else {
-        (void)ih;
-        for (int64_t y = 0; y < oh; y++) {
-            const double *wt = a->wt + y * a->span;
-            const uint8_t *s = src + a->first[y] * iw * c;
-            for (int64_t x = 0; x < ow * c; x++) {
-                double acc = 0;
-                for (int64_t j = 0; j < a->count[y]; j++) acc += wt[j] * s[j * iw * c + x];
-                dst[y * ow * c + x] = round_u8(acc);
-            }
-        }
-    }
-}
-
 loom_status loom_tf_resize(loom_ctx *ctx, const loom_image *src, const loom_image *dst) {
     loom_status st = check_pair(ctx, "resize", src, dst);
     if (st != LOOM_OK) return st;
-    int64_t ih = src->h, iw = src->w, oh = dst->h, ow = dst->w;
-    int c = src->c;
-    if (ih == oh && iw == ow) {
-        memcpy(dst->data, src->data, (size_t)(ih * iw * c));
+    if (src->h == dst->h && src->w == dst->w) {
+        memcpy(dst->data, src->data, (size_t)(src->h * src->w * src->c));
         return LOOM_OK;
     }
-    axis_weights ax = {0}, ay = {0};
-    uint8_t *tmp = NULL;
-    bool ok = true;
-    if (iw != ow) ok = axis_make(iw, ow, &ax);
-    if (ok && ih != oh) ok = axis_make(ih, oh, &ay);
-    if (ok && iw != ow && ih != oh) ok = (tmp = malloc((size_t)(ih * ow * c))) != NULL;
-    if (!ok) {
-        axis_free(&ax), axis_free(&ay);
-        return loom__err(ctx, LOOM_ERR_OOM, "resize: out of memory for %lldx%lld -> %lldx%lld", (long long)ih,
-                         (long long)iw, (long long)oh, (long long)ow);
-    }
-    if (iw != ow && ih != oh) {
-        resize_pass(src->data, ih, iw, c, tmp, ih, ow, 1, &ax);  /* width first, as PIL and torch */
-        resize_pass(tmp, ih, ow, c, dst->data, oh, ow, 0, &ay);
-    } else if (iw != ow) {
-        resize_pass(src->data, ih, iw, c, dst->data, oh, ow, 1, &ax);
-    } else {
-        resize_pass(src->data, ih, iw, c, dst->data, oh, ow, 0, &ay);
-    }
-    free(tmp);
-    axis_free(&ax), axis_free(&ay);
-    return LOOM_OK;
+    /* the fused pass's kernel with identity crops: one implementation of the filter */
+    const loom_tf_axis ax[2] = {{0, 1, src->h, dst->h, 0, 1}, {0, 1, src->w, dst->w, 0, 1}};
+    return loom_tf_remap(ctx, src, dst, ax);
 }
 
 /* ---- CenterCrop, flips ------------------------------------------------------ */
@@ -287,6 +238,15 @@ static inline uint8_t trunc_u8(float v) { return (uint8_t)(v < 0.0f ? 0.0f : v >
 
 static inline float gray_of(const uint8_t *p) { return (float)p[0] * 0.2989f + (float)p[1] * 0.587f + (float)p[2] * 0.114f; }
 
+/* floorf of a value in [0, 2^31): truncation (no libm call on plain SSE2) */
+static inline float floor_pos(float v) { return (float)(int32_t)v; }
+
+/* nearbyint in the default rounding mode (half to even), inline */
+static inline double round_even(double v) {
+    const double k = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+    return fabs(v) < 2251799813685248.0 ? (v + k) - k : v;
+}
+
 static loom_status check_factor(loom_ctx *ctx, const char *tf, double f, double lo, double hi) {
     if (!(f >= lo && f <= hi))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: factor %g (expected %g..%g)", tf, f, lo, hi);
@@ -298,8 +258,10 @@ loom_status loom_tf_adjust_brightness(loom_ctx *ctx, const loom_image *src, cons
     if (st == LOOM_OK) st = check_factor(ctx, "adjust_brightness", f, 0, HUGE_VAL);
     if (st != LOOM_OK) return st;
     float ff = (float)f;
+    uint8_t lut[256]; /* the same expression per value, tabulated */
+    for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff);
     size_t n = (size_t)(src->h * src->w * src->c);
-    for (size_t i = 0; i < n; i++) dst->data[i] = trunc_u8((float)src->data[i] * ff);
+    for (size_t i = 0; i < n; i++) dst->data[i] = lut[src->data[i]];
     return LOOM_OK;
 }
 
@@ -313,9 +275,11 @@ loom_status loom_tf_adjust_contrast(loom_ctx *ctx, const loom_image *src, const 
     int64_t hw = src->h * src->w;
     int c = src->c;
     double sum = 0;
-    for (int64_t i = 0; i < hw; i++) sum += c == 3 ? floorf(gray_of(src->data + i * 3)) : (float)src->data[i];
+    for (int64_t i = 0; i < hw; i++) sum += c == 3 ? floor_pos(gray_of(src->data + i * 3)) : (float)src->data[i];
     float mean = (float)(sum / (double)hw), ff = (float)f, g = (float)(1.0 - f);
-    for (int64_t i = 0; i < hw * c; i++) dst->data[i] = blend(src->data[i], mean, ff, g);
+    uint8_t lut[256];
+    for (int u = 0; u < 256; u++) lut[u] = blend((uint8_t)u, mean, ff, g);
+    for (int64_t i = 0; i < hw * c; i++) dst->data[i] = lut[src->data[i]];
     return LOOM_OK;
 }
 
@@ -329,10 +293,16 @@ loom_status loom_tf_adjust_saturation(loom_ctx *ctx, const loom_image *src, cons
         return LOOM_OK;
     }
     float ff = (float)f, g = (float)(1.0 - f);
+    /* blend's products tabulated (u * f and gray * g, gray an integer), summed as blend sums them */
+    float uf[256], gg[256], gr_lut[3][256];
+    for (int u = 0; u < 256; u++) {
+        uf[u] = (float)u * ff, gg[u] = (float)u * g;
+        gr_lut[0][u] = (float)u * 0.2989f, gr_lut[1][u] = (float)u * 0.587f, gr_lut[2][u] = (float)u * 0.114f;
+    }
     for (int64_t i = 0; i < hw; i++) {
         const uint8_t *p = src->data + i * 3;
-        float gr = floorf(gray_of(p));
-        for (int k = 0; k < 3; k++) dst->data[i * 3 + k] = blend(p[k], gr, ff, g);
+        int gr = (int)(gr_lut[0][p[0]] + gr_lut[1][p[1]] + gr_lut[2][p[2]]); /* floor(gray_of(p)) */
+        for (int k = 0; k < 3; k++) dst->data[i * 3 + k] = trunc_u8(uf[p[k]] + gg[gr]);
     }
     return LOOM_OK;
 }
@@ -381,6 +351,18 @@ loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_
 
 /* ---- affine ---------------------------------------------------------------- */
 
+void loom_tf_affine_inverse(double angle, double tx, double ty, double scale, double shear_x, double shear_y,
+                            double m[6]) {
+    /* torchvision's _get_inverse_affine_matrix, centre (0, 0) = the image centre */
+    const double deg = 3.14159265358979323846 / 180.0;
+    double rot = angle * deg, sx = shear_x * deg, sy = shear_y * deg;
+    double a = cos(rot - sy) / cos(sy), b = -(a * tan(sx) + sin(rot)), c = sin(rot - sy) / cos(sy),
+           d = cos(rot) - c * tan(sx);
+    m[0] = d / scale, m[1] = -b / scale, m[2] = 0, m[3] = -c / scale, m[4] = a / scale, m[5] = 0;
+    m[2] += -m[0] * tx - m[1] * ty;
+    m[5] += -m[3] * tx - m[4] * ty;
+}
+
 loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double angle, double tx,
                            double ty, double scale, double shear_x, double shear_y, bool nearest, const uint8_t *fill) {
     loom_status st = check_same(ctx, "affine", src, dst);
@@ -391,49 +373,323 @@ loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_imag
                          "affine: angle %g, translate (%g, %g), scale %g, shear (%g, %g) (expected finite, scale > 0, "
                          "|shear| < 90)",
                          angle, tx, ty, scale, shear_x, shear_y);
-    /* torchvision's _get_inverse_affine_matrix, centre (0, 0) = the image centre */
-    const double deg = 3.14159265358979323846 / 180.0;
-    double rot = angle * deg, sx = shear_x * deg, sy = shear_y * deg;
-    double a = cos(rot - sy) / cos(sy), b = -(a * tan(sx) + sin(rot)), c = sin(rot - sy) / cos(sy),
-           d = cos(rot) - c * tan(sx);
-    double m[6] = {d / scale, -b / scale, 0, -c / scale, a / scale, 0};
-    m[2] += -m[0] * tx - m[1] * ty;
-    m[5] += -m[3] * tx - m[4] * ty;
+    double m[6];
+    loom_tf_affine_inverse(angle, tx, ty, scale, shear_x, shear_y, m);
     int64_t H = src->h, W = src->w;
     int nc = src->c;
     double hx = 0.5 * (double)(W - 1), hy = 0.5 * (double)(H - 1);
-    // dst (H, W, c) <- src (H, W, c) sampled at M^-1 p
+    // dst (H, W, c) <- src (H, W, c) sampled at M^-1 p (coordinates and weights once per pixel)
     for (int64_t oy = 0; oy < H; oy++)
         for (int64_t ox = 0; ox < W; ox++) {
             double x = (double)ox - hx, y = (double)oy - hy;
             double fx = m[0] * x + m[1] * y + m[2] + hx, fy = m[3] * x + m[4] * y + m[5] + hy;
             uint8_t *o = dst->data + (oy * W + ox) * nc;
-            for (int k = 0; k < nc; k++) {
-                double fl = fill ? fill[k] : 0.0, v = 0, mask = 0;
-                if (nearest) {
-                    double rx = nearbyint(fx), ry = nearbyint(fy);
-                    if (rx >= 0 && rx < (double)W && ry >= 0 && ry < (double)H) {
-                        v = src->data[((int64_t)ry * W + (int64_t)rx) * nc + k];
-                        mask = 1;
-                    }
-                    v = mask < 0.5 ? fl : v;
+            if (nearest) {
+                double rx = round_even(fx), ry = round_even(fy);
+                if (rx >= 0 && rx < (double)W && ry >= 0 && ry < (double)H) {
+                    const uint8_t *p = src->data + ((int64_t)ry * W + (int64_t)rx) * nc;
+                    for (int k = 0; k < nc; k++) o[k] = p[k];
                 } else {
-                    double x0 = floor(fx), y0 = floor(fy), wx = fx - x0, wy = fy - y0;
-                    for (int dy = 0; dy < 2; dy++)
-                        for (int dx = 0; dx < 2; dx++) {
-                            int64_t xi = (int64_t)x0 + dx, yi = (int64_t)y0 + dy;
-                            if (xi < 0 || xi >= W || yi < 0 || yi >= H) continue;
-                            double wgt = (dx ? wx : 1 - wx) * (dy ? wy : 1 - wy);
-                            v += wgt * src->data[(yi * W + xi) * nc + k];
-                            mask += wgt;
-                        }
-                    v = (v - fl) * mask + fl;
+                    for (int k = 0; k < nc; k++) o[k] = fill ? fill[k] : 0;
                 }
-                v = nearbyint(v);
+                continue;
+            }
+            double x0 = floor(fx), y0 = floor(fy), wx = fx - x0, wy = fy - y0, wgt[4], mask = 0;
+            const uint8_t *tap[4] = {NULL, NULL, NULL, NULL};
+            for (int dy = 0; dy < 2; dy++)
+                for (int dx = 0; dx < 2; dx++) {
+                    int64_t xi = (int64_t)x0 + dx, yi = (int64_t)y0 + dy;
+                    if (xi < 0 || xi >= W || yi < 0 || yi >= H) continue;
+                    wgt[dy * 2 + dx] = (dx ? wx : 1 - wx) * (dy ? wy : 1 - wy);
+                    tap[dy * 2 + dx] = src->data + (yi * W + xi) * nc;
+                    mask += wgt[dy * 2 + dx];
+                }
+            for (int k = 0; k < nc; k++) {
+                double fl = fill ? fill[k] : 0.0, v = 0;
+                for (int t = 0; t < 4; t++)
+                    if (tap[t]) v += wgt[t] * tap[t][k];
+                v = round_even((v - fl) * mask + fl);
                 o[k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
         }
     return LOOM_OK;
+}
+
+/* ---- the fused geometric pass ----------------------------------------------- */
+
+/* One output axis as taps into a source axis: output i reads source indices
+ * idx[i * span + t], t < cnt[i] (consecutive, ascending or descending),
+ * with fixed-point weights wt[i * span + t] (FIX_BITS fraction bits, as
+ * PIL's resampler); copy = every output is one input. */
+typedef struct taps {
+    int64_t span;
+    int64_t *idx, *cnt;
+    int32_t *wt;
+    bool copy;
+} taps;
+
+#define FIX_BITS 22 /* PIL's PRECISION_BITS: 255 * 2^22 * (sum of weights ~1) fits an int32 */
+
+static inline int32_t fix_w(double w) { return (int32_t)(w * (double)(1 << FIX_BITS) + 0.5); }
+
+/* a sum started at 1 << (FIX_BITS - 1) (rounding half up), to u8 */
+static inline uint8_t fix_u8(int32_t acc) {
+    acc >>= FIX_BITS;
+    return (uint8_t)(acc < 0 ? 0 : acc > 255 ? 255 : acc);
+}
+
+static void taps_free(taps *t) {
+    free(t->idx);
+    free(t->cnt);
+    free(t->wt);
+}
+
+static bool taps_alloc(taps *t, int64_t n, int64_t span) {
+    t->span = span;
+    t->idx = malloc((size_t)(n * span) * sizeof *t->idx);
+    t->cnt = malloc((size_t)n * sizeof *t->cnt);
+    t->wt = malloc((size_t)(n * span) * sizeof *t->wt);
+    return t->idx && t->cnt && t->wt;
+}
+
+/* The smallest and largest source index the taps read. */
+static void taps_range(const taps *t, int64_t n, int64_t *lo, int64_t *hi) {
+    *lo = INT64_MAX, *hi = INT64_MIN;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < t->cnt[i]; k++) {
+            int64_t j = t->idx[i * t->span + k];
+            if (j < *lo) *lo = j;
+            if (j > *hi) *hi = j;
+        }
+}
+
+/* dst (oh, ow, c) <- src through the column taps tx then the row taps ty:
+ * the width pass over the source rows ty reads (into tmp, rounded to u8),
+ * then the height pass (rounded to u8), as PIL and torch's uint8 kernel:
+ * integer sums of fixed-point weights, so any order gives the same bits.
+ * Every resize (loom_tf_resize too) runs here. */
+static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src, const loom_image *dst, const taps *ty,
+                           const taps *tx) {
+    int64_t ow = dst->w, oh = dst->h, rlo, rhi, row = ow * src->c;
+    int c = src->c;
+    const int32_t half = 1 << (FIX_BITS - 1);
+    taps_range(ty, oh, &rlo, &rhi);
+    int64_t rows = rhi - rlo + 1;
+    uint8_t *tmp = malloc((size_t)(rows * row));
+    int32_t *acc = malloc((size_t)row * sizeof *acc);
+    if (!tmp || !acc) {
+        free(tmp), free(acc);
+        return loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory for %lldx%lld", tf, (long long)rows, (long long)ow);
+    }
+    /* columns copied in order (a crop): whole rows at once */
+    bool run = tx->copy && tx->idx[(ow - 1) * tx->span] - tx->idx[0] == ow - 1;
+    // tmp (rows, ow, c) <- src rows rlo..rhi, columns through tx
+    for (int64_t r = 0; r < rows; r++) {
+        const uint8_t *s = src->data + (rlo + r) * src->w * c;
+        uint8_t *o = tmp + r * row;
+        if (run) {
+            memcpy(o, s + tx->idx[0] * c, (size_t)row);
+            continue;
+        }
+        for (int64_t x = 0; x < ow; x++, o += c) {
+            const int64_t *ix = tx->idx + x * tx->span, n = tx->cnt[x];
+            const uint8_t *p = s + ix[0] * c;
+            if (tx->copy) {
+                for (int k = 0; k < c; k++) o[k] = p[k];
+                continue;
+            }
+            const int32_t *wt = tx->wt + x * tx->span;
+            ptrdiff_t st = (ptrdiff_t)(n > 1 ? ix[1] - ix[0] : 1) * c;
+            if (c == 3 && st == 3) { /* the common case: ascending taps, RGB */
+                int32_t a0 = half, a1 = half, a2 = half;
+                for (int64_t j = 0; j < n; j++, p += 3) a0 += wt[j] * p[0], a1 += wt[j] * p[1], a2 += wt[j] * p[2];
+                o[0] = fix_u8(a0), o[1] = fix_u8(a1), o[2] = fix_u8(a2);
+            } else if (c == 3) {
+                int32_t a0 = half, a1 = half, a2 = half;
+                for (int64_t j = 0; j < n; j++, p += st) a0 += wt[j] * p[0], a1 += wt[j] * p[1], a2 += wt[j] * p[2];
+                o[0] = fix_u8(a0), o[1] = fix_u8(a1), o[2] = fix_u8(a2);
+            } else {
+                for (int k = 0; k < c; k++) {
+                    int32_t a = half;
+                    for (int64_t j = 0; j < n; j++) a += wt[j] * p[j * st + k];
+                    o[k] = fix_u8(a);
+                }
+            }
+        }
+    }
+    // dst (oh, ow, c) <- tmp rows through ty
+    for (int64_t y = 0; y < oh; y++) {
+        const int64_t *iy = ty->idx + y * ty->span;
+        uint8_t *o = dst->data + y * row;
+        if (ty->copy) {
+            memcpy(o, tmp + (iy[0] - rlo) * row, (size_t)row);
+            continue;
+        }
+        const int32_t *wt = ty->wt + y * ty->span;
+        int32_t *restrict a = acc; /* (restrict: u8 rows could alias anything; they do not) */
+        for (int64_t x = 0; x < row; x++) a[x] = half;
+        for (int64_t j = 0; j < ty->cnt[y]; j++) {
+            const uint8_t *restrict t = tmp + (iy[j] - rlo) * row;
+            int32_t w = wt[j];
+            for (int64_t x = 0; x < row; x++) a[x] += w * t[x];
+        }
+        for (int64_t x = 0; x < row; x++) o[x] = fix_u8(a[x]);
+    }
+    free(tmp), free(acc);
+    return LOOM_OK;
+}
+
+/* The taps of one remap axis for n outputs over a source extent `in`. */
+static loom_status remap_taps(loom_ctx *ctx, const loom_tf_axis *a, int64_t n, int64_t in, const char *name, taps *t) {
+    int64_t nr = a->n_out, r0 = a->post_off, r1 = a->post_off + a->post_step * (n - 1);
+    int64_t j0 = a->pre_off, j1 = a->pre_off + a->pre_step * (a->n_in - 1);
+    if ((a->pre_step != 1 && a->pre_step != -1) || (a->post_step != 1 && a->post_step != -1) || a->n_in < 1 ||
+        a->n_out < 1 || r0 < 0 || r0 >= nr || r1 < 0 || r1 >= nr || j0 < 0 || j0 >= in || j1 < 0 || j1 >= in)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                         "remap: %s axis: source %lld + %lld j (j < %lld) -> %lld -> output %lld + %lld i (i < %lld) "
+                         "leaves the source (%lld) or the resampled axis (steps must be +-1)",
+                         name, (long long)a->pre_off, (long long)a->pre_step, (long long)a->n_in, (long long)a->n_out,
+                         (long long)a->post_off, (long long)a->post_step, (long long)n, (long long)in);
+    if (a->n_in == a->n_out) {
+        if (!taps_alloc(t, n, 1)) return loom__err(ctx, LOOM_ERR_OOM, "remap: out of memory");
+        t->copy = true;
+        for (int64_t i = 0; i < n; i++)
+            t->idx[i] = a->pre_off + a->pre_step * (a->post_off + a->post_step * i), t->cnt[i] = 1, t->wt[i] = 1 << FIX_BITS;
+        return LOOM_OK;
+    }
+    axis_weights aw = {0};
+    bool ok = axis_make(a->n_in, a->n_out, &aw) && taps_alloc(t, n, aw.span);
+    if (ok) {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = a->post_off + a->post_step * i;
+            t->cnt[i] = aw.count[r];
+            for (int64_t k = 0; k < aw.count[r]; k++) {
+                t->idx[i * t->span + k] = a->pre_off + a->pre_step * (aw.first[r] + k);
+                t->wt[i * t->span + k] = fix_w(aw.wt[r * aw.span + k]);
+            }
+        }
+    }
+    axis_free(&aw);
+    return ok ? LOOM_OK : loom__err(ctx, LOOM_ERR_OOM, "remap: out of memory");
+}
+
+loom_status loom_tf_remap(loom_ctx *ctx, const loom_image *src, const loom_image *dst, const loom_tf_axis ax[2]) {
+    loom_status st = check_pair(ctx, "remap", src, dst);
+    if (st != LOOM_OK) return st;
+    taps ty = {0}, tx = {0};
+    st = remap_taps(ctx, &ax[0], dst->h, src->h, "row", &ty);
+    if (st == LOOM_OK) st = remap_taps(ctx, &ax[1], dst->w, src->w, "column", &tx);
+    if (st == LOOM_OK) st = sep_run(ctx, "remap", src, dst, &ty, &tx);
+    taps_free(&ty), taps_free(&tx);
+    return st;
+}
+
+/* Taps of an axis-aligned map: output i centred at a (i + 0.5) + b in the
+ * source, the triangle filter of support max(|a|, 1), limited to the source
+ * pixels [v0, v1) and renormalised (none there: the nearest one). */
+static bool warp_taps(double a, double b, int64_t n, int64_t v0, int64_t v1, taps *t) {
+    double scale = fabs(a), support = scale >= 1.0 ? scale : 1.0, inv = 1.0 / support;
+    if (!taps_alloc(t, n, (int64_t)ceil(support) * 2 + 2)) return false;
+    for (int64_t i = 0; i < n; i++) {
+        double centre = a * ((double)i + 0.5) + b;
+        int64_t lo = (int64_t)floor(centre - support + 0.5), hi = (int64_t)floor(centre + support + 0.5);
+        if (lo < v0) lo = v0;
+        if (hi > v1) hi = v1;
+        if (hi - lo > t->span) hi = lo + t->span;
+        int64_t *ix = t->idx + i * t->span, k = 0;
+        int32_t *wt = t->wt + i * t->span;
+        double total = 0;
+        for (int64_t j = lo; j < hi; j++) total += fmax(0.0, 1.0 - fabs(((double)j + 0.5 - centre) * inv));
+        if (total > 0) {
+            for (int64_t j = lo; j < hi; j++, k++)
+                ix[k] = j, wt[k] = fix_w(fmax(0.0, 1.0 - fabs(((double)j + 0.5 - centre) * inv)) / total);
+        } else {
+            int64_t j = (int64_t)floor(centre);
+            ix[0] = j < v0 ? v0 : j >= v1 ? v1 - 1 : j, wt[0] = 1 << FIX_BITS, k = 1;
+        }
+        t->cnt[i] = k;
+    }
+    return true;
+}
+
+/* dst <- src sampled bilinearly at m (index space after the - 0.5), taps
+ * outside [v[0], v[2]) x [v[1], v[3]) masked as torchvision's fill. */
+static void warp_bilinear(const loom_image *src, const loom_image *dst, const double m[6], const int64_t v[4],
+                          const uint8_t *fill) {
+    int nc = src->c;
+    int64_t W = src->w;
+    for (int64_t oy = 0; oy < dst->h; oy++)
+        for (int64_t ox = 0; ox < dst->w; ox++) {
+            double X = (double)ox + 0.5, Y = (double)oy + 0.5;
+            double fx = m[0] * X + m[1] * Y + m[2] - 0.5, fy = m[3] * X + m[4] * Y + m[5] - 0.5;
+            double x0 = floor(fx), y0 = floor(fy), wx = fx - x0, wy = fy - y0;
+            uint8_t *o = dst->data + (oy * dst->w + ox) * nc;
+            for (int k = 0; k < nc; k++) {
+                double fl = fill ? fill[k] : 0.0, val = 0, mask = 0;
+                for (int dy = 0; dy < 2; dy++)
+                    for (int dx = 0; dx < 2; dx++) {
+                        int64_t xi = (int64_t)x0 + dx, yi = (int64_t)y0 + dy;
+                        if (xi < v[0] || xi >= v[2] || yi < v[1] || yi >= v[3]) continue;
+                        double wgt = (dx ? wx : 1 - wx) * (dy ? wy : 1 - wy);
+                        val += wgt * src->data[(yi * W + xi) * nc + k];
+                        mask += wgt;
+                    }
+                val = round_even((val - fl) * mask + fl);
+                o[k] = (uint8_t)(val < 0 ? 0 : val > 255 ? 255 : val);
+            }
+        }
+}
+
+loom_status loom_tf_warp(loom_ctx *ctx, const loom_image *src, const loom_image *dst, const double m[6],
+                         const double valid[4], const uint8_t *fill) {
+    loom_status st = check_pair(ctx, "warp", src, dst);
+    if (st != LOOM_OK) return st;
+    bool finite = true;
+    for (int k = 0; k < 6; k++) finite = finite && isfinite(m[k]);
+    for (int k = 0; k < 4 && valid; k++) finite = finite && isfinite(valid[k]);
+    if (!finite) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "warp: the map or the valid rectangle is not finite");
+    /* the valid source pixels [v0, v2) x [v1, v3) */
+    int64_t v[4] = {0, 0, src->w, src->h};
+    if (valid) {
+        double lim[4] = {(double)src->w, (double)src->h, (double)src->w, (double)src->h};
+        for (int k = 0; k < 4; k++) {
+            double e = k < 2 ? floor(valid[k] + 1e-9) : ceil(valid[k] - 1e-9);
+            v[k] = e < 0 ? 0 : e > lim[k] ? (int64_t)lim[k] : (int64_t)e;
+        }
+    }
+    if (v[2] <= v[0] || v[3] <= v[1])
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "warp: the valid rectangle (%g, %g)-(%g, %g) holds no pixel of the "
+                         "%lldx%lld source", valid[0], valid[1], valid[2], valid[3], (long long)src->h, (long long)src->w);
+    if (!fill && m[1] == 0 && m[3] == 0) {
+        taps ty = {0}, tx = {0};
+        if (!warp_taps(m[4], m[5], dst->h, v[1], v[3], &ty) || !warp_taps(m[0], m[2], dst->w, v[0], v[2], &tx))
+            st = loom__err(ctx, LOOM_ERR_OOM, "warp: out of memory");
+        if (st == LOOM_OK) st = sep_run(ctx, "warp", src, dst, &ty, &tx);
+        taps_free(&ty), taps_free(&tx);
+        return st;
+    }
+    /* bilinear; first the box-like prefilter when one output step spans >= 2 source pixels */
+    double kx = floor(hypot(m[0], m[1])), ky = floor(hypot(m[3], m[4]));
+    if (kx < 2 && ky < 2) {
+        warp_bilinear(src, dst, m, v, fill);
+        return LOOM_OK;
+    }
+    if (kx < 1) kx = 1;
+    if (ky < 1) ky = 1;
+    int64_t vw = v[2] - v[0], vh = v[3] - v[1];
+    int64_t nw = (int64_t)ceil((double)vw / kx), nh = (int64_t)ceil((double)vh / ky);
+    loom_image pre = {malloc((size_t)(nw * nh * src->c)), nh, nw, src->c};
+    if (!pre.data) return loom__err(ctx, LOOM_ERR_OOM, "warp: out of memory for the %lldx%lld prefilter", (long long)nh,
+                                    (long long)nw);
+    st = loom_tf_resized_crop(ctx, src, v[1], v[0], vh, vw, &pre);
+    if (st == LOOM_OK) {
+        double sx = (double)nw / (double)vw, sy = (double)nh / (double)vh;
+        double m2[6] = {m[0] * sx, m[1] * sx, (m[2] - (double)v[0]) * sx, m[3] * sy, m[4] * sy, (m[5] - (double)v[1]) * sy};
+        int64_t v2[4] = {0, 0, nw, nh};
+        warp_bilinear(&pre, dst, m2, v2, fill);
+    }
+    free(pre.data);
+    return st;
 }
 
 /* ---- erase (on the tensor) --------------------------------------------------- */

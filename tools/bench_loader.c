@@ -21,10 +21,16 @@ static const char *usage_text =
     "                        ({train,test}-{images,labels}.npy) or an ImageFolder (DIR[/train]/<class>/<image>)\n"
     "                        (default: the Fashion-MNIST files)\n"
     "  --skip-bad-samples    ImageFolder: skip (and count) corrupt or unsupported images instead of failing\n"
-    "  --pipeline none|light none: ToTensor + Normalize; light: RandomCrop(size, padding=4) +\n"
-    "                        RandomHorizontalFlip + Normalize (default light); on an ImageFolder (images\n"
-    "                        of any size) both start with Resize((224, 224))\n"
+    "  --pipeline none|light|guide\n"
+    "                        none: ToTensor + Normalize (an ImageFolder: Resize((224, 224)) first);\n"
+    "                        light (default): images of any size or >= 224: RandomResizedCrop(224) +\n"
+    "                        RandomHorizontalFlip, small fixed-size images: RandomCrop(size, padding=4) +\n"
+    "                        RandomHorizontalFlip; guide: Resize(256) (shorter side) + RandomCrop(224) +\n"
+    "                        RandomHorizontalFlip + ColorJitter(0.2, 0.2, 0.2) + RandomAffine(15,\n"
+    "                        translate=(0.1, 0.1), scale=(0.9, 1.1)); then ToTensor + Normalize (ImageNet\n"
+    "                        mean/std for 3 channels)\n"
     "  --transform SPEC      a pipeline instead, e.g. 'RandomCrop(24, padding=2); hflip'\n"
+    "  --no-fuse             run every geometric step on its own (also LOOM_LOADER_FUSE=0 in the environment)\n"
     "  --workers N|auto      loader threads; 0 = load on the calling thread (default auto)\n"
     "  --prefetch K          batch slots per thread (default 2)\n"
     "  --batch N             (default 64)\n"
@@ -51,7 +57,9 @@ int loom_cmd_bench_loader(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist", *pipeline = "light", *spec = NULL, *backend = NULL;
     long batch = 64, epochs = 1, prefetch = 2, seed = 1;
     int workers = LOOM_WORKERS_AUTO;
-    bool skip_bad = false;
+    bool skip_bad = false, no_fuse = false;
+    const char *fuse_env = getenv("LOOM_LOADER_FUSE");
+    if (fuse_env && !strcmp(fuse_env, "0")) no_fuse = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -60,6 +68,10 @@ int loom_cmd_bench_loader(int argc, char **argv) {
         }
         if (!strcmp(a, "--skip-bad-samples")) {
             skip_bad = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-fuse")) {
+            no_fuse = true;
             continue;
         }
         if (!v) return bad("a value is needed after", a);
@@ -85,7 +97,8 @@ int loom_cmd_bench_loader(int argc, char **argv) {
             return bad("unknown option", a);
         }
     }
-    if (strcmp(pipeline, "none") && strcmp(pipeline, "light")) return bad("unknown pipeline (none or light):", pipeline);
+    if (strcmp(pipeline, "none") && strcmp(pipeline, "light") && strcmp(pipeline, "guide"))
+        return bad("unknown pipeline (none, light or guide):", pipeline);
 
     loom_ctx *ctx;
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
@@ -103,25 +116,43 @@ int loom_cmd_bench_loader(int argc, char **argv) {
         st = loom_source_open_imagefolder(ctx, &(loom_imagefolder_desc){.root = root, .skip_bad = true}, &src);
     }
     if (st == LOOM_OK && backend) st = loom_backend_create(ctx, backend, NULL, &be);
+    bool imagenet = false;
     if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
-        bool var = src->get_image != NULL; /* images of any size: Resize first */
-        int64_t h = var ? 224 : src->h, w = var ? 224 : src->w;
-        if (var && !spec) steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = h, .w = w};
+        bool var = src->get_image != NULL; /* images of any size */
+        bool big = var || (src->h >= 224 && src->w >= 224);
+        imagenet = src->c == 3 && (big || !strcmp(pipeline, "guide"));
         if (spec) {
             st = loom_tf_parse(ctx, spec, steps, 16, &nsteps);
-        } else if (!strcmp(pipeline, "light")) {
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = h, .w = w, .pad = {4, 4, 4, 4}};
+        } else if (!strcmp(pipeline, "none")) {
+            if (var) steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = 224, .w = 224};
+        } else if (!strcmp(pipeline, "light") && big) {
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_RESIZED_CROP, .h = 224, .w = 224};
             steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+        } else if (!strcmp(pipeline, "light")) {
+            steps[nsteps++] =
+                (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = src->h, .w = src->w, .pad = {4, 4, 4, 4}};
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+        } else { /* guide */
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = 256, .short_side = true};
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = 224, .w = 224};
+            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+            int more = 0;
+            st = loom_tf_parse(ctx, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))",
+                               steps + nsteps, 16 - nsteps, &more);
+            nsteps += more;
         }
     }
     float mean[4] = {0.5f, 0.5f, 0.5f, 0.5f}, sd[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+    const float in_mean[3] = {0.485f, 0.456f, 0.406f}, in_sd[3] = {0.229f, 0.224f, 0.225f};
+    if (imagenet) memcpy(mean, in_mean, sizeof in_mean), memcpy(sd, in_sd, sizeof in_sd);
     double t0 = now_s(), first_ms = 0, load_s = 0;
     int64_t images = 0, nbatches = 0;
     int wmin = 0, wmax = 0, wlast = 0;
     if (st == LOOM_OK) {
         loom_loader_desc d = {.src = src, .batch = (int)batch, .shuffle = true, .seed = (uint64_t)seed,
                               .workers = workers, .prefetch = (int)prefetch, .steps = steps, .nsteps = nsteps,
-                              .mean = mean, .std = sd, .nstat = src->kind == LOOM_SAMPLE_U8 ? 1 : 0, .backend = be};
+                              .mean = mean, .std = sd, .nstat = src->kind != LOOM_SAMPLE_U8 ? 0 : imagenet ? 3 : 1,
+                              .backend = be, .no_fuse = no_fuse};
         t0 = now_s();
         st = loom_loader_create(ctx, &d, &ld);
     }
@@ -129,9 +160,10 @@ int loom_cmd_bench_loader(int argc, char **argv) {
         int c;
         int64_t h, w;
         loom_loader_shape(ld, &c, &h, &w);
-        printf("bench-loader: %s, %lld samples %dx%lldx%lld -> %dx%lldx%lld f32, batch %ld, %d transform steps, staging %s\n",
+        printf("bench-loader: %s, %lld samples %dx%lldx%lld -> %dx%lldx%lld f32, batch %ld, %d transform steps (%s%s), "
+               "staging %s\n",
                src->name, (long long)src->n, src->c, (long long)src->h, (long long)src->w, c, (long long)h, (long long)w,
-               batch, nsteps, be ? loom_backend_name(be) : "malloc");
+               batch, nsteps, spec ? "--transform" : pipeline, no_fuse ? ", unfused" : "", be ? loom_backend_name(be) : "malloc");
     }
     for (long e = 0; e < epochs && st == LOOM_OK; e++) {
         double te = now_s();

@@ -4,7 +4,9 @@
  *          loom_tf_center_crop, loom_tf_hflip, loom_tf_vflip,
  *          loom_tf_to_tensor, loom_tf_resized_crop, loom_tf_adjust_brightness,
  *          loom_tf_adjust_contrast, loom_tf_adjust_saturation,
- *          loom_tf_adjust_hue, loom_tf_affine, loom_tf_erase.
+ *          loom_tf_adjust_hue, loom_tf_affine, loom_tf_erase,
+ *          loom_tf_affine_inverse, loom_tf_axis, loom_tf_remap, loom_tf_warp
+ *          (the fused geometric pass of loader/pipeline.c).
  *
  * Images are HWC uint8, C = 1 or 3, rows packed (stride w * c). Parameters
  * mean what they mean in torchvision.transforms.v2.functional on a uint8
@@ -114,6 +116,52 @@ loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_
  * even. fill: c values (NULL = 0). scale > 0, |shear| < 90. */
 loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double angle, double tx,
                            double ty, double scale, double shear_x, double shear_y, bool nearest, const uint8_t *fill);
+
+/* torchvision's _get_inverse_affine_matrix(center (0, 0), angle, (tx, ty),
+ * scale, (shear_x, shear_y)) in m: an output point (x, y), relative to the
+ * image centre, samples the input at (m[0] x + m[1] y + m[2],
+ * m[3] x + m[4] y + m[5]) relative to the centre (what loom_tf_affine uses). */
+void loom_tf_affine_inverse(double angle, double tx, double ty, double scale, double shear_x, double shear_y,
+                            double m[6]);
+
+/* ---- the fused geometric pass (loader/pipeline.c composes the steps) ----
+ *
+ * loom_tf_remap: a chain of integer crops and flips around at most ONE
+ * antialiased resize per axis, in one pass and bit-exact against running
+ * the steps one by one (same weights, same width-then-height order, same
+ * rounding). Per axis: */
+typedef struct loom_tf_axis {
+    /* virtual input j (0 <= j < n_in) is source row / column pre_off + pre_step * j */
+    int64_t pre_off, pre_step; /* pre_step +1 or -1 */
+    /* resampled n_in -> n_out as loom_tf_resize (n_in == n_out: no resampling) */
+    int64_t n_in, n_out;
+    /* output i (0 <= i < the dst extent) is resampled index post_off + post_step * i */
+    int64_t post_off, post_step; /* post_step +1 or -1 */
+} loom_tf_axis;
+
+/* dst <- src through ax[0] (rows) and ax[1] (columns); every index must land
+ * inside (an error names the axis otherwise). */
+loom_status loom_tf_remap(loom_ctx *ctx, const loom_image *src, const loom_image *dst, const loom_tf_axis ax[2]);
+
+/* loom_tf_warp: any composed affine map, resampled once. Output pixel
+ * (x, y) has its centre at (x + 0.5, y + 0.5); it maps to the source point
+ *   (m[0] X + m[1] Y + m[2], m[3] X + m[4] Y + m[5])
+ * in continuous coordinates (source pixel (i, j) covers [j, j+1) x [i, i+1)).
+ * valid = {x0, y0, x1, y1}: the source rectangle the chain may read (a crop
+ * before a rotation: outside it is `fill`); NULL = the whole source.
+ *   - m axis-aligned (m[1] = m[3] = 0): separable, per axis the triangle
+ *     filter of loom_tf_resize with support max(|scale|, 1) (antialiased at
+ *     any shrink), taps limited to valid and renormalised, width pass then
+ *     height pass, each rounded to u8.
+ *   - otherwise bilinear with torchvision's fill mask (as loom_tf_affine,
+ *     bilinear): out = (v - fill) * mask + fill, half to even. When an
+ *     output step spans >= 2 source pixels along a source axis (the length
+ *     of (m[0], m[1]) or (m[3], m[4])), the valid rectangle is first shrunk
+ *     by that integer factor with the antialiased loom_tf_resize (a box-like
+ *     prefilter) and the map rescaled, so bilinear never skips pixels.
+ * fill: c values (NULL = 0). */
+loom_status loom_tf_warp(loom_ctx *ctx, const loom_image *src, const loom_image *dst, const double m[6],
+                         const double valid[4], const uint8_t *fill);
 
 /* erase(x, i, j, h, w, v) on a CHW f32 tensor x (c, ht, wd): rows i..i+h-1,
  * columns j..j+w-1 of every channel k become v[k] (nv = c) or v[0]
