@@ -7,11 +7,14 @@
  * also requires every step's loss, and the weights after the last step, to
  * be equal bit for bit.
  *
- * Without the mode (bench/parity.c, a diagnostic) the backends agree to ~7
- * digits for the first ~25 steps and then drift apart (1e-3 by step 50):
+ * With --ordinary the backends run their ordinary kernels (no mode; the
+ * only way to compare CUDA, which lacks the mode): the bars are checked, the
+ * bits are not. There the backends agree to ~7 digits for the first ~25
+ * steps and then drift apart (1e-3 by step 50 on lavapipe and PoCL):
  * training amplifies last-bit differences of reassociated sums.
+ * LOOM_PARITY_VERBOSE=1 prints every step's losses.
  *
- * Usage: test-parity [--batch N] [--steps N] (defaults 16, 50; the
+ * Usage: test-parity [--ordinary] [--batch N] [--steps N] (defaults 16, 50; the
  * environment variable LOOM_PARITY_STEPS sets the default steps, for the
  * slow sanitizer build). Fashion-MNIST
  * from /usr/share/datasets/fashion-mnist (skip if absent); skip when no
@@ -32,6 +35,7 @@ typedef struct run {
 } run;
 
 static int BATCH = 16, STEPS = 50;
+static bool REPRO = true; /* --ordinary: false */
 
 static bool setup(loom_ctx *ctx, const char *backend, const loom_optimizer_desc *od, run *r) {
     memset(r, 0, sizeof *r);
@@ -46,7 +50,7 @@ static bool setup(loom_ctx *ctx, const char *backend, const loom_optimizer_desc 
     loom_keep(r->loss);
     CHECK_OK(ctx, loom_backward(r->g, r->loss));
     CHECK_OK(ctx, loom_optimizer_create(r->g, od, &r->opt));
-    loom_backend_desc bd = {.reproducible = true};
+    loom_backend_desc bd = {.reproducible = REPRO};
     CHECK_OK(ctx, loom_backend_create(ctx, backend, &bd, &r->be));
     if (!r->be || !r->opt) return false;
     CHECK_OK(ctx, loom_plan_compile(r->g, r->be, NULL, &r->plan));
@@ -98,12 +102,15 @@ static bool train(loom_ctx *ctx, const char *backend, const loom_optimizer_desc 
 int main(int argc, char **argv) {
     const char *env = getenv("LOOM_PARITY_STEPS"); /* the sanitizer build runs fewer steps */
     if (env && *env) STEPS = atoi(env);
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--batch")) BATCH = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--steps")) STEPS = atoi(argv[i + 1]);
+    bool bad = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ordinary")) REPRO = false;
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) BATCH = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) STEPS = atoi(argv[++i]);
+        else bad = true;
     }
-    if (BATCH < 1 || STEPS < 1) {
-        printf("usage: test-parity [--batch N] [--steps N]\n");
+    if (bad || BATCH < 1 || STEPS < 1) {
+        printf("usage: test-parity [--ordinary] [--batch N] [--steps N]\n");
         return 2;
     }
     loom_ctx *ctx;
@@ -114,7 +121,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         if (!strcmp(names[i], "cpu")) continue;
         loom_backend *be = NULL;
-        if (loom_backend_create(ctx, names[i], &(loom_backend_desc){.reproducible = true}, &be) == LOOM_OK)
+        if (loom_backend_create(ctx, names[i], &(loom_backend_desc){.reproducible = REPRO}, &be) == LOOM_OK)
             cmp[i] = true, others++;
         else
             printf("%s: not compared: %s\n", names[i], loom_last_error(ctx));
@@ -158,6 +165,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) {
             if (!cmp[i]) continue;
             if (!train(ctx, names[i], &opts[k].od, xs, ys, opts[k].lr, got, &pgot, &ngot)) continue;
+            if (getenv("LOOM_PARITY_VERBOSE"))
+                for (int s = 0; s < STEPS; s++) printf("  step %2d  cpu %.6f  %s %.6f\n", s, ref[s], names[i], got[s]);
             double worst = 0;
             int at = 0, equal = 0;
             for (int s = 0; s < STEPS; s++) {
@@ -167,15 +176,15 @@ int main(int argc, char **argv) {
             }
             size_t pdiff = 0;
             for (size_t j = 0; j < nref && j < ngot; j++) pdiff += memcmp(&pgot[j], &pref[j], sizeof *pgot) != 0;
-            printf("%-8s %-18s batch %d: loss %.6f -> %.6f (cpu %.6f -> %.6f); worst relative difference %.2e at "
+            printf("%-8s %-18s %s batch %d: loss %.6f -> %.6f (cpu %.6f -> %.6f); worst relative difference %.2e at "
                    "step %d; %d of %d losses and %zu of %zu weights differ in any bit\n",
-                   names[i], opts[k].name, BATCH, got[0], got[STEPS - 1], ref[0], ref[STEPS - 1], worst, at,
+                   names[i], opts[k].name, REPRO ? "reproducible" : "ordinary", BATCH, got[0], got[STEPS - 1], ref[0], ref[STEPS - 1], worst, at,
                    STEPS - equal, STEPS, ngot == nref ? pdiff : nref, nref);
             CHECK(worst <= opts[k].tol, "%s %s: loss differs by %.2e (> %.0e) at step %d", names[i], opts[k].name,
                   worst, opts[k].tol, at);
-            CHECK(equal == STEPS, "%s %s: %d of %d losses differ from the CPU's in the last bits (reproducible mode "
+            if (REPRO) CHECK(equal == STEPS, "%s %s: %d of %d losses differ from the CPU's in the last bits (reproducible mode "
                   "promises equal bits)", names[i], opts[k].name, STEPS - equal, STEPS);
-            CHECK(ngot == nref && pdiff == 0, "%s %s: %zu of %zu weights differ from the CPU's after %d steps",
+            if (REPRO) CHECK(ngot == nref && pdiff == 0, "%s %s: %zu of %zu weights differ from the CPU's after %d steps",
                   names[i], opts[k].name, pdiff, nref, STEPS);
             free(pgot);
         }
