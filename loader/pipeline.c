@@ -756,6 +756,8 @@ static loom_status set_size(tparse *t, const tval *v, loom_tf_step *s) {
     if ((v->n != 1 && v->n != 2) || !is_int(v->v[0], 1, 1 << 20) || !is_int(v->v[v->n - 1], 1, 1 << 20))
         return perr(t, "a size: a positive int or (h, w)");
     s->h = (int64_t)v->v[0], s->w = (int64_t)v->v[v->n - 1];
+    /* torchvision: Resize(int) sets the shorter side (the longer keeps the aspect), Resize((h, w)) both */
+    if (s->kind == LOOM_TF_RESIZE) s->short_side = v->n == 1;
     return LOOM_OK;
 }
 

@@ -297,6 +297,13 @@ static void test_draws(void) {
     CHECK(loom__tf_plan(ctx, steps, n, 3, 10, 10, &oh, &ow, &mb) == LOOM_ERR_INVALID_ARG, "plan: erasing before hflip");
     CHECK_OK(ctx, loom_tf_parse(ctx, "RandomOrder([Resize(4), hflip])", steps, 8, &n));
     CHECK(loom__tf_plan(ctx, steps, n, 3, 10, 10, &oh, &ow, &mb) == LOOM_ERR_INVALID_ARG, "plan: RandomOrder([Resize])");
+    /* torchvision's meaning: Resize(int) is the shorter side, Resize((h, w)) both sides */
+    CHECK_OK(ctx, loom_tf_parse(ctx, "Resize(8); Resize((6, 7))", steps, 8, &n));
+    CHECK(n == 2 && steps[0].short_side && steps[0].h == 8 && !steps[1].short_side && steps[1].h == 6 && steps[1].w == 7,
+          "Resize(8) is the shorter side, Resize((6, 7)) is 6x7");
+    CHECK_OK(ctx, loom_tf_parse(ctx, "Resize(8)", steps, 8, &n));
+    CHECK(loom__tf_plan(ctx, steps, n, 3, 10, 20, &oh, &ow, &mb) == LOOM_OK && oh == 8 && ow == 16,
+          "Resize(8) of 10x20: %lldx%lld (expected 8x16)", (long long)oh, (long long)ow);
 }
 
 /* ---- (b) loader batches: synchronous == 2 workers ---------------------------- */

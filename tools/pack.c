@@ -16,6 +16,7 @@ static const char *usage_text =
     "  --out FILE            the shard to write (e.g. DIR/train.shard, which --data-dir DIR then picks)\n"
     "  --size HxW            Resize((H, W)) every image (bilinear, antialiased); N = NxN\n"
     "  --transform SPEC      deterministic steps run before that Resize, e.g. 'Resize(256); CenterCrop(224)'\n"
+    "                        (Resize(256): the shorter side, as torchvision)\n"
     "                        (Resize and CenterCrop only: random augmentation belongs to the loader)\n"
     "  --split train|val     which split of DIR (default train; val = DIR/val or DIR/test)\n"
     "  --skip-bad-samples    ImageFolder: replace corrupt or unsupported images by the next good one\n"

@@ -304,7 +304,8 @@ typedef struct loom_tf_step {
     loom_tf_kind kind;
     int64_t h, w;          /* crop / resize output size */
     /* Resize: h is torchvision's Resize(int), the shorter side (the longer
-     * becomes int(h * long / short)); w is unused. */
+     * becomes int(h * long / short)); w is unused. loom_tf_parse sets it for
+     * Resize(N), as torchvision; Resize((h, w)) sets both sides. */
     bool short_side;
     /* RandomCrop: padding left, top, right, bottom (torchvision's 4-tuple
      * order; an int p is {p, p, p, p}, a pair (a, b) is {a, b, a, b});
