@@ -124,12 +124,13 @@ float repro_log(float x) {
 
 #if defined(K_SUM)
 /* y (nout): csum over the reduced elements (row-major over the reduced axes),
- * / count for mean; g = the reduce table of core (loom__reduce_table); one
- * work-group per output */
+ * / div (float(count) for mean, 1 for sum: t / 1 = t); g = the reduce table
+ * of core (loom__reduce_table); one work-group per output; the bindings and
+ * push constants of reduce.comp (ops/reduce.c runs both) */
 TENSOR_IN(0, int, g);
 TENSOR_IN(1, float, x);
 TENSOR_OUT(2, float, y);
-PUSH { uint xo, yo, nout, mean; } pc;
+PUSH { uint xo, yo, nout; float div; } pc;
 
 uint red_off(uint base, uint e) {
     int nred = g[11];
@@ -156,7 +157,7 @@ void main() {
     precise float t;
     RP_CSUM(count, p = p + x[pc.xo + red_off(base, k)], t);
     if (gl_LocalInvocationID.x == 0u) {
-        precise float v = pc.mean != 0u ? t / float(count) : t;
+        precise float v = t / pc.div;
         y[pc.yo + o] = v;
     }
 }

@@ -372,7 +372,6 @@ uint32_t loom__vk_reduce_local(const loom__vk *vk, int64_t n);
 loom_status loom__vk_meta(loom__vk_op *o, const int64_t *v, int n, loom__buffer **out);
 
 /* reproducible mode's canonical kernels (ops/repro.c, shaders/repro.comp) */
-loom_status loom__vk_repro_reduce(loom__vk_op *o, bool mean);
 loom_status loom__vk_repro_batch_norm(loom__vk_op *o);
 loom_status loom__vk_repro_batch_norm_grad_params(loom__vk_op *o);
 loom_status loom__vk_repro_batch_norm_grad(loom__vk_op *o);

@@ -1,9 +1,10 @@
 /* backends/vulkan/ops/repro.c — host side of reproducible mode's canonical
- * kernels (core/repro.h; shaders/repro.comp): sum/mean, batch norm and its
+ * kernels (core/repro.h; shaders/repro.comp): batch norm and its
  * gradients, cross-entropy and its gradient, f32 only (the core refuses
- * other dtypes in the mode). The ordinary entry points (ops/reduce.c,
- * ops/norm.c, ops/loss.c) call these when vk->reproducible is set; the GEMM
- * runs its gemm*_r_f32 variants (ops/matmul.c) and conv2d always takes the
+ * other dtypes in the mode). The ordinary entry points (ops/norm.c,
+ * ops/loss.c) call these when vk->reproducible is set; the GEMM
+ * runs its gemm*_r_f32 variants (ops/matmul.c), sum/mean take repro_sum in
+ * ops/reduce.c, and conv2d always takes the
  * im2col + GEMM path (ops/conv2d.c). Bindings and push constants follow the
  * PUSH blocks of shaders/repro.comp. */
 #include "../vulkan.h"
@@ -11,22 +12,6 @@
 enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
 
 static const loom_tensor *opt(const loom_tensor *t, int64_t idx) { return idx >= 0 ? t->src[idx] : t->src[0]; }
-
-loom_status loom__vk_repro_reduce(loom__vk_op *o, bool mean) {
-    const loom_tensor *y = o->t, *x = y->src[0];
-    int64_t g[23];
-    int64_t count = loom__reduce_table(y, g);
-    loom__buffer *gm;
-    loom_status st = loom__vk_meta(o, g, 23, &gm);
-    if (st != LOOM_OK) return st;
-    int64_t nout = loom_tensor_numel(y);
-    loom__vk_call c;
-    loom__vk_begin(o, &c, "repro_sum", LOOM_F32);
-    loom__vk_buf(&c, gm, LOOM__VK_R);
-    loom__vk_in(&c, x), loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)nout), loom__vk_u32(&c, mean);
-    return loom__vk_run_groups(&c, nout, loom__vk_reduce_local(o->vk, (count + 1023) / 1024));
-}
 
 static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     *N = x->dims[0], *C = x->dims[1], *S = 1;
