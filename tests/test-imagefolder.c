@@ -428,21 +428,10 @@ static void test_train_source(loom_ctx *ctx) {
     loom_source_destroy(src);
 }
 
-static int rm_rf(const char *p) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
-    return system(cmd);
-}
-
 int main(void) {
     loom_ctx *ctx;
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
-    const char *t = getenv("TMPDIR");
-    snprintf(tmp, sizeof tmp, "%s/loom-imagefolder-XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmp)) {
-        printf("cannot make a temp directory\n");
-        return 1;
-    }
+    if (!tu_tmpdir("imagefolder", tmp, sizeof tmp)) return 1;
 #ifdef LOOM_HAVE_TURBOJPEG
     printf("JPEG: TurboJPEG\n");
 #else
@@ -452,7 +441,7 @@ int main(void) {
     test_bad(ctx);
     test_decode_and_dir(ctx);
     test_train_source(ctx);
-    if (rm_rf(tmp) != 0) printf("could not remove %s\n", tmp);
+    tu_rm_rf(tmp);
     loom_ctx_destroy(ctx);
     return tu_summary();
 }

@@ -233,25 +233,14 @@ static void test_bad(loom_ctx *ctx, const char *shard) {
     free(good);
 }
 
-static int rm_rf(const char *p) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
-    return system(cmd);
-}
-
 int main(void) {
     loom_ctx *ctx;
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
-    const char *t = getenv("TMPDIR");
-    snprintf(tmp, sizeof tmp, "%s/loom-shard-XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmp)) {
-        printf("cannot make a temp directory\n");
-        return 1;
-    }
+    if (!tu_tmpdir("shard", tmp, sizeof tmp)) return 1;
     char shard[512];
     test_pack_and_read(ctx, shard, sizeof shard);
     test_bad(ctx, shard);
-    if (rm_rf(tmp) != 0) printf("could not remove %s\n", tmp);
+    tu_rm_rf(tmp);
     loom_ctx_destroy(ctx);
     return tu_summary();
 }

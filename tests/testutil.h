@@ -1,6 +1,7 @@
 /* tests/testutil.h — tiny helpers shared by the loom test programs.
  *
- * defines: CHECK, CHECK_OK, tu_summary, tu_skip, tu_cpu_open, tu_cpu_close.
+ * defines: CHECK, CHECK_OK, tu_summary, tu_skip, tu_cpu_open, tu_cpu_close,
+ *          tu_tmpdir, tu_rm_rf.
  *
  * Header-only: each test program is one translation unit, so the counters are
  * file-static. A test ends with `return tu_summary();`, which prints the plain
@@ -12,6 +13,7 @@
 #define LOOM_TESTUTIL_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "loom/loom.h"
 
@@ -76,6 +78,23 @@ static inline bool tu_cpu_open(int threads, loom_ctx **ctx, loom_backend **be) {
 static inline void tu_cpu_close(loom_ctx *ctx, loom_backend *be) {
     loom_backend_destroy(be);
     loom_ctx_destroy(ctx);
+}
+
+/* A fresh directory $TMPDIR/loom-<what>-XXXXXX (/tmp without TMPDIR) into
+ * buf; false (after printing why) when it cannot be made. */
+static inline bool tu_tmpdir(const char *what, char *buf, size_t n) {
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, n, "%s/loom-%s-XXXXXX", t && *t ? t : "/tmp", what);
+    if (mkdtemp(buf)) return true;
+    printf("cannot make a temp directory %s\n", buf);
+    return false;
+}
+
+/* rm -rf dir (a test's temp directory); says so when it fails */
+static inline void tu_rm_rf(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
 #endif
