@@ -312,17 +312,22 @@ static void set_workers(loom_loader *ld, int n) {
 }
 
 /* Auto: after each window of batches, add a worker while the caller waits
- * for data more than 5% of its step; remove one when the rest would still
- * be at most 75% busy while the caller waits under 1%. */
+ * for data more than 5% of its step and the workers are busy (at least half
+ * of their time loading: a wait with idle workers is scheduling latency that
+ * more threads would not cure); remove one when the rest would still be at
+ * most 75% busy while the caller waits under 1%, or at most 50% busy while
+ * the wait is under the 5% that adds one (a loaded machine wakes threads
+ * late, so an idle pool may never see a wait under 1%). */
 static void autotune(loom_loader *ld) {
     int64_t window = 2 * (int64_t)ld->active > 8 ? 2 * (int64_t)ld->active : 8;
     if (ld->win_n < window) return;
     double step = ld->win_wait + ld->win_compute, frac = step > 0 ? ld->win_wait / step : 0;
     double busy = step > 0 ? ld->win_load / step : 0; /* workers kept busy */
-    if (frac > 0.05 && ld->active < ld->max_workers)
-        set_workers(ld, ld->active + 1);
-    else if (frac < 0.01 && ld->active > 1 && busy <= 0.75 * (ld->active - 1))
-        set_workers(ld, ld->active - 1);
+    int n = ld->active;
+    if (frac > 0.05 && n < ld->max_workers && busy >= 0.5 * n)
+        set_workers(ld, n + 1);
+    else if (n > 1 && ((frac < 0.01 && busy <= 0.75 * (n - 1)) || (frac <= 0.05 && busy <= 0.5 * (n - 1))))
+        set_workers(ld, n - 1);
     ld->win_n = 0, ld->win_wait = ld->win_compute = ld->win_load = 0;
 }
 
