@@ -29,10 +29,36 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
  * the result (in a or b). */
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                          uint8_t *a, uint8_t *b);
-/* loom__tf_run with runs of geometric steps fused into one resampling
- * (the same draws; see loader/pipeline.c for what stays bit-exact). */
+/* Where ToTensor + Normalize may write: x (c, h, w) through the loader's
+ * per-channel tables; done when the run wrote x itself (then *img is not
+ * the result). */
+typedef struct loom__tensor_out {
+    const float (*lut)[256];
+    float *x;
+    int c;
+    bool done;
+} loom__tensor_out;
+/* loom__tf_run with runs of geometric steps fused into one resampling and
+ * ColorJitter + nearest RandomAffine (+ ToTensor into out, when out is not
+ * NULL and nothing but RandomErasing follows) as one pass (the same draws;
+ * see loader/pipeline.c and loader/tail.c for what stays bit-exact). */
 loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
-                               uint8_t *a, uint8_t *b);
+                               uint8_t *a, uint8_t *b, loom__tensor_out *out);
+
+/* The fused tail (loader/tail.c): drawn jitter and affine parameters. */
+typedef struct loom__tail {
+    bool jitter, affine;
+    int order[4];    /* ColorJitter: 0 brightness, 1 contrast, 2 saturation, 3 hue */
+    double f[4];
+    bool on[4];
+    double p[6];     /* RandomAffine (nearest): angle, tx, ty, scale, shear x, y */
+    uint8_t fill[3]; /* per channel */
+} loom__tail;
+/* Run t on *img (in a, b or the caller's buffer): into out->x when out
+ * has x with img's channel count (out->done set), else into a or b
+ * (*img updated). */
+loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, uint8_t *a, uint8_t *b,
+                           loom__tensor_out *out);
 /* The trailing RandomErasing steps on the normalised tensor x (c, h, w),
  * after loom__tf_run with the same rng (it continues the sample's stream). */
 loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,
@@ -45,5 +71,43 @@ loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n,
  *   RandomOrder        the permutation of its count steps
  *   flips              apply (0/1);  RandomCrop  top, left (padded) */
 void loom__tf_draw(const loom_tf_step *s, loom__aug_rng *r, int64_t h, int64_t w, double out[8]);
+
+/* ---- colour primitives (loader/transforms.c): the arithmetic of the
+ * adjust_* functions on spans of pixels (src may equal dst), shared by the
+ * image functions and the fused tail, so both give the same bits. */
+void loom__lut_span(const uint8_t lut[256], const uint8_t *src, uint8_t *dst, size_t n);
+void loom__brightness_lut(double f, uint8_t lut[256]);
+void loom__contrast_lut(double f, float mean, uint8_t lut[256]);
+/* adjust_contrast's mean: of floor(gray) (3 channels) or of the values (1) */
+float loom__gray_mean(const uint8_t *p, int64_t hw, int c);
+typedef struct loom__sat_tables {
+    float uf[256], gg[256], gr[3][256];
+} loom__sat_tables;
+void loom__sat_init(loom__sat_tables *t, double f);
+void loom__sat_span(const loom__sat_tables *t, const uint8_t *src, uint8_t *dst, int64_t npx); /* 3 channels */
+void loom__hue_span(double f, const uint8_t *src, uint8_t *dst, int64_t npx);                   /* 3 channels */
+
+/* nearbyint in the default rounding mode (half to even), inline */
+static inline double loom__round_even(double v) {
+    const double k = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+    return (v < 0 ? -v : v) < 2251799813685248.0 ? (v + k) - k : v;
+}
+
+/* loom_tf_affine's source point of output pixel (ox, oy): m is the inverse
+ * matrix about the centre (hx, hy) = ((W - 1) / 2, (H - 1) / 2). */
+static inline void loom__affine_point(const double m[6], double hx, double hy, int64_t ox, int64_t oy, double *fx,
+                                      double *fy) {
+    double x = (double)ox - hx, y = (double)oy - hy;
+    *fx = m[0] * x + m[1] * y + m[2] + hx, *fy = m[3] * x + m[4] * y + m[5] + hy;
+}
+
+/* Nearest sampling: the pixel index (y W + x) of source point (fx, fy), or
+ * false when it falls outside (the fill). */
+static inline bool loom__nearest_at(double fx, double fy, int64_t W, int64_t H, int64_t *at) {
+    double rx = loom__round_even(fx), ry = loom__round_even(fy);
+    if (!(rx >= 0 && rx < (double)W && ry >= 0 && ry < (double)H)) return false;
+    *at = (int64_t)ry * W + (int64_t)rx;
+    return true;
+}
 
 #endif

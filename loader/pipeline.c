@@ -641,9 +641,54 @@ static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom
     return LOOM_OK;
 }
 
+/* The fused tail at step i (loader/tail.c): a ColorJitter, a nearest
+ * RandomAffine, or the two in that order; into the tensor when only
+ * RandomErasing (applied to the tensor) follows. Returns the steps it
+ * covers, 0 when there is no tail here or it would not pay (a lone affine
+ * whose result stays u8 is loom_tf_affine's one pass already). */
+static int tail_len(const loom_tf_step *steps, int n, int i, const loom__tensor_out *out, bool *to_tensor) {
+    int j = i;
+    bool jit = steps[j].kind == LOOM_TF_COLOR_JITTER;
+    if (jit) j++;
+    bool aff = j < n && steps[j].kind == LOOM_TF_RANDOM_AFFINE && steps[j].nearest;
+    if (aff) j++;
+    bool last = true;
+    for (int k = j; k < n; k++) last = last && steps[k].kind == LOOM_TF_RANDOM_ERASING;
+    *to_tensor = last && out && out->x;
+    if (!jit && !(aff && *to_tensor)) return 0;
+    return j - i;
+}
+
+static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int len, loom__aug_rng *rng,
+                            loom_image *img, uint8_t *a, uint8_t *b, loom__tensor_out *out) {
+    loom__tail t = {0};
+    int k = i;
+    if (steps[k].kind == LOOM_TF_COLOR_JITTER) {
+        t.jitter = true;
+        jitter_params(&steps[k], rng, t.order, t.f);
+        memcpy(t.on, steps[k].jitter_on, sizeof t.on);
+        k++;
+    }
+    if (k < i + len) {
+        const loom_tf_step *s = &steps[k];
+        t.affine = true;
+        affine_params(s, rng, img->h, img->w, t.p);
+        for (int q = 0; q < 3; q++) t.fill[q] = s->afill[img->c == 3 ? q : 0];
+    }
+    return loom__tail_run(ctx, &t, img, a, b, out);
+}
+
 static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
-                             uint8_t *a, uint8_t *b, bool fuse) {
+                             uint8_t *a, uint8_t *b, bool fuse, loom__tensor_out *out) {
     for (int i = 0; i < n; i++) {
+        bool to_tensor = false;
+        int t = fuse ? tail_len(steps, n, i, out, &to_tensor) : 0;
+        if (t > 0) {
+            loom_status st = run_tail(ctx, steps, i, t, rng, img, a, b, to_tensor ? out : NULL);
+            if (st != LOOM_OK) return st;
+            i += t - 1;
+            continue;
+        }
         int j = fuse ? fuse_end(ctx, steps, n, i, img->h, img->w) : i;
         if (j - i >= 2) {
             loom_status st = run_fused(ctx, steps, i, j, rng, img, a, b);
@@ -660,12 +705,13 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
 
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                          uint8_t *a, uint8_t *b) {
-    return run_steps(ctx, steps, n, rng, img, a, b, false);
+    return run_steps(ctx, steps, n, rng, img, a, b, false, NULL);
 }
 
 loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
-                               uint8_t *a, uint8_t *b) {
-    return run_steps(ctx, steps, n, rng, img, a, b, true);
+                               uint8_t *a, uint8_t *b, loom__tensor_out *out) {
+    if (out) out->done = false;
+    return run_steps(ctx, steps, n, rng, img, a, b, true, out);
 }
 
 loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,

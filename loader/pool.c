@@ -153,10 +153,12 @@ static void to_tensor(const loom_loader *ld, const uint8_t *img, float *x) {
 static loom_status augment(loom_loader *ld, worker *w, int64_t epoch, int64_t i, loom_image img, float *x) {
     loom__aug_rng rng;
     loom__aug_init(&rng, ld->d.seed, epoch, i);
-    loom_status st = ld->d.no_fuse ? loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1])
-                                   : loom__tf_run_fused(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1]);
+    loom__tensor_out out = {.lut = (const float(*)[256])ld->lut, .x = x, .c = ld->oc};
+    loom_status st = ld->d.no_fuse
+                         ? loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1])
+                         : loom__tf_run_fused(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1], &out);
     if (st != LOOM_OK) return st;
-    to_tensor(ld, img.data, x);
+    if (!out.done) to_tensor(ld, img.data, x);
     return loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
 }
 

@@ -16,8 +16,7 @@
  */
 #include <math.h>
 
-#include "../core/impl.h"
-#include "loom/transforms.h"
+#include "loader_impl.h"
 
 static loom_status check_image(loom_ctx *ctx, const char *tf, const char *which, const loom_image *im) {
     if (!im || !im->data)
@@ -232,20 +231,23 @@ loom_status loom_tf_resized_crop(loom_ctx *ctx, const loom_image *src, int64_t t
 }
 
 /* ---- colour ---------------------------------------------------------------- */
+/* Each adjustment is a span primitive (loader_impl.h) that the fused tail
+ * (loader/tail.c) applies row by row and the image functions below apply
+ * to the whole image: the same arithmetic either way. */
 
 /* torch: float result clamped to [0, 255], then .to(uint8) truncates */
-static inline uint8_t trunc_u8(float v) { return (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v); }
+static inline uint8_t trunc_u8(float v) {
+    v = v > 0.0f ? v : 0.0f; /* branch-free (maxss, minss) */
+    v = v < 255.0f ? v : 255.0f;
+    return (uint8_t)(int32_t)v;
+}
 
 static inline float gray_of(const uint8_t *p) { return (float)p[0] * 0.2989f + (float)p[1] * 0.587f + (float)p[2] * 0.114f; }
 
 /* floorf of a value in [0, 2^31): truncation (no libm call on plain SSE2) */
 static inline float floor_pos(float v) { return (float)(int32_t)v; }
 
-/* nearbyint in the default rounding mode (half to even), inline */
-static inline double round_even(double v) {
-    const double k = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
-    return fabs(v) < 2251799813685248.0 ? (v + k) - k : v;
-}
+static inline double round_even(double v) { return loom__round_even(v); }
 
 static loom_status check_factor(loom_ctx *ctx, const char *tf, double f, double lo, double hi) {
     if (!(f >= lo && f <= hi))
@@ -253,74 +255,55 @@ static loom_status check_factor(loom_ctx *ctx, const char *tf, double f, double 
     return LOOM_OK;
 }
 
-loom_status loom_tf_adjust_brightness(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
-    loom_status st = check_same(ctx, "adjust_brightness", src, dst);
-    if (st == LOOM_OK) st = check_factor(ctx, "adjust_brightness", f, 0, HUGE_VAL);
-    if (st != LOOM_OK) return st;
+void loom__lut_span(const uint8_t lut[256], const uint8_t *src, uint8_t *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = lut[src[i]];
+}
+
+void loom__brightness_lut(double f, uint8_t lut[256]) {
     float ff = (float)f;
-    uint8_t lut[256]; /* the same expression per value, tabulated */
     for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff);
-    size_t n = (size_t)(src->h * src->w * src->c);
-    for (size_t i = 0; i < n; i++) dst->data[i] = lut[src->data[i]];
-    return LOOM_OK;
 }
 
 /* _blend(img, other, f): img * f + other * (1 - f) in f32 */
-static inline uint8_t blend(uint8_t u, float other, float f, float g) { return trunc_u8((float)u * f + other * g); }
-
-loom_status loom_tf_adjust_contrast(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
-    loom_status st = check_same(ctx, "adjust_contrast", src, dst);
-    if (st == LOOM_OK) st = check_factor(ctx, "adjust_contrast", f, 0, HUGE_VAL);
-    if (st != LOOM_OK) return st;
-    int64_t hw = src->h * src->w;
-    int c = src->c;
-    double sum = 0;
-    for (int64_t i = 0; i < hw; i++) sum += c == 3 ? floor_pos(gray_of(src->data + i * 3)) : (float)src->data[i];
-    float mean = (float)(sum / (double)hw), ff = (float)f, g = (float)(1.0 - f);
-    uint8_t lut[256];
-    for (int u = 0; u < 256; u++) lut[u] = blend((uint8_t)u, mean, ff, g);
-    for (int64_t i = 0; i < hw * c; i++) dst->data[i] = lut[src->data[i]];
-    return LOOM_OK;
+void loom__contrast_lut(double f, float mean, uint8_t lut[256]) {
+    float ff = (float)f, g = (float)(1.0 - f);
+    for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff + mean * g);
 }
 
-loom_status loom_tf_adjust_saturation(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
-    loom_status st = check_same(ctx, "adjust_saturation", src, dst);
-    if (st == LOOM_OK) st = check_factor(ctx, "adjust_saturation", f, 0, HUGE_VAL);
-    if (st != LOOM_OK) return st;
-    int64_t hw = src->h * src->w;
-    if (src->c == 1) {
-        memcpy(dst->data, src->data, (size_t)hw);
-        return LOOM_OK;
-    }
+float loom__gray_mean(const uint8_t *p, int64_t hw, int c) {
+    int64_t sum = 0; /* of integers: exact, as torch's sum of the floored grays */
+    if (c == 3)
+        for (int64_t i = 0; i < hw; i++) sum += (int32_t)floor_pos(gray_of(p + i * 3));
+    else
+        for (int64_t i = 0; i < hw; i++) sum += p[i];
+    return (float)((double)sum / (double)hw);
+}
+
+void loom__sat_init(loom__sat_tables *t, double f) {
     float ff = (float)f, g = (float)(1.0 - f);
     /* blend's products tabulated (u * f and gray * g, gray an integer), summed as blend sums them */
-    float uf[256], gg[256], gr_lut[3][256];
     for (int u = 0; u < 256; u++) {
-        uf[u] = (float)u * ff, gg[u] = (float)u * g;
-        gr_lut[0][u] = (float)u * 0.2989f, gr_lut[1][u] = (float)u * 0.587f, gr_lut[2][u] = (float)u * 0.114f;
+        t->uf[u] = (float)u * ff, t->gg[u] = (float)u * g;
+        t->gr[0][u] = (float)u * 0.2989f, t->gr[1][u] = (float)u * 0.587f, t->gr[2][u] = (float)u * 0.114f;
     }
-    for (int64_t i = 0; i < hw; i++) {
-        const uint8_t *p = src->data + i * 3;
-        int gr = (int)(gr_lut[0][p[0]] + gr_lut[1][p[1]] + gr_lut[2][p[2]]); /* floor(gray_of(p)) */
-        for (int k = 0; k < 3; k++) dst->data[i * 3 + k] = trunc_u8(uf[p[k]] + gg[gr]);
+}
+
+void loom__sat_span(const loom__sat_tables *t, const uint8_t *src, uint8_t *dst, int64_t npx) {
+    for (int64_t i = 0; i < npx; i++) {
+        const uint8_t *p = src + i * 3;
+        int gr = (int)(t->gr[0][p[0]] + t->gr[1][p[1]] + t->gr[2][p[2]]); /* floor(gray_of(p)) */
+        float add = t->gg[gr];
+        uint8_t o0 = trunc_u8(t->uf[p[0]] + add), o1 = trunc_u8(t->uf[p[1]] + add), o2 = trunc_u8(t->uf[p[2]] + add);
+        dst[i * 3] = o0, dst[i * 3 + 1] = o1, dst[i * 3 + 2] = o2;
     }
-    return LOOM_OK;
 }
 
 static inline float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
 
-loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
-    loom_status st = check_same(ctx, "adjust_hue", src, dst);
-    if (st == LOOM_OK) st = check_factor(ctx, "adjust_hue", f, -0.5, 0.5);
-    if (st != LOOM_OK) return st;
-    int64_t hw = src->h * src->w;
-    if (src->c == 1) {
-        memcpy(dst->data, src->data, (size_t)hw);
-        return LOOM_OK;
-    }
+void loom__hue_span(double f, const uint8_t *src, uint8_t *dst, int64_t npx) {
     const float inv = (float)(1.0 / 255.0), ff = (float)f;
-    for (int64_t i = 0; i < hw; i++) {
-        const uint8_t *p = src->data + i * 3;
+    for (int64_t i = 0; i < npx; i++) {
+        const uint8_t *p = src + i * 3;
         float r = (float)p[0] * inv, g = (float)p[1] * inv, b = (float)p[2] * inv;
         /* _rgb_to_hsv (Pillow's formulas) */
         float maxc = fmaxf(r, fmaxf(g, b)), minc = fminf(r, fminf(g, b));
@@ -344,8 +327,57 @@ loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_
         float q = clamp01((1.0f - sxf) * v), t = clamp01((sxf + (1.0f - s)) * v), pp = clamp01((1.0f - s) * v);
         float vpqt[4] = {v, pp, q, t};
         static const int sel[3][6] = {{0, 2, 1, 1, 3, 0}, {3, 0, 0, 2, 1, 1}, {1, 1, 3, 0, 0, 2}};
-        for (int k = 0; k < 3; k++) dst->data[i * 3 + k] = trunc_u8(vpqt[sel[k][sect]] * (255.0f + 1.0f - 1e-3f));
+        uint8_t o[3];
+        for (int k = 0; k < 3; k++) o[k] = trunc_u8(vpqt[sel[k][sect]] * (255.0f + 1.0f - 1e-3f));
+        dst[i * 3] = o[0], dst[i * 3 + 1] = o[1], dst[i * 3 + 2] = o[2];
     }
+}
+
+loom_status loom_tf_adjust_brightness(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_brightness", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_brightness", f, 0, HUGE_VAL);
+    if (st != LOOM_OK) return st;
+    uint8_t lut[256]; /* the same expression per value, tabulated */
+    loom__brightness_lut(f, lut);
+    loom__lut_span(lut, src->data, dst->data, (size_t)(src->h * src->w * src->c));
+    return LOOM_OK;
+}
+
+loom_status loom_tf_adjust_contrast(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_contrast", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_contrast", f, 0, HUGE_VAL);
+    if (st != LOOM_OK) return st;
+    uint8_t lut[256];
+    loom__contrast_lut(f, loom__gray_mean(src->data, src->h * src->w, src->c), lut);
+    loom__lut_span(lut, src->data, dst->data, (size_t)(src->h * src->w * src->c));
+    return LOOM_OK;
+}
+
+loom_status loom_tf_adjust_saturation(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_saturation", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_saturation", f, 0, HUGE_VAL);
+    if (st != LOOM_OK) return st;
+    int64_t hw = src->h * src->w;
+    if (src->c == 1) {
+        memcpy(dst->data, src->data, (size_t)hw);
+        return LOOM_OK;
+    }
+    loom__sat_tables t;
+    loom__sat_init(&t, f);
+    loom__sat_span(&t, src->data, dst->data, hw);
+    return LOOM_OK;
+}
+
+loom_status loom_tf_adjust_hue(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {
+    loom_status st = check_same(ctx, "adjust_hue", src, dst);
+    if (st == LOOM_OK) st = check_factor(ctx, "adjust_hue", f, -0.5, 0.5);
+    if (st != LOOM_OK) return st;
+    int64_t hw = src->h * src->w;
+    if (src->c == 1) {
+        memcpy(dst->data, src->data, (size_t)hw);
+        return LOOM_OK;
+    }
+    loom__hue_span(f, src->data, dst->data, hw);
     return LOOM_OK;
 }
 
@@ -381,13 +413,13 @@ loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_imag
     // dst (H, W, c) <- src (H, W, c) sampled at M^-1 p (coordinates and weights once per pixel)
     for (int64_t oy = 0; oy < H; oy++)
         for (int64_t ox = 0; ox < W; ox++) {
-            double x = (double)ox - hx, y = (double)oy - hy;
-            double fx = m[0] * x + m[1] * y + m[2] + hx, fy = m[3] * x + m[4] * y + m[5] + hy;
+            double fx, fy;
+            loom__affine_point(m, hx, hy, ox, oy, &fx, &fy);
             uint8_t *o = dst->data + (oy * W + ox) * nc;
             if (nearest) {
-                double rx = round_even(fx), ry = round_even(fy);
-                if (rx >= 0 && rx < (double)W && ry >= 0 && ry < (double)H) {
-                    const uint8_t *p = src->data + ((int64_t)ry * W + (int64_t)rx) * nc;
+                int64_t at;
+                if (loom__nearest_at(fx, fy, W, H, &at)) {
+                    const uint8_t *p = src->data + at * nc;
                     for (int k = 0; k < nc; k++) o[k] = p[k];
                 } else {
                     for (int k = 0; k < nc; k++) o[k] = fill ? fill[k] : 0;

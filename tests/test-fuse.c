@@ -15,7 +15,10 @@
  *       are on the fill border only, where the unfused path blurs the
  *       RandomAffine's edge in the second resampling (99.9th percentile
  *       printed);
- *   (c) the loader on the guide's whole pipeline: batches bitwise equal with
+ *   (a') the fused tail (loader/tail.c: ColorJitter + nearest RandomAffine
+ *       in one pass, u8 out): bit-exact, 3 and 1 channels;
+ *   (c) the loader on the guide's whole pipeline and variants (the tail
+ *       writing ToTensor + Normalize itself): batches bitwise equal with
  *       fusion on and off (loom_loader_desc.no_fuse);
  *   (d) bad input to loom_tf_remap / loom_tf_warp: errors, no crash.
  */
@@ -88,7 +91,7 @@ static diffs compare(const loom_tf_step *steps, int ns, uint8_t *const *imgs, in
                 loom__aug_init(&r1, (uint64_t)seed, 0, i);
                 loom__aug_init(&r2, (uint64_t)seed, 0, i);
                 loom_status s1 = loom__tf_run(ctx, steps, ns, &r1, &u, a1, b1);
-                loom_status s2 = loom__tf_run_fused(ctx, steps, ns, &r2, &f, a2, b2);
+                loom_status s2 = loom__tf_run_fused(ctx, steps, ns, &r2, &f, a2, b2, NULL);
                 if (s1 != LOOM_OK || s2 != LOOM_OK) {
                     CHECK(0, "run: %s", loom_last_error(ctx));
                     continue;
@@ -135,7 +138,7 @@ static void close_to(const char *name, const char *spec, uint8_t *const *imgs, i
 }
 
 /* (c) the loader with and without fusion on the guide's whole pipeline */
-static void loader_guide(uint8_t *const *imgs) {
+static void loader_guide(uint8_t *const *imgs, const char *tail) {
     enum { N = 24 };
     loom_dataset ds;
     memset(&ds, 0, sizeof ds);
@@ -148,8 +151,7 @@ static void loader_guide(uint8_t *const *imgs) {
     CHECK_OK(ctx, loom_source_wrap(ctx, &ds, &src));
     loom_tf_step steps[8];
     int ns = guide_geo(steps), n2 = 0;
-    CHECK_OK(ctx, loom_tf_parse(ctx, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))",
-                                steps + ns, 5, &n2));
+    CHECK_OK(ctx, loom_tf_parse(ctx, tail, steps + ns, 5, &n2));
     ns += n2;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
     float *out[2] = {NULL, NULL};
@@ -170,7 +172,8 @@ static void loader_guide(uint8_t *const *imgs) {
     }
     if (out[0] && out[1])
         CHECK(!memcmp(out[0], out[1], (size_t)N * rec * sizeof(float)),
-              "the guide pipeline through the loader: batches bitwise equal with fusion on and off");
+              "the guide's Resize(256 short); RandomCrop(224); hflip; %s through the loader: batches bitwise equal "
+              "with fusion on and off", tail);
     free(out[0]), free(out[1]);
     loom_source_destroy(src);
     free(ds.pixels), free(ds.labels);
@@ -237,6 +240,20 @@ int main(void) {
         CHECK_OK(ctx, loom_tf_parse(ctx, exact_specs[k], s, 8, &ns));
         exact(exact_specs[k], s, ns, rgb, 3);
     }
+    /* (a') the fused tail (loader/tail.c) as u8: ColorJitter (contrast's
+     * mean anywhere in the drawn order) and a nearest RandomAffine, one pass */
+    const char *tail_specs[] = {
+        "RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
+        "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30)); vflip",
+        "ColorJitter(0.3, 0.5); Resize((100, 120))", "CenterCrop(200); ColorJitter(0, 0.5, 0, 0.2); hflip",
+        "RandomCrop(160); ColorJitter(0.5, 0, 0.5, 0.3); RandomAffine(30, fill=200); CenterCrop(150)"};
+    for (size_t k = 0; k < sizeof tail_specs / sizeof *tail_specs; k++) {
+        CHECK_OK(ctx, loom_tf_parse(ctx, tail_specs[k], s, 8, &ns));
+        exact(tail_specs[k], s, ns, rgb, 3);
+        char name[200];
+        snprintf(name, sizeof name, "%.160s (1 channel)", tail_specs[k]);
+        exact(name, s, ns, gray, 1);
+    }
     /* (b) bounds: a composed resampling vs two rounded ones */
     close_to("Resize((300, 400)); RandomResizedCrop(160); hflip", "Resize((300, 400)); RandomResizedCrop(160); hflip", rgb,
              3, 0.5, 6);
@@ -246,7 +263,13 @@ int main(void) {
              rgb, 3, 1.0, 255);
     close_to("RandomAffine(10, bilinear); Resize((75, 100)) (5x)",
              "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", rgb, 3, 1.2, 255);
-    loader_guide(rgb);
+    /* the tail writing the tensor (ToTensor + Normalize in its pass) */
+    loader_guide(rgb, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))");
+    loader_guide(rgb, "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255)); "
+                      "RandomErasing(p=1)");
+    loader_guide(rgb, "ColorJitter(0.3, 0.3, 0.3, 0.3)");
+    /* (a padded RandomCrop ends the geometric run: the affine alone is the tail) */
+    loader_guide(rgb, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
     bad_input(rgb[0]);
     for (int i = 0; i < NIMG; i++) free(rgb[i]), free(gray[i]);
     loom_ctx_destroy(ctx);
