@@ -80,6 +80,7 @@ void loom__brightness_lut(double f, uint8_t lut[256]);
 void loom__contrast_lut(double f, float mean, uint8_t lut[256]);
 /* adjust_contrast's mean: of floor(gray) (3 channels) or of the values (1) */
 float loom__gray_mean(const uint8_t *p, int64_t hw, int c);
+int64_t loom__gray_sum(const uint8_t *p, int64_t npx, int c); /* the mean's exact sum */
 typedef struct loom__sat_tables {
     float uf[256], gg[256], gr[3][256];
 } loom__sat_tables;
@@ -109,5 +110,37 @@ static inline bool loom__nearest_at(double fx, double fy, int64_t W, int64_t H, 
     *at = (int64_t)ry * W + (int64_t)rx;
     return true;
 }
+
+/* The tail's passes (loader/tail.c): rows of base, optionally through the
+ * nearest affine (m about the centre hx, hy; fill outside), through the
+ * stages, into the tensor (lut, x) or as u8 into dst or nowhere, with the
+ * sum of the result's floor(gray) (3 channels) or values (1) when asked. */
+enum { LOOM__TS_LUT = 1, LOOM__TS_SAT, LOOM__TS_HUE };
+typedef struct loom__tail_stage {
+    int kind;
+    uint8_t lut[256]; /* LOOM__TS_LUT: the composed table of... */
+    int nlin;         /* ...nlin steps v <- trunc(clamp(v mul + add)) (brightness: add 0) */
+    float mul[4], add[4];
+    double f; /* LOOM__TS_HUE */
+} loom__tail_stage;
+typedef struct loom__tail_rows {
+    const uint8_t *base;
+    int64_t H, W;
+    int c;
+    bool affine, want_gray;
+    double m[6], hx, hy;
+    uint8_t fill[3];
+    const loom__tail_stage *st;
+    int ns;
+    const loom__sat_tables *sat;
+    const float (*lut)[256];
+    float *x;
+    uint8_t *dst;
+    int64_t gray_sum;
+} loom__tail_rows;
+/* Columns [0, returned) of every row, 3 channels, with AVX2 when the CPU
+ * has it (loader/tail_avx2.c); 0 when it does not (the caller does all). */
+int64_t loom__tail_rows_avx2(loom__tail_rows *r);
+
 
 #endif

@@ -264,20 +264,22 @@ void loom__brightness_lut(double f, uint8_t lut[256]) {
     for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff);
 }
 
-/* _blend(img, other, f): img * f + other * (1 - f) in f32 */
+/* _blend(img, other, f): img * f + other * (1 - f) in f32 (other * (1 - f) is the same for every value) */
 void loom__contrast_lut(double f, float mean, uint8_t lut[256]) {
-    float ff = (float)f, g = (float)(1.0 - f);
-    for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff + mean * g);
+    float ff = (float)f, g = (float)(1.0 - f), add = mean * g;
+    for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff + add);
 }
 
-float loom__gray_mean(const uint8_t *p, int64_t hw, int c) {
+int64_t loom__gray_sum(const uint8_t *p, int64_t npx, int c) {
     int64_t sum = 0; /* of integers: exact, as torch's sum of the floored grays */
     if (c == 3)
-        for (int64_t i = 0; i < hw; i++) sum += (int32_t)floor_pos(gray_of(p + i * 3));
+        for (int64_t i = 0; i < npx; i++) sum += (int32_t)floor_pos(gray_of(p + i * 3));
     else
-        for (int64_t i = 0; i < hw; i++) sum += p[i];
-    return (float)((double)sum / (double)hw);
+        for (int64_t i = 0; i < npx; i++) sum += p[i];
+    return sum;
 }
+
+float loom__gray_mean(const uint8_t *p, int64_t hw, int c) { return (float)((double)loom__gray_sum(p, hw, c) / (double)hw); }
 
 void loom__sat_init(loom__sat_tables *t, double f) {
     float ff = (float)f, g = (float)(1.0 - f);

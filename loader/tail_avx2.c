@@ -1,0 +1,230 @@
+/* loader/tail_avx2.c — the bulk of the fused tail's 3-channel rows
+ * (loader/tail.c) eight pixels at a time with AVX2, chosen at run time
+ * (__builtin_cpu_supports; LOOM_LOADER_SIMD=0 turns it off).
+ *
+ * Lane by lane it is the scalar arithmetic, so the bits are the same
+ * (tests/test-fuse.c compares the fused tail with the unfused steps, which
+ * use the scalar primitives of loader/transforms.c):
+ *   - the affine's source point in double in the scalar order, rounded to
+ *     nearest-even (_mm256_round_pd equals loom__round_even's k-trick
+ *     wherever the point can be inside), bounds tested the same way;
+ *   - pixels fetched as 32-bit words (masked gather: lanes outside read
+ *     nothing; the image's last pixel is read one byte early and shifted, so
+ *     nothing past the image is touched);
+ *   - brightness / contrast as the expressions their tables hold (u f + a,
+ *     clamped, truncated; a = 0 or mean (1 - f), as loom__contrast_lut);
+ *     saturation and the gray sum with the scalar products and sums (no FMA:
+ *     this file is compiled for AVX2 without FMA, and -ffp-contract=off);
+ *     hue through the scalar primitive on the eight pixels;
+ *   - ToTensor + Normalize as gathers from the loader's float tables,
+ *     written with streaming stores when aligned.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+typedef struct px8 {
+    __m256i r, g, b; /* 0..255 per lane */
+} px8;
+
+AVX2 static inline __m256i trunc_u8(__m256 v) {
+    v = _mm256_max_ps(v, _mm256_setzero_ps());
+    v = _mm256_min_ps(v, _mm256_set1_ps(255.0f));
+    return _mm256_cvttps_epi32(v);
+}
+
+/* floor(gray) of integer-valued lanes: (r 0.2989 + g 0.587) + b 0.114 */
+AVX2 static inline __m256i gray8(__m256 rf, __m256 gf, __m256 bf) {
+    __m256 s = _mm256_add_ps(_mm256_mul_ps(rf, _mm256_set1_ps(0.2989f)), _mm256_mul_ps(gf, _mm256_set1_ps(0.587f)));
+    return _mm256_cvttps_epi32(_mm256_add_ps(s, _mm256_mul_ps(bf, _mm256_set1_ps(0.114f))));
+}
+
+/* loom__sat_span: u f + floor(gray) (1 - f), truncated to 0..255 */
+AVX2 static inline void sat8(px8 *p, __m256 ff, __m256 g) {
+    __m256 rf = _mm256_cvtepi32_ps(p->r), gf = _mm256_cvtepi32_ps(p->g), bf = _mm256_cvtepi32_ps(p->b);
+    __m256 add = _mm256_mul_ps(_mm256_cvtepi32_ps(gray8(rf, gf, bf)), g);
+    p->r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(rf, ff), add));
+    p->g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(gf, ff), add));
+    p->b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(bf, ff), add));
+}
+
+AVX2 static inline void hue8(px8 *p, double f) {
+    int32_t v[3][8];
+    uint8_t buf[24];
+    _mm256_storeu_si256((__m256i *)v[0], p->r);
+    _mm256_storeu_si256((__m256i *)v[1], p->g);
+    _mm256_storeu_si256((__m256i *)v[2], p->b);
+    for (int i = 0; i < 8; i++) buf[i * 3] = (uint8_t)v[0][i], buf[i * 3 + 1] = (uint8_t)v[1][i], buf[i * 3 + 2] = (uint8_t)v[2][i];
+    loom__hue_span(f, buf, buf, 8);
+    for (int i = 0; i < 8; i++) v[0][i] = buf[i * 3], v[1][i] = buf[i * 3 + 1], v[2][i] = buf[i * 3 + 2];
+    p->r = _mm256_loadu_si256((const __m256i *)v[0]);
+    p->g = _mm256_loadu_si256((const __m256i *)v[1]);
+    p->b = _mm256_loadu_si256((const __m256i *)v[2]);
+}
+
+/* Eight packed RGB0 words into 24 bytes at o. */
+AVX2 static inline void store_rgb(uint8_t *o, const px8 *p) {
+    __m256i w = _mm256_or_si256(p->r, _mm256_or_si256(_mm256_slli_epi32(p->g, 8), _mm256_slli_epi32(p->b, 16)));
+    const __m256i pick = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8,
+                                          9, 10, 12, 13, 14, -1, -1, -1, -1);
+    w = _mm256_shuffle_epi8(w, pick);
+    __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
+    int32_t t;
+    _mm_storel_epi64((__m128i *)o, lo);
+    t = _mm_extract_epi32(lo, 2);
+    memcpy(o + 8, &t, 4);
+    _mm_storel_epi64((__m128i *)(o + 12), hi);
+    t = _mm_extract_epi32(hi, 2);
+    memcpy(o + 20, &t, 4);
+}
+
+/* The 64-bit lane masks of two __m256d compares as one 8 x 32-bit mask. */
+AVX2 static inline __m256i mask_pd(__m256d lo, __m256d hi) {
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    __m128i a = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(lo), even));
+    __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(hi), even));
+    return _mm256_set_m128i(b, a);
+}
+
+AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
+    const int64_t H = r->H, W = r->W, hw = H * W, W8 = W & ~(int64_t)7;
+    if (W8 == 0 || hw * 3 + 8 > 0x7fffffff) return 0;
+    __m256 sat_f = _mm256_setzero_ps(), sat_g = _mm256_setzero_ps();
+    for (int k = 0; k < r->ns; k++) {
+        if (r->st[k].kind == LOOM__TS_SAT) /* uf[1] = (float)1 * f, gg[1] = (float)1 * (1 - f): the factors */
+            sat_f = _mm256_set1_ps(r->sat->uf[1]), sat_g = _mm256_set1_ps(r->sat->gg[1]);
+    }
+    const int *base = (const int *)r->base;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), ff = _mm256_set1_epi32(0xff);
+    const __m256i last = _mm256_set1_epi32((int32_t)(hw - 1)), eight = _mm256_set1_epi32(8);
+    const __m256i fill_r = _mm256_set1_epi32(r->fill[0]), fill_g = _mm256_set1_epi32(r->fill[1]),
+                  fill_b = _mm256_set1_epi32(r->fill[2]);
+    const __m256d m2 = _mm256_set1_pd(r->m[2]), m5 = _mm256_set1_pd(r->m[5]), hx = _mm256_set1_pd(r->hx), hy = _mm256_set1_pd(r->hy),
+                  zero = _mm256_setzero_pd(), Wd = _mm256_set1_pd((double)W), Hd = _mm256_set1_pd((double)H);
+    __m256 fillv[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (r->x)
+        for (int ch = 0; ch < 3; ch++) fillv[ch] = _mm256_set1_ps(r->lut[ch][r->fill[ch]]);
+    /* m[0] x and m[3] x per column (x = ox - hx): the same for every row */
+    double *cx0 = NULL, *cx3 = NULL;
+    if (r->affine) {
+        if (!(cx0 = malloc(2 * (size_t)W8 * sizeof *cx0))) return 0; /* the scalar path does it all */
+        cx3 = cx0 + W8;
+        for (int64_t ox = 0; ox < W8; ox++) {
+            double x = (double)ox - r->hx;
+            cx0[ox] = r->m[0] * x, cx3[ox] = r->m[3] * x;
+        }
+    }
+    int64_t gray = 0;
+    for (int64_t oy = 0; oy < H; oy++) {
+        double y = (double)oy - r->hy;
+        const __m256d m1y = _mm256_set1_pd(r->m[1] * y), m4y = _mm256_set1_pd(r->m[4] * y);
+        __m256i acc = _mm256_setzero_si256();
+        for (int64_t ox = 0; ox < W8; ox += 8) {
+            __m256i at, in = _mm256_set1_epi32(-1);
+            if (r->affine) {
+                __m256d fxl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox), m1y), m2), hx);
+                __m256d fxh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox + 4), m1y), m2), hx);
+                __m256d fyl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox), m4y), m5), hy);
+                __m256d fyh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox + 4), m4y), m5), hy);
+                const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+                __m256d rxl = _mm256_round_pd(fxl, rnd), rxh = _mm256_round_pd(fxh, rnd);
+                __m256d ryl = _mm256_round_pd(fyl, rnd), ryh = _mm256_round_pd(fyh, rnd);
+                __m256d okl = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxl, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxl, Wd, _CMP_LT_OQ)),
+                                            _mm256_and_pd(_mm256_cmp_pd(ryl, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryl, Hd, _CMP_LT_OQ)));
+                __m256d okh = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxh, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxh, Wd, _CMP_LT_OQ)),
+                                            _mm256_and_pd(_mm256_cmp_pd(ryh, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryh, Hd, _CMP_LT_OQ)));
+                /* y W + x, exact in double; 0 where outside */
+                __m256d al = _mm256_and_pd(_mm256_add_pd(_mm256_mul_pd(ryl, Wd), rxl), okl);
+                __m256d ah = _mm256_and_pd(_mm256_add_pd(_mm256_mul_pd(ryh, Wd), rxh), okh);
+                at = _mm256_set_m128i(_mm256_cvttpd_epi32(ah), _mm256_cvttpd_epi32(al));
+                in = mask_pd(okl, okh);
+            } else {
+                at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(oy * W + ox)), lane);
+            }
+            __m256i is_last = _mm256_cmpeq_epi32(at, last);
+            __m256i off = _mm256_add_epi32(_mm256_add_epi32(at, _mm256_add_epi32(at, at)), is_last);
+            __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, off, in, 1);
+            w = _mm256_srlv_epi32(w, _mm256_and_si256(is_last, eight));
+            px8 p = {_mm256_and_si256(w, ff), _mm256_and_si256(_mm256_srli_epi32(w, 8), ff),
+                     _mm256_and_si256(_mm256_srli_epi32(w, 16), ff)};
+            if (r->affine) {
+                p.r = _mm256_blendv_epi8(fill_r, p.r, in);
+                p.g = _mm256_blendv_epi8(fill_g, p.g, in);
+                p.b = _mm256_blendv_epi8(fill_b, p.b, in);
+            }
+            for (int k = 0; k < r->ns; k++) {
+                int kind = r->st[k].kind;
+                if (kind == LOOM__TS_LUT) { /* the table's expressions, computed: cheaper than gathers */
+                    const loom__tail_stage *q = &r->st[k];
+                    for (int j = 0; j < q->nlin; j++) {
+                        const __m256 mul = _mm256_set1_ps(q->mul[j]), add = _mm256_set1_ps(q->add[j]);
+                        p.r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p.r), mul), add));
+                        p.g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p.g), mul), add));
+                        p.b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p.b), mul), add));
+                    }
+                } else if (kind == LOOM__TS_SAT) {
+                    sat8(&p, sat_f, sat_g);
+                } else {
+                    hue8(&p, r->st[k].f);
+                }
+            }
+            if (r->x) {
+                const __m256 inf = _mm256_castsi256_ps(in);
+                __m256i idx[3] = {p.r, p.g, p.b};
+                for (int ch = 0; ch < 3; ch++) {
+                    __m256 v = _mm256_blendv_ps(fillv[ch], _mm256_i32gather_ps(r->lut[ch], idx[ch], 4), inf);
+                    float *o = r->x + (size_t)ch * (size_t)hw + (size_t)(oy * W + ox);
+                    if (((uintptr_t)o & 31) == 0) _mm256_stream_ps(o, v);
+                    else _mm256_storeu_ps(o, v);
+                }
+            } else if (r->dst) {
+                if (r->affine) { /* the fill is written after the adjustments */
+                    p.r = _mm256_blendv_epi8(fill_r, p.r, in);
+                    p.g = _mm256_blendv_epi8(fill_g, p.g, in);
+                    p.b = _mm256_blendv_epi8(fill_b, p.b, in);
+                }
+                store_rgb(r->dst + (oy * W + ox) * 3, &p);
+            }
+            if (r->want_gray)
+                acc = _mm256_add_epi32(acc, gray8(_mm256_cvtepi32_ps(p.r), _mm256_cvtepi32_ps(p.g), _mm256_cvtepi32_ps(p.b)));
+        }
+        if (r->want_gray) {
+            int32_t s[8];
+            _mm256_storeu_si256((__m256i *)s, acc);
+            for (int i = 0; i < 8; i++) gray += s[i];
+        }
+    }
+    free(cx0);
+    if (r->x) _mm_sfence(); /* the streaming stores, before the batch is handed over */
+    r->gray_sum += gray;
+    return W8;
+}
+
+int64_t loom__tail_rows_avx2(loom__tail_rows *r) {
+    static atomic_int use = -1; /* every thread computes the same value */
+    int u = atomic_load_explicit(&use, memory_order_relaxed);
+    if (u < 0) {
+        const char *e = getenv("LOOM_LOADER_SIMD");
+        __builtin_cpu_init();
+        u = !(e && !strcmp(e, "0")) && __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&use, u, memory_order_relaxed);
+    }
+    return u && r->c == 3 ? rows_avx2(r) : 0;
+}
+
+#else
+
+int64_t loom__tail_rows_avx2(loom__tail_rows *r) {
+    (void)r;
+    return 0;
+}
+
+#endif
