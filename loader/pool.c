@@ -211,7 +211,7 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
             }
             continue;
         }
-        void *dst = src->kind == LOOM_SAMPLE_F32 ? (void *)x : (void *)w->buf[0];
+        void *dst = src->kind != LOOM_SAMPLE_U8 ? (void *)x : (void *)w->buf[0]; /* records: 4-byte elements in place */
         loom_status st = src->get(src, w->ctx, i, dst, &s->y[k]);
         if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8)
             st = augment(ld, w, epoch, i, (loom_image){w->buf[0], src->h, src->w, src->c}, x);
@@ -377,12 +377,12 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
                          "-1 (synchronous), 0 (auto) or 1..4096; prefetch 0..64)",
                          desc->workers, desc->max_workers, desc->prefetch);
     if (src->n < 1 || src->c < 1 || (!var && (src->h < 1 || src->w < 1)) ||
-        (src->kind != LOOM_SAMPLE_U8 && src->kind != LOOM_SAMPLE_F32))
+        (src->kind != LOOM_SAMPLE_U8 && src->kind != LOOM_SAMPLE_F32 && src->kind != LOOM_SAMPLE_I32))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' has %lld samples of %dx%lldx%lld", src->name,
                          (long long)src->n, src->c, (long long)src->h, (long long)src->w);
-    if (src->kind == LOOM_SAMPLE_F32 && desc->nsteps > 0)
-        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' holds float records: image transforms do not apply",
-                         src->name);
+    if (src->kind != LOOM_SAMPLE_U8 && desc->nsteps > 0)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' holds %s records: image transforms do not apply",
+                         src->name, src->kind == LOOM_SAMPLE_F32 ? "float" : "int32 (token)");
     if (src->kind == LOOM_SAMPLE_U8 && src->c > 4)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: source '%s' has %d channels (images have 1..4)", src->name,
                          src->c);
@@ -575,7 +575,9 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
     if (s->st != LOOM_OK) return loom__err(ld->ctx, s->st, "%s", s->err);
     out->count = s->count;
     out->index = s->batch;
-    out->x = s->x;
+    bool ids = ld->d.src->kind == LOOM_SAMPLE_I32;
+    out->x = ids ? NULL : s->x;
+    out->ids = ids ? (const int32_t *)(const void *)s->x : NULL;
     out->y = s->y;
     if (!ld->sync && ld->d.workers == LOOM_WORKERS_AUTO) autotune(ld);
     ld->t_return = loom__now_s();

@@ -9,8 +9,9 @@
  * fewer than T + 1 tokens, width not 2/4, seq_len <= 0, a bad vocab_size, a
  * token >= vocab_size (past the first 64 Ki-token scan block, named with its
  * index and byte offset), a uint32 id that is not an int32 — each an error
- * naming the file; a sample index out of range; and that loom_loader (f32
- * batches) refuses the I32 source instead of misreading its ids.
+ * naming the file; a sample index out of range; and that loom_loader
+ * delivers the ids (batch.ids), shuffled, the same for 0, 1 and 2 workers,
+ * and refuses image transforms on them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,12 +99,49 @@ static void test_contents(loom_ctx *ctx) {
                   "sample %lld: %s '%s' (expected out of range naming the file)", (long long)i, loom_status_str(st),
                   loom_last_error(ctx));
         }
-        /* the loader delivers f32 batches: it must refuse ids rather than misread them */
+        /* the loader delivers the ids (batch.ids, x NULL), shuffled, the
+         * same for 0 / 1 / 2 workers; transforms are refused */
+        int32_t got[3][4 * 10], lab[3][4];
+        for (int wk = 0; wk < 3; wk++) {
+            loom_loader *ld = NULL;
+            loom_loader_desc d = {.src = s, .batch = 3, .shuffle = true, .seed = 9,
+                                  .workers = wk == 0 ? LOOM_WORKERS_SYNC : wk};
+            CHECK_OK(ctx, loom_loader_create(ctx, &d, &ld));
+            if (!ld) continue;
+            loom_loader_batch b;
+            int n = 0;
+            while (loom_loader_next(ld, &b) == LOOM_OK && b.count > 0 && n + b.count <= 4) {
+                CHECK(b.ids && !b.x, "workers %d: batch %lld has ids and no x", wk, (long long)b.index);
+                if (b.ids) memcpy(got[wk] + n * 10, b.ids, (size_t)b.count * 10 * sizeof(int32_t));
+                memcpy(lab[wk] + n, b.y, (size_t)b.count * sizeof(int32_t));
+                n += b.count;
+            }
+            CHECK(n == 4, "workers %d: %d of 4 sequences delivered", wk, n);
+            loom_loader_destroy(ld);
+            /* every delivered record is one of the source's, with its label */
+            bool seen[4] = {false, false, false, false}, ok = true;
+            for (int k = 0; k < n; k++) {
+                int match = -1;
+                for (int64_t i = 0; i < s->n; i++) {
+                    int32_t one[10], lb;
+                    if (s->get(s, ctx, i, one, &lb) == LOOM_OK && !memcmp(one, got[wk] + k * 10, sizeof one) &&
+                        lb == lab[wk][k])
+                        match = (int)i;
+                }
+                ok = ok && match >= 0 && !seen[match];
+                if (match >= 0) seen[match] = true;
+            }
+            CHECK(ok, "workers %d: the batches hold each sequence once, ids and label intact", wk);
+        }
+        CHECK(!memcmp(got[0], got[1], sizeof got[0]) && !memcmp(got[0], got[2], sizeof got[0]) &&
+                  !memcmp(lab[0], lab[2], sizeof lab[0]),
+              "token batches identical for 0, 1 and 2 workers");
+        loom_tf_step flip = {.kind = LOOM_TF_RANDOM_HFLIP, .p = 0.5};
         loom_loader *ld = NULL;
-        loom_status st = loom_loader_create(ctx, &(loom_loader_desc){.src = s, .batch = 2, .workers = 2}, &ld);
-        CHECK(st == LOOM_ERR_INVALID_ARG && !ld && strstr(loom_last_error(ctx), p),
-              "loom_loader over an I32 source: %s '%s' (expected an error naming it)", loom_status_str(st),
-              loom_last_error(ctx));
+        loom_status st = loom_loader_create(ctx, &(loom_loader_desc){.src = s, .batch = 2, .steps = &flip, .nsteps = 1}, &ld);
+        CHECK(st == LOOM_ERR_INVALID_ARG && !ld && strstr(loom_last_error(ctx), p) && strstr(loom_last_error(ctx), "token"),
+              "loom_loader over an I32 source with a transform: %s '%s' (expected an error naming it)",
+              loom_status_str(st), loom_last_error(ctx));
         loom_loader_destroy(ld);
         loom_source_destroy(s);
         s = NULL;

@@ -169,8 +169,8 @@ loom_status loom_batches_bucketed(loom_ctx *ctx, const int64_t *idx, int64_t n, 
 typedef enum loom_sample_kind {
     LOOM_SAMPLE_U8,  /* an image: h * w * c bytes, HWC (rows packed) */
     LOOM_SAMPLE_F32, /* a record: c * h * w floats, CHW, used as it is (no transforms) */
-    LOOM_SAMPLE_I32, /* a record of c * h * w int32 ids, CHW (token sequences); not (yet) taken
-                        by loom_loader, which delivers f32 batches */
+    LOOM_SAMPLE_I32, /* a record of c * h * w int32 ids, CHW (token sequences); loom_loader
+                        delivers them in loom_loader_batch.ids */
 } loom_sample_kind;
 
 /* What the pipeline does first with a variable-size image: 0 = nothing is
@@ -448,13 +448,14 @@ typedef struct loom_loader_desc {
 
 typedef struct loom_loader loom_loader;
 
-/* One delivered batch: x (count, c, h, w) f32, y (count) i32, in the ring
+/* One delivered batch: x (count, c, h, w) f32 (or ids for token sources), y (count) i32, in the ring
  * slot (pinned when the backend has pinned memory). Valid until the next
  * loom_loader_next / begin / destroy. */
 typedef struct loom_loader_batch {
     int count;               /* 0 = the epoch is over */
     int64_t index;           /* batch number within the epoch */
-    const float *x;
+    const float *x;          /* U8 and F32 sources (NULL for I32) */
+    const int32_t *ids;      /* I32 sources (token sequences): (count, c, h, w) int32; else NULL */
     const int32_t *y;
 } loom_loader_batch;
 
