@@ -143,4 +143,20 @@ typedef struct loom__tail_rows {
 int64_t loom__tail_rows_avx2(loom__tail_rows *r);
 
 
+/* The separable resampler's passes with AVX2 (loader/resample_avx2.c);
+ * the same integer sums as sep_run's loops. A width plan (NULL when the
+ * CPU lacks AVX2, LOOM_LOADER_SIMD=0, or fewer than 8 outputs) does the
+ * 3-channel width pass of outputs [0, returned) of one source row. */
+bool loom__simd_avx2(void);
+void loom__simd_set(int on); /* tests: 1 on (if the CPU can), 0 off, -1 back to LOOM_LOADER_SIMD */
+typedef struct loom__wplan loom__wplan;
+loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
+                                   int64_t sw);
+int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o);
+void loom__width_plan_free(loom__wplan *p);
+/* acc[x] += w * t[x], x < n; false when AVX2 is off (the caller loops) */
+bool loom__height_acc_avx2(int32_t *a, const uint8_t *t, int32_t w, int64_t n);
+/* o[x] = clamp(a[x] >> bits, 0, 255); false when AVX2 is off */
+bool loom__acc_to_u8_avx2(const int32_t *a, uint8_t *o, int64_t n, int bits);
+
 #endif

@@ -1,6 +1,6 @@
 /* loader/tail_avx2.c — the bulk of the fused tail's 3-channel rows
  * (loader/tail.c) eight pixels at a time with AVX2, chosen at run time
- * (__builtin_cpu_supports; LOOM_LOADER_SIMD=0 turns it off).
+ * (loom__simd_avx2: the CPU has it and LOOM_LOADER_SIMD is not 0).
  *
  * Lane by lane it is the scalar arithmetic, so the bits are the same
  * (tests/test-fuse.c compares the fused tail with the unfused steps, which
@@ -19,7 +19,6 @@
  *   - ToTensor + Normalize as gathers from the loader's float tables,
  *     written with streaming stores when aligned.
  */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,17 +207,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     return W8;
 }
 
-int64_t loom__tail_rows_avx2(loom__tail_rows *r) {
-    static atomic_int use = -1; /* every thread computes the same value */
-    int u = atomic_load_explicit(&use, memory_order_relaxed);
-    if (u < 0) {
-        const char *e = getenv("LOOM_LOADER_SIMD");
-        __builtin_cpu_init();
-        u = !(e && !strcmp(e, "0")) && __builtin_cpu_supports("avx2");
-        atomic_store_explicit(&use, u, memory_order_relaxed);
-    }
-    return u && r->c == 3 ? rows_avx2(r) : 0;
-}
+int64_t loom__tail_rows_avx2(loom__tail_rows *r) { return loom__simd_avx2() && r->c == 3 ? rows_avx2(r) : 0; }
 
 #else
 

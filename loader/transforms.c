@@ -517,6 +517,7 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
     }
     /* columns copied in order (a crop): whole rows at once */
     bool run = tx->copy && tx->idx[(ow - 1) * tx->span] - tx->idx[0] == ow - 1;
+    loom__wplan *wp = c == 3 && !tx->copy ? loom__width_plan_avx2(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
     // tmp (rows, ow, c) <- src rows rlo..rhi, columns through tx
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *s = src->data + (rlo + r) * src->w * c;
@@ -525,7 +526,8 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
             memcpy(o, s + tx->idx[0] * c, (size_t)row);
             continue;
         }
-        for (int64_t x = 0; x < ow; x++, o += c) {
+        int64_t x = wp ? loom__width_row_avx2(wp, s, FIX_BITS, half, o) : 0;
+        for (o += x * c; x < ow; x++, o += c) {
             const int64_t *ix = tx->idx + x * tx->span, n = tx->cnt[x];
             const uint8_t *p = s + ix[0] * c;
             if (tx->copy) {
@@ -565,11 +567,14 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
         for (int64_t j = 0; j < ty->cnt[y]; j++) {
             const uint8_t *restrict t = tmp + (iy[j] - rlo) * row;
             int32_t w = wt[j];
-            for (int64_t x = 0; x < row; x++) a[x] += w * t[x];
+            if (!loom__height_acc_avx2(a, t, w, row))
+                for (int64_t x = 0; x < row; x++) a[x] += w * t[x];
         }
-        for (int64_t x = 0; x < row; x++) o[x] = fix_u8(a[x]);
+        if (!loom__acc_to_u8_avx2(a, o, row, FIX_BITS))
+            for (int64_t x = 0; x < row; x++) o[x] = fix_u8(a[x]);
     }
     free(tmp), free(acc);
+    loom__width_plan_free(wp);
     return LOOM_OK;
 }
 

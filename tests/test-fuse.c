@@ -20,7 +20,10 @@
  *   (c) the loader on the guide's whole pipeline and variants (the tail
  *       writing ToTensor + Normalize itself): batches bitwise equal with
  *       fusion on and off (loom_loader_desc.no_fuse);
- *   (d) bad input to loom_tf_remap / loom_tf_warp: errors, no crash.
+ *   (d) bad input to loom_tf_remap / loom_tf_warp: errors, no crash;
+ *   (e) the AVX2 paths against the scalar ones (loom__simd_set): resizes up
+ *       and down, fused crops / flips / affines, the tail, 1 and 3
+ *       channels: bit for bit (where the CPU has no AVX2 both are scalar).
  */
 #include <math.h>
 #include <stdio.h>
@@ -135,6 +138,49 @@ static void close_to(const char *name, const char *spec, uint8_t *const *imgs, i
     CHECK(d.stream_ok, "%s: the random stream ends where the unfused steps end it", name);
     printf("%-44s mean |diff| %.3f, 99.9%% <= %d, max %d, %.1f%% of %lld values differ\n", name, mean, p999, d.worst,
            d.n ? 100.0 * (double)d.off / (double)d.n : 0.0, (long long)d.n);
+}
+
+/* (e) the AVX2 paths (loader/resample_avx2.c, loader/tail_avx2.c) against
+ * the scalar loops: the same steps, the same draws, SIMD on and off */
+static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
+    const char *specs[] = {
+        "Resize(256); RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
+        "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30))",
+        "Resize((123, 77))", "Resize((700, 901))", "hflip; RandomResizedCrop((100, 150)); vflip; ColorJitter(0.3, 0.6, 0.5)",
+        "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", "ColorJitter(0.5, 0.5, 0.5, 0.5)"};
+    loom_tf_step steps[8];
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        int ns = 0;
+        CHECK_OK(ctx, loom_tf_parse(ctx, specs[k], steps, 8, &ns));
+        for (int c = 1; c <= 3; c += 2) {
+            int64_t oh, ow;
+            size_t mb;
+            if (loom__tf_plan(ctx, steps, ns, c, IH, IW, &oh, &ow, &mb) != LOOM_OK) {
+                CHECK(0, "plan %s: %s", specs[k], loom_last_error(ctx));
+                continue;
+            }
+            uint8_t *buf[4] = {malloc(mb), malloc(mb), malloc(mb), malloc(mb)};
+            int64_t differ = 0, total = 0;
+            for (int im = 0; im < NIMG; im++)
+                for (int i = 0; i < 6; i++) {
+                    loom_image out[2];
+                    for (int simd = 0; simd < 2; simd++) {
+                        loom__simd_set(simd);
+                        loom__aug_rng r;
+                        loom__aug_init(&r, 11, 0, i);
+                        out[simd] = (loom_image){c == 3 ? rgb[im] : gray[im], IH, IW, c};
+                        CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &out[simd], buf[2 * simd], buf[2 * simd + 1], NULL));
+                    }
+                    int64_t n = out[0].h * out[0].w * c;
+                    for (int64_t p = 0; p < n; p++) differ += out[0].data[p] != out[1].data[p];
+                    total += n;
+                }
+            loom__simd_set(-1);
+            CHECK(differ == 0 && total > 0, "%s (%d channel%s): SIMD == scalar bit for bit (%lld of %lld values differ)",
+                  specs[k], c, c == 1 ? "" : "s", (long long)differ, (long long)total);
+            for (int q = 0; q < 4; q++) free(buf[q]);
+        }
+    }
 }
 
 /* (c) the loader with and without fusion on the guide's whole pipeline */
@@ -270,6 +316,7 @@ int main(void) {
     loader_guide(rgb, "ColorJitter(0.3, 0.3, 0.3, 0.3)");
     /* (a padded RandomCrop ends the geometric run: the affine alone is the tail) */
     loader_guide(rgb, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
+    simd_vs_scalar(rgb, gray);
     bad_input(rgb[0]);
     for (int i = 0; i < NIMG; i++) free(rgb[i]), free(gray[i]);
     loom_ctx_destroy(ctx);

@@ -1,0 +1,202 @@
+/* loader/resample_avx2.c — the separable resampler's two passes (sep_run in
+ * loader/transforms.c) eight outputs at a time with AVX2, chosen at run
+ * time (LOOM_LOADER_SIMD=0 turns it off). The passes are integer sums of
+ * fixed-point weights (FIX_BITS fraction bits, started at half), so any
+ * order gives the same bits as the scalar loops.
+ *
+ * Width pass, 3 channels: for eight consecutive outputs and tap j, one
+ * gather of 32-bit words at their j-th source pixels (R, G, B and one byte
+ * of the next pixel, dropped) and the eight weights of tap j (the taps
+ * table transposed once per call, weight 0 past an output's count), then
+ * shifts and masks to the three channels. A block that reads the row's last
+ * pixel (its word would leave the row) is summed in scalar code.
+ * Height pass: acc[x] += w * row[x] over the row, eight lanes at a time.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+static atomic_int use = -1; /* every thread computes the same value */
+
+void loom__simd_set(int on) { atomic_store_explicit(&use, on < 0 ? -1 : on > 0 && __builtin_cpu_supports("avx2"), memory_order_relaxed); }
+
+bool loom__simd_avx2(void) {
+    int u = atomic_load_explicit(&use, memory_order_relaxed);
+    if (u < 0) {
+        const char *e = getenv("LOOM_LOADER_SIMD");
+        __builtin_cpu_init();
+        u = !(e && !strcmp(e, "0")) && __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&use, u, memory_order_relaxed);
+    }
+    return u;
+}
+
+/* (acc >> bits) clamped to 0..255, per lane */
+AVX2 static inline __m256i to_u8(__m256i acc, int bits) {
+    __m256i v = _mm256_srai_epi32(acc, bits);
+    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), _mm256_set1_epi32(255));
+}
+
+struct loom__wplan {
+    int64_t nb, maxn, span;
+    const int64_t *idx, *cnt;
+    const int32_t *wt;
+    int32_t *offs, *wts; /* (b maxn + j) 8 + l */
+    bool *ok;
+};
+
+void loom__width_plan_free(loom__wplan *p) {
+    if (!p) return;
+    free(p->offs), free(p->wts), free(p->ok), free(p);
+}
+
+loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
+                                   int64_t sw) {
+    int64_t nb = ow / 8, maxn = 0;
+    if (nb == 0 || !loom__simd_avx2()) return NULL;
+    for (int64_t x = 0; x < nb * 8; x++) maxn = cnt[x] > maxn ? cnt[x] : maxn;
+    loom__wplan *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    *p = (loom__wplan){nb, maxn, span, idx, cnt, wt, malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)),
+                       malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)), malloc((size_t)nb)};
+    if (!p->offs || !p->wts || !p->ok) {
+        loom__width_plan_free(p);
+        return NULL;
+    }
+    /* per block and tap j: the eight source byte offsets and weights (a
+     * lane past its count repeats its last tap with weight 0); ok[b]: every
+     * word of the block inside its row (pixel < sw - 1) */
+    for (int64_t b = 0; b < nb; b++) {
+        p->ok[b] = true;
+        for (int l = 0; l < 8; l++) {
+            int64_t x = b * 8 + l, n = cnt[x];
+            for (int64_t j = 0; j < maxn; j++) {
+                int64_t i = n >= 1 ? idx[x * span + (j < n ? j : n - 1)] : 0;
+                p->ok[b] = p->ok[b] && n >= 1 && i >= 0 && i < sw - 1;
+                p->offs[(b * maxn + j) * 8 + l] = (int32_t)(i * 3);
+                p->wts[(b * maxn + j) * 8 + l] = j < n ? wt[x * span + j] : 0;
+            }
+        }
+    }
+    return p;
+}
+
+AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
+    const int64_t maxn = p->maxn, span = p->span;
+    const __m256i ff = _mm256_set1_epi32(0xff), h = _mm256_set1_epi32(half);
+    const __m256i pick = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8,
+                                          9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (int64_t b = 0; b < p->nb; b++) {
+        uint8_t *q = o + b * 24;
+        if (!p->ok[b]) { /* the row's last pixel is read: the scalar sums */
+            for (int l = 0; l < 8; l++) {
+                int64_t x = b * 8 + l;
+                int32_t a0 = half, a1 = half, a2 = half;
+                for (int64_t j = 0; j < p->cnt[x]; j++) {
+                    const uint8_t *px = s + p->idx[x * span + j] * 3;
+                    int32_t w = p->wt[x * span + j];
+                    a0 += w * px[0], a1 += w * px[1], a2 += w * px[2];
+                }
+                int32_t v[3] = {a0 >> bits, a1 >> bits, a2 >> bits};
+                for (int k = 0; k < 3; k++) q[l * 3 + k] = (uint8_t)(v[k] < 0 ? 0 : v[k] > 255 ? 255 : v[k]);
+            }
+            continue;
+        }
+        __m256i ar = h, ag = h, ab = h;
+        for (int64_t j = 0; j < maxn; j++) {
+            const int64_t at = (b * maxn + j) * 8;
+            __m256i w = _mm256_loadu_si256((const __m256i *)(p->wts + at));
+            __m256i px = _mm256_i32gather_epi32((const int *)s, _mm256_loadu_si256((const __m256i *)(p->offs + at)), 1);
+            ar = _mm256_add_epi32(ar, _mm256_mullo_epi32(_mm256_and_si256(px, ff), w));
+            ag = _mm256_add_epi32(ag, _mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32(px, 8), ff), w));
+            ab = _mm256_add_epi32(ab, _mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32(px, 16), ff), w));
+        }
+        __m256i v = _mm256_or_si256(to_u8(ar, bits),
+                                    _mm256_or_si256(_mm256_slli_epi32(to_u8(ag, bits), 8), _mm256_slli_epi32(to_u8(ab, bits), 16)));
+        v = _mm256_shuffle_epi8(v, pick);
+        __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+        int32_t t;
+        _mm_storel_epi64((__m128i *)q, lo);
+        t = _mm_extract_epi32(lo, 2);
+        memcpy(q + 8, &t, 4);
+        _mm_storel_epi64((__m128i *)(q + 12), hi);
+        t = _mm_extract_epi32(hi, 2);
+        memcpy(q + 20, &t, 4);
+    }
+}
+
+int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
+    width_row(p, s, bits, half, o);
+    return p->nb * 8;
+}
+
+AVX2 static void height_acc(int32_t *a, const uint8_t *t, int32_t w, int64_t n) {
+    const __m256i wv = _mm256_set1_epi32(w);
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        __m128i b = _mm_loadl_epi64((const __m128i *)(t + x));
+        __m256i v = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(b), wv);
+        _mm256_storeu_si256((__m256i *)(a + x), _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(a + x)), v));
+    }
+    for (; x < n; x++) a[x] += w * t[x];
+}
+
+bool loom__height_acc_avx2(int32_t *a, const uint8_t *t, int32_t w, int64_t n) {
+    if (!loom__simd_avx2()) return false;
+    height_acc(a, t, w, n);
+    return true;
+}
+
+AVX2 static void acc_to_u8(const int32_t *a, uint8_t *o, int64_t n, int bits) {
+    int64_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m256i lo = to_u8(_mm256_loadu_si256((const __m256i *)(a + x)), bits);
+        __m256i hi = to_u8(_mm256_loadu_si256((const __m256i *)(a + x + 8)), bits);
+        __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8); /* 16 x u16 in order */
+        __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+        _mm_storeu_si128((__m128i *)(o + x), b);
+    }
+    for (; x < n; x++) {
+        int32_t v = a[x] >> bits;
+        o[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+}
+
+bool loom__acc_to_u8_avx2(const int32_t *a, uint8_t *o, int64_t n, int bits) {
+    if (!loom__simd_avx2()) return false;
+    acc_to_u8(a, o, n, bits);
+    return true;
+}
+
+#else
+
+bool loom__simd_avx2(void) { return false; }
+void loom__simd_set(int on) { (void)on; }
+loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
+                                   int64_t sw) {
+    (void)idx, (void)cnt, (void)wt, (void)span, (void)ow, (void)sw;
+    return NULL;
+}
+int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
+    (void)p, (void)s, (void)bits, (void)half, (void)o;
+    return 0;
+}
+void loom__width_plan_free(loom__wplan *p) { (void)p; }
+bool loom__height_acc_avx2(int32_t *a, const uint8_t *t, int32_t w, int64_t n) {
+    (void)a, (void)t, (void)w, (void)n;
+    return false;
+}
+bool loom__acc_to_u8_avx2(const int32_t *a, uint8_t *o, int64_t n, int bits) {
+    (void)a, (void)o, (void)n, (void)bits;
+    return false;
+}
+
+#endif
