@@ -45,8 +45,16 @@ typedef struct loom__tensor_out {
 loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                                uint8_t *a, uint8_t *b, loom__tensor_out *out);
 
+/* The image a tail reads: h x w pixels, row y and column x of it being
+ * source row roff + rstep y and column coff + cstep x (crops and flips read
+ * through; the identity: roff = coff = 0, steps 1, h x w = the source). */
+typedef struct loom__tail_view {
+    int64_t h, w, roff, rstep, coff, cstep;
+} loom__tail_view;
+
 /* The fused tail (loader/tail.c): drawn jitter and affine parameters. */
 typedef struct loom__tail {
+    loom__tail_view view;
     bool jitter, affine;
     int order[4];    /* ColorJitter: 0 brightness, 1 contrast, 2 saturation, 3 hue */
     double f[4];
@@ -126,6 +134,8 @@ typedef struct loom__tail_stage {
 typedef struct loom__tail_rows {
     const uint8_t *base;
     int64_t H, W;
+    /* image pixel (y, x) is base pixel (roff + rstep y) pitch + coff + cstep x; npx: base's pixels */
+    int64_t pitch, roff, rstep, coff, cstep, npx;
     int c;
     bool affine, want_gray;
     double m[6], hx, hy;

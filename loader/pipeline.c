@@ -513,9 +513,9 @@ static int64_t half_even(int64_t d) { /* Python's int(round(d / 2.0)), d >= 0 */
     return (d % 2 && q % 2) ? q + 1 : q;
 }
 
-/* Steps i..j-1 on *img, one resampling; draws as run_one would. */
-static loom_status run_fused(loom_ctx *ctx, const loom_tf_step *steps, int i, int j, loom__aug_rng *rng,
-                             loom_image *img, uint8_t *a, uint8_t *b) {
+/* The composed map of steps i..j-1 on *img; draws as run_one would. */
+static loom_status geo_build(loom_ctx *ctx, const loom_tf_step *steps, int i, int j, loom__aug_rng *rng,
+                             const loom_image *img, geo *out) {
     geo g = {.n = {img->h, img->w}, .exact = true, .m = {1, 0, 0, 0, 1, 0}};
     for (int k = 0; k < 2; k++) g.ax[k] = (loom_tf_axis){0, 1, g.n[k], g.n[k], 0, 1};
     geo_valid(&g);
@@ -561,11 +561,32 @@ static loom_status run_fused(loom_ctx *ctx, const loom_tf_step *steps, int i, in
         default: return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform step %d (%s) is not geometric", k + 1, tf_name(s->kind));
         }
     }
+    *out = g;
+    return LOOM_OK;
+}
+
+/* Steps i..j-1 on *img, one resampling; draws as run_one would. */
+static loom_status run_fused(loom_ctx *ctx, const loom_tf_step *steps, int i, int j, loom__aug_rng *rng,
+                             loom_image *img, uint8_t *a, uint8_t *b) {
+    geo g;
+    loom_status st = geo_build(ctx, steps, i, j, rng, img, &g);
+    if (st != LOOM_OK) return st;
     loom_image dst = {img->data == a ? b : a, g.n[0], g.n[1], img->c};
-    loom_status st = g.exact ? loom_tf_remap(ctx, img, &dst, g.ax)
-                             : loom_tf_warp(ctx, img, &dst, g.m, g.valid, g.affine ? g.fill : NULL);
+    st = g.exact ? loom_tf_remap(ctx, img, &dst, g.ax) : loom_tf_warp(ctx, img, &dst, g.m, g.valid, g.affine ? g.fill : NULL);
     if (st == LOOM_OK) *img = dst;
     return st;
+}
+
+/* A composed map that only picks pixels (crops and flips, no resampling):
+ * where output row / column k is in the source, off + step k. */
+static bool geo_copy(const geo *g, int64_t off[2], int64_t step[2]) {
+    if (!g->exact) return false;
+    for (int a = 0; a < 2; a++) {
+        const loom_tf_axis *x = &g->ax[a];
+        if (g->resampled[a] || x->n_in != x->n_out) return false;
+        off[a] = x->pre_off + x->pre_step * x->post_off, step[a] = x->pre_step * x->post_step;
+    }
+    return true;
 }
 
 /* One step on *img (in a or b): the result lands in the other buffer (or,
@@ -659,9 +680,13 @@ static int tail_len(const loom_tf_step *steps, int n, int i, const loom__tensor_
     return j - i;
 }
 
+/* The tail at steps i..i+len-1; view (may be NULL): the crops and flips
+ * before it, read through instead of copied (tail.view). */
 static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int len, loom__aug_rng *rng,
-                            loom_image *img, uint8_t *a, uint8_t *b, loom__tensor_out *out) {
+                            loom_image *img, uint8_t *a, uint8_t *b, loom__tensor_out *out, const loom__tail_view *view) {
     loom__tail t = {0};
+    if (view) t.view = *view;
+    else t.view = (loom__tail_view){img->h, img->w, 0, 1, 0, 1};
     int k = i;
     if (steps[k].kind == LOOM_TF_COLOR_JITTER) {
         t.jitter = true;
@@ -672,7 +697,7 @@ static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int
     if (k < i + len) {
         const loom_tf_step *s = &steps[k];
         t.affine = true;
-        affine_params(s, rng, img->h, img->w, t.p);
+        affine_params(s, rng, t.view.h, t.view.w, t.p);
         for (int q = 0; q < 3; q++) t.fill[q] = s->afill[img->c == 3 ? q : 0];
     }
     return loom__tail_run(ctx, &t, img, a, b, out);
@@ -684,12 +709,29 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
         bool to_tensor = false;
         int t = fuse ? tail_len(steps, n, i, out, &to_tensor) : 0;
         if (t > 0) {
-            loom_status st = run_tail(ctx, steps, i, t, rng, img, a, b, to_tensor ? out : NULL);
+            loom_status st = run_tail(ctx, steps, i, t, rng, img, a, b, to_tensor ? out : NULL, NULL);
             if (st != LOOM_OK) return st;
             i += t - 1;
             continue;
         }
         int j = fuse ? fuse_end(ctx, steps, n, i, img->h, img->w) : i;
+        /* crops and flips (no resampling) right before a tail: the tail reads through them */
+        int t2 = j > i && j < n ? tail_len(steps, n, j, out, &to_tensor) : 0;
+        if (t2 > 0) {
+            loom__aug_rng saved = *rng;
+            geo g;
+            int64_t off[2], step[2];
+            loom_status st = geo_build(ctx, steps, i, j, rng, img, &g);
+            if (st != LOOM_OK) return st;
+            if (geo_copy(&g, off, step)) {
+                loom__tail_view v = {g.n[0], g.n[1], off[0], step[0], off[1], step[1]};
+                st = run_tail(ctx, steps, j, t2, rng, img, a, b, to_tensor ? out : NULL, &v);
+                if (st != LOOM_OK) return st;
+                i = j + t2 - 1;
+                continue;
+            }
+            *rng = saved; /* resampling: the usual fused pass below draws again */
+        }
         if (j - i >= 2) {
             loom_status st = run_fused(ctx, steps, i, j, rng, img, a, b);
             if (st != LOOM_OK) return st;

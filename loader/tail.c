@@ -17,7 +17,9 @@
  *     loom_tf_affine's (loader_impl.h), and consecutive brightness /
  *     contrast tables compose exactly (u8 -> u8);
  *   - ToTensor + Normalize is the loader's own per-channel table.
- * The random draws are the steps' own, in their order (jitter, affine).
+ * Crops and flips right before the tail are not copied: the tail reads
+ * through them (loom__tail_view). The random draws are the steps' own, in
+ * their order (crops and flips, jitter, affine).
  * tests/test-fuse.c checks the bits against the unfused steps.
  */
 #include <stdlib.h>
@@ -26,6 +28,11 @@
 #include "loader_impl.h"
 
 enum { OP_BRIGHT, OP_CONTRAST, OP_SAT, OP_HUE };
+
+/* Where image pixel (y, x) of job r is in its base. */
+static inline int64_t px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
+    return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
+}
 
 /* Columns [x0, x1) of every row of job r, any channel count (the AVX2
  * version does the bulk of 3-channel rows; this does the rest). */
@@ -38,16 +45,20 @@ static loom_status rows_scalar(loom_ctx *ctx, loom__tail_rows *r, int64_t x0, in
     uint8_t *inside = row + n * c;
     memset(inside, 1, (size_t)n);
     for (int64_t oy = 0; oy < r->H; oy++) {
-        const uint8_t *from = r->base + (oy * W + x0) * c;
+        const uint8_t *from = r->base + px_at(r, oy, x0) * c;
         if (r->affine) {
             for (int64_t i = 0; i < n; i++) {
                 double fx, fy;
                 int64_t at;
                 loom__affine_point(r->m, r->hx, r->hy, x0 + i, oy, &fx, &fy);
                 inside[i] = loom__nearest_at(fx, fy, W, r->H, &at);
-                const uint8_t *p = inside[i] ? r->base + at * c : r->fill;
+                const uint8_t *p = inside[i] ? r->base + px_at(r, at / W, at % W) * c : r->fill;
                 for (int k = 0; k < c; k++) row[i * c + k] = p[k];
             }
+            from = row;
+        } else if (r->cstep != 1) { /* a flipped view: gather the row */
+            for (int64_t i = 0; i < n; i++)
+                for (int k = 0; k < c; k++) row[i * c + k] = r->base[px_at(r, oy, x0 + i) * c + k];
             from = row;
         }
         for (int k = 0; k < r->ns; k++) {
@@ -84,7 +95,7 @@ static loom_status run_rows(loom_ctx *ctx, loom__tail_rows *r) {
 loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, uint8_t *a, uint8_t *b,
                            loom__tensor_out *out) {
     const int c = img->c;
-    const int64_t H = img->h, W = img->w, hw = H * W;
+    const int64_t H = t->view.h, W = t->view.w, hw = H * W;
     /* the adjustments that change anything here, in the drawn order */
     int ops[4], nops = 0, kc = -1;
     double fs[4];
@@ -123,7 +134,9 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
             ns++;                                                                                                      \
         }                                                                                                              \
     }
-    loom__tail_rows r = {.base = img->data, .H = H, .W = W, .c = c, .st = st, .sat = &sat};
+    loom__tail_rows r = {.base = img->data, .H = H, .W = W, .c = c, .st = st, .sat = &sat, .pitch = img->w,
+                         .roff = t->view.roff, .rstep = t->view.rstep, .coff = t->view.coff, .cstep = t->view.cstep,
+                         .npx = img->h * img->w};
     loom_status s = LOOM_OK;
     int ns = 0, start = 0;
     float mean = 0;
@@ -140,7 +153,10 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
         s = run_rows(ctx, &r);
         if (s != LOOM_OK) return s;
         mean = (float)((double)r.gray_sum / (double)hw);
-        if (keep) r.base = spare, start = kc;
+        if (keep) { /* spare holds the image itself, row by row */
+            r.base = spare, start = kc;
+            r.pitch = W, r.roff = r.coff = 0, r.rstep = r.cstep = 1, r.npx = hw;
+        }
     }
     ns = 0;
     STAGES(start, nops, mean)
@@ -158,7 +174,10 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
     else r.dst = dst8;
     s = run_rows(ctx, &r);
     if (s != LOOM_OK) return s;
-    if (tensor) out->done = true;
-    else img->data = dst8;
+    if (tensor) {
+        out->done = true;
+    } else {
+        img->data = dst8, img->h = H, img->w = W;
+    }
     return LOOM_OK;
 }

@@ -95,7 +95,7 @@ AVX2 static inline __m256i mask_pd(__m256d lo, __m256d hi) {
 
 AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     const int64_t H = r->H, W = r->W, hw = H * W, W8 = W & ~(int64_t)7;
-    if (W8 == 0 || hw * 3 + 8 > 0x7fffffff) return 0;
+    if (W8 == 0 || r->npx * 3 + 8 > 0x7fffffff) return 0;
     __m256 sat_f = _mm256_setzero_ps(), sat_g = _mm256_setzero_ps();
     for (int k = 0; k < r->ns; k++) {
         if (r->st[k].kind == LOOM__TS_SAT) /* uf[1] = (float)1 * f, gg[1] = (float)1 * (1 - f): the factors */
@@ -103,7 +103,11 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     }
     const int *base = (const int *)r->base;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), ff = _mm256_set1_epi32(0xff);
-    const __m256i last = _mm256_set1_epi32((int32_t)(hw - 1)), eight = _mm256_set1_epi32(8);
+    const __m256i last = _mm256_set1_epi32((int32_t)(r->npx - 1)), eight = _mm256_set1_epi32(8);
+    const __m256i cstep = _mm256_set1_epi32((int32_t)r->cstep);
+    const __m256d pitch = _mm256_set1_pd((double)r->pitch), roff = _mm256_set1_pd((double)r->roff),
+                  rstep = _mm256_set1_pd((double)r->rstep), coff = _mm256_set1_pd((double)r->coff),
+                  cstepd = _mm256_set1_pd((double)r->cstep);
     const __m256i fill_r = _mm256_set1_epi32(r->fill[0]), fill_g = _mm256_set1_epi32(r->fill[1]),
                   fill_b = _mm256_set1_epi32(r->fill[2]);
     const __m256d m2 = _mm256_set1_pd(r->m[2]), m5 = _mm256_set1_pd(r->m[5]), hx = _mm256_set1_pd(r->hx), hy = _mm256_set1_pd(r->hy),
@@ -140,13 +144,17 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
                                             _mm256_and_pd(_mm256_cmp_pd(ryl, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryl, Hd, _CMP_LT_OQ)));
                 __m256d okh = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxh, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxh, Wd, _CMP_LT_OQ)),
                                             _mm256_and_pd(_mm256_cmp_pd(ryh, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryh, Hd, _CMP_LT_OQ)));
-                /* y W + x, exact in double; 0 where outside */
-                __m256d al = _mm256_and_pd(_mm256_add_pd(_mm256_mul_pd(ryl, Wd), rxl), okl);
-                __m256d ah = _mm256_and_pd(_mm256_add_pd(_mm256_mul_pd(ryh, Wd), rxh), okh);
+                /* (roff + rstep y) pitch + coff + cstep x, exact in double; 0 where outside */
+                __m256d al = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryl)), pitch),
+                                           _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxl)));
+                __m256d ah = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryh)), pitch),
+                                           _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxh)));
+                al = _mm256_and_pd(al, okl), ah = _mm256_and_pd(ah, okh);
                 at = _mm256_set_m128i(_mm256_cvttpd_epi32(ah), _mm256_cvttpd_epi32(al));
                 in = mask_pd(okl, okh);
             } else {
-                at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(oy * W + ox)), lane);
+                int64_t a0 = (r->roff + r->rstep * oy) * r->pitch + r->coff + r->cstep * ox;
+                at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)a0), _mm256_mullo_epi32(lane, cstep));
             }
             __m256i is_last = _mm256_cmpeq_epi32(at, last);
             __m256i off = _mm256_add_epi32(_mm256_add_epi32(at, _mm256_add_epi32(at, at)), is_last);

@@ -147,7 +147,9 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
         "Resize(256); RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
         "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30))",
         "Resize((123, 77))", "Resize((700, 901))", "hflip; RandomResizedCrop((100, 150)); vflip; ColorJitter(0.3, 0.6, 0.5)",
-        "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", "ColorJitter(0.5, 0.5, 0.5, 0.5)"};
+        "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", "ColorJitter(0.5, 0.5, 0.5, 0.5)",
+        "RandomCrop(300); hflip; ColorJitter(0.3, 0.4, 0.5, 0.1); RandomAffine(25, fill=(1, 2, 3))",
+        "vflip; CenterCrop((201, 333)); hflip; ColorJitter(0.2, 0.7)"};
     loom_tf_step steps[8];
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
         int ns = 0;
@@ -184,7 +186,7 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
 }
 
 /* (c) the loader with and without fusion on the guide's whole pipeline */
-static void loader_guide(uint8_t *const *imgs, const char *tail) {
+static void loader_guide(uint8_t *const *imgs, const char *geo, const char *tail) {
     enum { N = 24 };
     loom_dataset ds;
     memset(&ds, 0, sizeof ds);
@@ -196,8 +198,10 @@ static void loader_guide(uint8_t *const *imgs, const char *tail) {
     loom_source *src = NULL;
     CHECK_OK(ctx, loom_source_wrap(ctx, &ds, &src));
     loom_tf_step steps[8];
-    int ns = guide_geo(steps), n2 = 0;
-    CHECK_OK(ctx, loom_tf_parse(ctx, tail, steps + ns, 5, &n2));
+    int ns = 0, n2 = 0;
+    if (geo) CHECK_OK(ctx, loom_tf_parse(ctx, geo, steps, 4, &ns));
+    else ns = guide_geo(steps);
+    CHECK_OK(ctx, loom_tf_parse(ctx, tail, steps + ns, 8 - ns, &n2));
     ns += n2;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
     float *out[2] = {NULL, NULL};
@@ -218,8 +222,8 @@ static void loader_guide(uint8_t *const *imgs, const char *tail) {
     }
     if (out[0] && out[1])
         CHECK(!memcmp(out[0], out[1], (size_t)N * rec * sizeof(float)),
-              "the guide's Resize(256 short); RandomCrop(224); hflip; %s through the loader: batches bitwise equal "
-              "with fusion on and off", tail);
+              "%s; %s through the loader: batches bitwise equal with fusion on and off",
+              geo ? geo : "the guide's Resize(256 short); RandomCrop(224); hflip", tail);
     free(out[0]), free(out[1]);
     loom_source_destroy(src);
     free(ds.pixels), free(ds.labels);
@@ -310,12 +314,15 @@ int main(void) {
     close_to("RandomAffine(10, bilinear); Resize((75, 100)) (5x)",
              "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", rgb, 3, 1.2, 255);
     /* the tail writing the tensor (ToTensor + Normalize in its pass) */
-    loader_guide(rgb, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))");
-    loader_guide(rgb, "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255)); "
-                      "RandomErasing(p=1)");
-    loader_guide(rgb, "ColorJitter(0.3, 0.3, 0.3, 0.3)");
+    loader_guide(rgb, NULL, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))");
+    loader_guide(rgb, NULL, "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255)); "
+                            "RandomErasing(p=1)");
+    loader_guide(rgb, NULL, "ColorJitter(0.3, 0.3, 0.3, 0.3)");
+    /* crops and flips only before the tail (a packed shard's guide): the tail reads through them */
+    loader_guide(rgb, "RandomCrop((300, 400)); hflip; vflip; RandomCrop(224)",
+                 "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255))");
     /* (a padded RandomCrop ends the geometric run: the affine alone is the tail) */
-    loader_guide(rgb, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
+    loader_guide(rgb, NULL, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
     simd_vs_scalar(rgb, gray);
     bad_input(rgb[0]);
     for (int i = 0; i < NIMG; i++) free(rgb[i]), free(gray[i]);
