@@ -211,10 +211,13 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
             }
             continue;
         }
+        /* a record that lies in memory already (view) is read where it is:
+         * the pipeline writes only into the worker's buffers */
+        const uint8_t *in = src->kind == LOOM_SAMPLE_U8 && src->view ? src->view(src, i, &s->y[k]) : NULL;
         void *dst = src->kind != LOOM_SAMPLE_U8 ? (void *)x : (void *)w->buf[0]; /* records: 4-byte elements in place */
-        loom_status st = src->get(src, w->ctx, i, dst, &s->y[k]);
+        loom_status st = in ? LOOM_OK : src->get(src, w->ctx, i, dst, &s->y[k]);
         if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8)
-            st = augment(ld, w, epoch, i, (loom_image){w->buf[0], src->h, src->w, src->c}, x);
+            st = augment(ld, w, epoch, i, (loom_image){in ? (uint8_t *)in : w->buf[0], src->h, src->w, src->c}, x);
         if (st != LOOM_OK) {
             s->st = st;
             snprintf(s->err, sizeof s->err, "loader: batch %lld, sample %lld: %s", (long long)s->batch, (long long)i,

@@ -90,6 +90,14 @@ static loom_status shard_get(const loom_source *src, loom_ctx *ctx, int64_t i, v
     return LOOM_OK;
 }
 
+/* Sample i in place (the mapping): no copy. */
+static const uint8_t *shard_view(const loom_source *src, int64_t i, int32_t *label) {
+    const shard_impl *m = src->impl;
+    if (i < 0 || i >= src->n) return NULL;
+    *label = (int32_t)rd32(m->map + m->labels_off + 4 * (uint64_t)i);
+    return m->map + SHARD_HEADER + (uint64_t)i * m->rec;
+}
+
 static void shard_destroy(loom_source *src) {
     shard_impl *m = src->impl;
     if (m->map) munmap((void *)m->map, m->size);
@@ -155,7 +163,8 @@ static loom_status shard_check(loom_ctx *ctx, const char *path, const uint8_t *b
                              (unsigned long long)i, classes - 1);
     }
     *s = (loom_source){.n = (int64_t)n, .kind = LOOM_SAMPLE_U8, .c = (int)c, .h = h, .w = w,
-                       .num_classes = (int)classes, .get = shard_get, .destroy = shard_destroy, .impl = m};
+                       .num_classes = (int)classes, .get = shard_get, .view = m->map ? shard_view : NULL,
+                       .destroy = shard_destroy, .impl = m};
     m->rec = rec, m->labels_off = lo;
     return LOOM_OK;
 }

@@ -155,6 +155,34 @@ static void test_pack_and_read(loom_ctx *ctx, char *shard, size_t n_shard) {
         }
         free(first);
     }
+    /* the loader reads the mapped records in place (view): the same batches
+     * as through get's copies, with a tail that reads through a crop and flip */
+    if (src) {
+        CHECK(src->view != NULL, "a mapped shard offers view");
+        loom_source copy = *src;
+        copy.view = NULL;
+        loom_tf_step steps[8];
+        int ns = 0;
+        CHECK_OK(ctx, loom_tf_parse(ctx, "RandomCrop((6, 5)); hflip; ColorJitter(0.3, 0.3, 0.3, 0.1); RandomAffine(20)",
+                                    steps, 8, &ns));
+        size_t per = 3 * 6 * 5;
+        float *out[2] = {calloc((size_t)NIMG * per, sizeof(float)), calloc((size_t)NIMG * per, sizeof(float))};
+        int got[2] = {0, 0};
+        for (int pass = 0; pass < 2; pass++) {
+            loom_loader *ld = NULL;
+            loom_loader_desc d = {.src = pass ? &copy : src, .batch = 2, .shuffle = true, .seed = 3, .steps = steps,
+                                  .nsteps = ns, .workers = 2};
+            CHECK_OK(ctx, loom_loader_create(ctx, &d, &ld));
+            if (!ld) break;
+            loom_loader_batch b;
+            while (loom_loader_next(ld, &b) == LOOM_OK && b.count > 0 && got[pass] + b.count <= NIMG)
+                memcpy(out[pass] + (size_t)got[pass] * per, b.x, (size_t)b.count * per * sizeof(float)), got[pass] += b.count;
+            loom_loader_destroy(ld);
+        }
+        CHECK(got[0] == NIMG && got[1] == NIMG && !memcmp(out[0], out[1], (size_t)NIMG * per * sizeof(float)),
+              "records read in place (view) == copied (get): %d, %d samples", got[0], got[1]);
+        free(out[0]), free(out[1]);
+    }
     loom_source_destroy(src);
 
     /* packing errors: images of several sizes and no resize; a random step */

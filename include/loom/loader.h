@@ -207,6 +207,11 @@ struct loom_source {
      * every image one size (a Resize((h, w)) or a crop). */
     loom_status (*get_image)(const loom_source *src, loom_ctx *ctx, int64_t i, const loom_decode_hint *hint,
                              uint8_t **data, int64_t *h, int64_t *w, int32_t *label);
+    /* Optional, U8 sources with `get`: sample i where it already lies
+     * (a memory-mapped shard), read-only and valid while the source
+     * lives, and *label; NULL = use `get` (which copies). The loader reads
+     * through it instead of copying each record. */
+    const uint8_t *(*view)(const loom_source *src, int64_t i, int32_t *label);
 };
 
 /* Bytes of one decoded sample (0 for a variable-size source). */
