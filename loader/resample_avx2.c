@@ -20,9 +20,9 @@
 #include "loader_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "avx2_util.h"
 
-#define AVX2 __attribute__((target("avx2")))
+#define AVX2 LOOM_AVX2
 
 static atomic_int use = -1; /* every thread computes the same value */
 
@@ -92,8 +92,6 @@ loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const
 AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
     const int64_t maxn = p->maxn, span = p->span;
     const __m256i ff = _mm256_set1_epi32(0xff), h = _mm256_set1_epi32(half);
-    const __m256i pick = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8,
-                                          9, 10, 12, 13, 14, -1, -1, -1, -1);
     for (int64_t b = 0; b < p->nb; b++) {
         uint8_t *q = o + b * 24;
         if (!p->ok[b]) { /* the row's last pixel is read: the scalar sums */
@@ -119,17 +117,7 @@ AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int
             ag = _mm256_add_epi32(ag, _mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32(px, 8), ff), w));
             ab = _mm256_add_epi32(ab, _mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32(px, 16), ff), w));
         }
-        __m256i v = _mm256_or_si256(to_u8(ar, bits),
-                                    _mm256_or_si256(_mm256_slli_epi32(to_u8(ag, bits), 8), _mm256_slli_epi32(to_u8(ab, bits), 16)));
-        v = _mm256_shuffle_epi8(v, pick);
-        __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-        int32_t t;
-        _mm_storel_epi64((__m128i *)q, lo);
-        t = _mm_extract_epi32(lo, 2);
-        memcpy(q + 8, &t, 4);
-        _mm_storel_epi64((__m128i *)(q + 12), hi);
-        t = _mm_extract_epi32(hi, 2);
-        memcpy(q + 20, &t, 4);
+        loom__store_rgb8(q, to_u8(ar, bits), to_u8(ag, bits), to_u8(ab, bits));
     }
 }
 

@@ -26,9 +26,9 @@
 #include "loader_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "avx2_util.h"
 
-#define AVX2 __attribute__((target("avx2")))
+#define AVX2 LOOM_AVX2
 
 typedef struct px8 {
     __m256i r, g, b; /* 0..255 per lane */
@@ -67,22 +67,6 @@ AVX2 static inline void hue8(px8 *p, double f) {
     p->r = _mm256_loadu_si256((const __m256i *)v[0]);
     p->g = _mm256_loadu_si256((const __m256i *)v[1]);
     p->b = _mm256_loadu_si256((const __m256i *)v[2]);
-}
-
-/* Eight packed RGB0 words into 24 bytes at o. */
-AVX2 static inline void store_rgb(uint8_t *o, const px8 *p) {
-    __m256i w = _mm256_or_si256(p->r, _mm256_or_si256(_mm256_slli_epi32(p->g, 8), _mm256_slli_epi32(p->b, 16)));
-    const __m256i pick = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8,
-                                          9, 10, 12, 13, 14, -1, -1, -1, -1);
-    w = _mm256_shuffle_epi8(w, pick);
-    __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
-    int32_t t;
-    _mm_storel_epi64((__m128i *)o, lo);
-    t = _mm_extract_epi32(lo, 2);
-    memcpy(o + 8, &t, 4);
-    _mm_storel_epi64((__m128i *)(o + 12), hi);
-    t = _mm_extract_epi32(hi, 2);
-    memcpy(o + 20, &t, 4);
 }
 
 /* The 64-bit lane masks of two __m256d compares as one 8 x 32-bit mask. */
@@ -198,7 +182,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
                     p.g = _mm256_blendv_epi8(fill_g, p.g, in);
                     p.b = _mm256_blendv_epi8(fill_b, p.b, in);
                 }
-                store_rgb(r->dst + (oy * W + ox) * 3, &p);
+                loom__store_rgb8(r->dst + (oy * W + ox) * 3, p.r, p.g, p.b);
             }
             if (r->want_gray)
                 acc = _mm256_add_epi32(acc, gray8(_mm256_cvtepi32_ps(p.r), _mm256_cvtepi32_ps(p.g), _mm256_cvtepi32_ps(p.b)));
