@@ -753,7 +753,13 @@ loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__
 loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                                uint8_t *a, uint8_t *b, loom__tensor_out *out) {
     if (out) out->done = false;
-    return run_steps(ctx, steps, n, rng, img, a, b, true, out);
+    loom_status st = run_steps(ctx, steps, n, rng, img, a, b, true, out);
+    if (st == LOOM_OK && out && out->x && !out->done && out->c == img->c && img->c == 3 && loom__simd_avx2()) {
+        /* ToTensor + Normalize still to do: the tail's vector pass with no steps */
+        loom__tail t = {.view = {img->h, img->w, 0, 1, 0, 1}};
+        st = loom__tail_run(ctx, &t, img, a, b, out);
+    }
+    return st;
 }
 
 loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,

@@ -321,6 +321,8 @@ int main(void) {
     /* crops and flips only before the tail (a packed shard's guide): the tail reads through them */
     loader_guide(rgb, "RandomCrop((300, 400)); hflip; vflip; RandomCrop(224)",
                  "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255))");
+    /* no tail steps: ToTensor + Normalize alone through the tail's pass */
+    loader_guide(rgb, "RandomResizedCrop(224); hflip", "RandomErasing(p=0.5)");
     /* (a padded RandomCrop ends the geometric run: the affine alone is the tail) */
     loader_guide(rgb, NULL, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
     simd_vs_scalar(rgb, gray);
