@@ -115,13 +115,17 @@ static diffs compare(const loom_tf_step *steps, int ns, uint8_t *const *imgs, in
     return d;
 }
 
-static void exact(const char *name, const loom_tf_step *steps, int ns, uint8_t *const *imgs, int c) {
-    diffs d = compare(steps, ns, imgs, c, 8);
+static void exact_n(const char *name, const loom_tf_step *steps, int ns, uint8_t *const *imgs, int c, int nsamples) {
+    diffs d = compare(steps, ns, imgs, c, nsamples);
     CHECK(d.shape_ok && d.n > 0, "%s: shapes agree", name);
     CHECK(d.off == 0, "%s: fused == unfused bit for bit (%lld of %lld values differ, max %d)", name, (long long)d.off,
           (long long)d.n, d.worst);
     CHECK(d.stream_ok, "%s: the random stream ends where the unfused steps end it", name);
     printf("%-44s exact: %lld values, %lld differ\n", name, (long long)d.n, (long long)d.off);
+}
+
+static void exact(const char *name, const loom_tf_step *steps, int ns, uint8_t *const *imgs, int c) {
+    exact_n(name, steps, ns, imgs, c, 8);
 }
 
 static void close_to(const char *name, const char *spec, uint8_t *const *imgs, int c, double mean_tol, int max_tol) {
@@ -146,7 +150,7 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
     const char *specs[] = {
         "Resize(256); RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
         "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30))",
-        "Resize((123, 77))", "Resize((700, 901))", "hflip; RandomResizedCrop((100, 150)); vflip; ColorJitter(0.3, 0.6, 0.5)",
+        "Resize((123, 77))", "Resize((420, 533))", "hflip; RandomResizedCrop((100, 150)); vflip; ColorJitter(0.3, 0.6, 0.5)",
         "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", "ColorJitter(0.5, 0.5, 0.5, 0.5)",
         "RandomCrop(300); hflip; ColorJitter(0.3, 0.4, 0.5, 0.1); RandomAffine(25, fill=(1, 2, 3))",
         "vflip; CenterCrop((201, 333)); hflip; ColorJitter(0.2, 0.7)"};
@@ -163,8 +167,8 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
             }
             uint8_t *buf[4] = {malloc(mb), malloc(mb), malloc(mb), malloc(mb)};
             int64_t differ = 0, total = 0;
-            for (int im = 0; im < NIMG; im++)
-                for (int i = 0; i < 6; i++) {
+            for (int im = 0; im < 2; im++)
+                for (int i = 0; i < 3; i++) {
                     loom_image out[2];
                     for (int simd = 0; simd < 2; simd++) {
                         loom__simd_set(simd);
@@ -299,10 +303,10 @@ int main(void) {
         "RandomCrop(160); ColorJitter(0.5, 0, 0.5, 0.3); RandomAffine(30, fill=200); CenterCrop(150)"};
     for (size_t k = 0; k < sizeof tail_specs / sizeof *tail_specs; k++) {
         CHECK_OK(ctx, loom_tf_parse(ctx, tail_specs[k], s, 8, &ns));
-        exact(tail_specs[k], s, ns, rgb, 3);
+        exact_n(tail_specs[k], s, ns, rgb, 3, 3);
         char name[200];
         snprintf(name, sizeof name, "%.160s (1 channel)", tail_specs[k]);
-        exact(name, s, ns, gray, 1);
+        exact_n(name, s, ns, gray, 1, 3);
     }
     /* (b) bounds: a composed resampling vs two rounded ones */
     close_to("Resize((300, 400)); RandomResizedCrop(160); hflip", "Resize((300, 400)); RandomResizedCrop(160); hflip", rgb,
