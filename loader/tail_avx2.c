@@ -121,7 +121,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
                 __m256d fxh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox + 4), m1y), m2), hx);
                 __m256d fyl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox), m4y), m5), hy);
                 __m256d fyh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox + 4), m4y), m5), hy);
-                const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+                enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
                 __m256d rxl = _mm256_round_pd(fxl, rnd), rxh = _mm256_round_pd(fxh, rnd);
                 __m256d ryl = _mm256_round_pd(fyl, rnd), ryh = _mm256_round_pd(fyh, rnd);
                 __m256d okl = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxl, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxl, Wd, _CMP_LT_OQ)),
