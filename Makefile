@@ -16,8 +16,12 @@ build: deps
 	cmake -S . -B $(BUILD) -DLOOM_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The sanitizer build's tests share the release build's driver caches (PoCL's
+# kernels, Mesa's shaders; tests/CMakeLists.txt): the drivers do not compile
+# every kernel again under ASan. loom's own caches stay per build.
 asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DLOOM_WERROR=ON -DLOOM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(ASAN_BUILD) -DLOOM_WERROR=ON -DLOOM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+	  -DLOOM_TEST_DRIVER_CACHE=$(CURDIR)/$(BUILD)/cache $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # The demo: train the CNN on Fashion-MNIST for 2 epochs on the best backend.

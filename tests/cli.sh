@@ -2,8 +2,12 @@
 # tests/cli.sh LOOM — the command line: bad flags and values give a usage
 # message and exit code 2; bad files and runtime failures exit 1 with a message
 # naming the problem; a short good run prints the RESULT line.
+# LOOM_CLI_QUICK=1 (the sanitizer build): the amp runs evaluate 256 test samples,
+# not the 10000 (two minutes of cnn evaluation in emulated 16 bits under ASan).
 set -u
 LOOM=$1
+amp_eval=()
+[ -n "${LOOM_CLI_QUICK:-}" ] && amp_eval=(--max-eval 256)
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -114,8 +118,8 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 0 "RESULT"                          -- train --model mlp --max-steps 5 --backend cpu --quiet --log-csv "$tmp/run.csv" --tensorboard "$tmp/tb"
   expect 0 "wrote $tmp/run.svg"              -- plot "$tmp/run.csv"
   # mixed precision: a short run of each; fp16 reports its loss scale
-  expect 0 "amp: loss scale [0-9]+, [0-9]+ skipped" -- train --model cnn --max-steps 10 --backend cpu --amp fp16
-  expect 0 "RESULT backend=cpu model=cnn.*amp=bf16" -- train --model cnn --max-steps 10 --backend cpu --amp bf16 --quiet
+  expect 0 "amp: loss scale [0-9]+, [0-9]+ skipped" -- train --model cnn --max-steps 10 --backend cpu --amp fp16 "${amp_eval[@]}"
+  expect 0 "RESULT backend=cpu model=cnn.*amp=bf16" -- train --model cnn --max-steps 10 --backend cpu --amp bf16 --quiet "${amp_eval[@]}"
   # --deterministic: the same checkpoint, bit for bit, with 1 and 3 CPU threads
   # (without the flag ~280k of its bytes differ)
   for t in 1 3; do

@@ -24,7 +24,14 @@
  * NMSE check, every tensor of a non-CPU backend must equal the reproducible
  * CPU backend's bit for bit.
  *
- * Usage: test-opcheck [-b BACKEND] [-o OPNAME] [-t DTYPE] [-r] [-v]
+ * -t takes one dtype or a list (-t f32,f16): only those are checked. With -q
+ * (quick) the listed dtypes are checked on every case and the others only on
+ * the cases that run an op the backend has not run yet in any dtype, so every
+ * op the backend supports still runs at least once (the sanitizer build's
+ * op-check: its job is memory errors in host code, not numerics). The time
+ * per backend and dtype is printed.
+ *
+ * Usage: test-opcheck [-b BACKEND] [-o OPNAME] [-t DTYPE[,DTYPE...]] [-q] [-r] [-v]
  */
 #include <math.h>
 #include <stdlib.h>
@@ -305,12 +312,66 @@ typedef struct options {
     loom_backend *cpu_repro;
     const char *backend;
     int op;  /* -1 = all */
-    int dt;  /* -1 = all */
+    bool want[LOOM_DTYPE_COUNT]; /* -t: the dtypes checked on every case (default all) */
+    bool quick;                  /* -q: the other dtypes only for ops not run yet */
     bool verbose;
 } options;
 
 static void usage(const char *argv0) {
-    printf("usage: %s [-b BACKEND] [-o OPNAME] [-t f32|f16|bf16|f64] [-r] [-v]\n", argv0);
+    printf("usage: %s [-b BACKEND] [-o OPNAME] [-t DTYPE[,DTYPE...]] [-q] [-r] [-v]\n"
+           "  DTYPE: f32, f16, bf16, f64; -q: the dtypes -t leaves out run only the cases of ops\n"
+           "  the backend has not run yet (every supported op runs at least once)\n", argv0);
+}
+
+/* -t LIST: comma-separated float dtypes into want[]; false (after saying
+ * which entry is wrong) on a bad list. */
+static bool parse_dtypes(const char *list, bool *want) {
+    for (int k = 0; k < LOOM_DTYPE_COUNT; k++) want[k] = false;
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ",");
+        char name[16] = "";
+        int dt = -1;
+        if (n > 0 && n < sizeof name) {
+            memcpy(name, p, n);
+            name[n] = 0;
+            dt = loom_dtype_parse(name);
+        }
+        if (dt < 0 || !loom_dtype_is_float((loom_dtype)dt)) {
+            printf("-t: '%.*s' in '%s' is not a float dtype (f32, f16, bf16, f64)\n", (int)n, p, list);
+            return false;
+        }
+        want[dt] = true;
+        p += n;
+        if (!*p) return true;
+    }
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The ops of case c in dt (forward, and the backward rules of the case's own
+ * nodes, as run_case credits them), found by building the case without
+ * compiling it; false if the build fails (the check then reports it). For -o
+ * and -q, which skip the cases that cannot matter before running them. */
+static bool case_ops(loom_ctx *ctx, const loom_op_case *c, loom_dtype dt, bool *ops) {
+    result *r = calloc(1, sizeof *r);
+    if (!r) return false;
+    bool bw_failed;
+    loom_graph *g = build_case(ctx, c, dt, true, r, &bw_failed);
+    if (bw_failed && (c->flags & TC_NO_GRADCHECK)) {
+        loom_graph_destroy(g);
+        memset(r, 0, sizeof *r);
+        g = build_case(ctx, c, dt, false, r, &bw_failed);
+    }
+    bool ok = r->status == R_OK;
+    memcpy(ops, r->ops, sizeof r->ops);
+    loom_graph_destroy(g);
+    result_free(r);
+    free(r);
+    return ok;
 }
 
 static int find_op(const char *name) {
@@ -319,9 +380,10 @@ static int find_op(const char *name) {
     return -1;
 }
 
-/* Check one case on one backend and dtype against its reference. */
+/* Check one case on one backend and dtype against its reference; ran[op] is
+ * set for the ops of a case that compiled on the backend (passed or not). */
 static void check_case(loom_ctx *ctx, loom_backend *be, const tcase *tc, loom_dtype dt, const result *ref,
-                       const options *o) {
+                       const options *o, bool *ran) {
     const loom_op_case *c = tc->c;
     const char *bn = loom_backend_name(be), *dn = loom_dtype_name(dt);
     result r;
@@ -342,6 +404,7 @@ static void check_case(loom_ctx *ctx, loom_backend *be, const tcase *tc, loom_dt
         result_free(&r);
         return;
     }
+    for (int op = 0; op < LOOM_OP_COUNT; op++) ran[op] |= r.ops[op];
     if (ref->status != R_OK) {
         failed = true;
         snprintf(msg, sizeof msg, "the cpu f64 reference failed: %s", ref->err);
@@ -434,15 +497,16 @@ static void check_case(loom_ctx *ctx, loom_backend *be, const tcase *tc, loom_dt
     result_free(&r);
 }
 
-/* One line per op and dtype for backend be; returns nothing, counts checks. */
-static void report_backend(loom_backend *be, const options *o) {
+/* One line per op and dtype for backend be; returns nothing, counts checks.
+ * ran[op]: the op ran on be in some dtype (for -q). */
+static void report_backend(loom_backend *be, const options *o, const bool *ran) {
     const char *bn = loom_backend_name(be);
-    int n_ok = 0, n_fail = 0, n_none = 0, n_unsup = 0, n_untested = 0;
+    int n_ok = 0, n_fail = 0, n_none = 0, n_unsup = 0, n_untested = 0, n_quick = 0;
     for (int op = 0; op < LOOM_OP_COUNT; op++) {
         if (o->op >= 0 && op != o->op) continue;
         for (int k = 0; k < N_DTYPES; k++) {
             loom_dtype dt = DTYPES[k];
-            if (o->dt >= 0 && (int)dt != o->dt) continue;
+            if (!o->want[dt] && !o->quick) continue;
             if (o->repro && dt != LOOM_F32) continue;
             const opstat *s = &stats[op][dt];
             const char *name = loom_op_name(op), *dn = loom_dtype_name(dt);
@@ -463,6 +527,9 @@ static void report_backend(loom_backend *be, const options *o) {
                 printf("  %-26s %-5s %-7s untested (%d case(s) need ops %s lacks in %s)\n", name, dn, bn, s->n_unsup,
                        bn, dn);
                 n_untested++;
+            } else if (!o->want[dt] && ran[op]) {
+                printf("  %-26s %-5s %-7s not run (-q: it ran in another dtype)\n", name, dn, bn);
+                n_quick++;
             } else {
                 printf("  %-26s %-5s %-7s NO CASE\n", name, dn, bn);
                 tu_failed++;
@@ -470,15 +537,20 @@ static void report_backend(loom_backend *be, const options *o) {
             }
         }
     }
-    printf("backend %s: %d OK, %d FAIL, %d NO CASE, %d not supported, %d untested\n", bn, n_ok, n_fail, n_none, n_unsup,
+    printf("backend %s: %d OK, %d FAIL, %d NO CASE, %d not supported, %d untested", bn, n_ok, n_fail, n_none, n_unsup,
            n_untested);
+    if (o->quick) printf(", %d not run (-q)", n_quick);
+    printf("\n");
 }
 
 int main(int argc, char **argv) {
-    options o = {.op = -1, .dt = -1};
+    options o = {.op = -1};
+    for (int k = 0; k < N_DTYPES; k++) o.want[DTYPES[k]] = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-r")) {
             o.repro = true;
+        } else if (!strcmp(argv[i], "-q")) {
+            o.quick = true;
         } else if (!strcmp(argv[i], "-v")) {
             o.verbose = true;
         } else if (!strcmp(argv[i], "-b") && i + 1 < argc) {
@@ -489,18 +561,13 @@ int main(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-            o.dt = loom_dtype_parse(argv[++i]);
-            if (o.dt < 0 || !loom_dtype_is_float((loom_dtype)o.dt)) {
-                printf("-t: '%s' is not a float dtype (f32, f16, bf16, f64)\n", argv[i]);
-                return 2;
-            }
+            if (!parse_dtypes(argv[++i], o.want)) return 2;
         } else {
             usage(argv[0]);
             return 2;
         }
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = now_s();
 
     loom_ctx *ctx;
     loom_backend *refbe;
@@ -537,24 +604,46 @@ int main(int argc, char **argv) {
         }
         n_run++;
         memset(stats, 0, sizeof stats);
-        for (int k = 0; k < N_DTYPES; k++) {
-            loom_dtype dt = DTYPES[k];
-            if (o.dt >= 0 && (int)dt != o.dt) continue;
-            if (o.repro && dt != LOOM_F32) continue; /* the mode is f32 only */
-            for (int i = 0; i < ncases; i++) {
-                const loom_op_case *c = cases[i].c;
-                if (is16(dt) && (c->flags & TC_NO_16BIT)) continue;
-                if (!have_ref[i]) {
-                    run_case(ctx, refbe, c, LOOM_F64, true, &refs[i]);
-                    have_ref[i] = true;
-                    if (refs[i].status != R_OK)
-                        printf("reference for case \"%s\" (%s) failed: %s\n", c->name, cases[i].family, refs[i].err);
+        bool ran[LOOM_OP_COUNT] = {0};
+        /* pass 0: the -t dtypes, every case; pass 1 (-q): the others, only cases with an op not run yet */
+        for (int pass = 0; pass < (o.quick ? 2 : 1); pass++) {
+            for (int k = 0; k < N_DTYPES; k++) {
+                loom_dtype dt = DTYPES[k];
+                if (o.want[dt] != (pass == 0)) continue;
+                if (o.repro && dt != LOOM_F32) continue; /* the mode is f32 only */
+                double t_start = now_s(), t_ref = 0;
+                int n_checked = 0;
+                for (int i = 0; i < ncases; i++) {
+                    const loom_op_case *c = cases[i].c;
+                    if (is16(dt) && (c->flags & TC_NO_16BIT)) continue;
+                    if (o.op >= 0 || pass == 1) {
+                        bool ops[LOOM_OP_COUNT] = {0}, fresh = false;
+                        if (case_ops(ctx, c, dt, ops)) {
+                            if (o.op >= 0 && !ops[o.op]) continue;
+                            for (int op = 0; op < LOOM_OP_COUNT; op++)
+                                fresh |= ops[op] && !ran[op] && loom_backend_supports(be, op, dt);
+                            if (pass == 1 && !fresh) continue; /* -q: every op of the case ran already */
+                        }
+                    }
+                    if (!have_ref[i]) {
+                        double t = now_s();
+                        run_case(ctx, refbe, c, LOOM_F64, true, &refs[i]);
+                        t_ref += now_s() - t;
+                        have_ref[i] = true;
+                        if (refs[i].status != R_OK)
+                            printf("reference for case \"%s\" (%s) failed: %s\n", c->name, cases[i].family, refs[i].err);
+                    }
+                    check_case(ctx, be, &cases[i], dt, &refs[i], &o, ran);
+                    n_checked++;
                 }
-                check_case(ctx, be, &cases[i], dt, &refs[i], &o);
+                printf("backend %s %s: %d cases%s in %.1f s (and %.1f s for their cpu f64 references)\n", names[b],
+                       loom_dtype_name(dt), n_checked, pass ? " (-q: ops not run yet)" : "",
+                       now_s() - t_start - t_ref, t_ref);
+                fflush(stdout);
             }
         }
         printf("backend %s: per op, dtype (cases and the largest NMSE of any compared tensor):\n", names[b]);
-        report_backend(be, &o);
+        report_backend(be, &o, ran);
         loom_backend_destroy(be);
     }
     if (o.backend && !n_run) printf("backend '%s' is not available\n", o.backend);
@@ -563,8 +652,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ncases; i++) result_free(&refs[i]);
     free(refs), free(have_ref), free(cases);
     tu_cpu_close(ctx, refbe);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("op-check took %.2f s\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    printf("op-check took %.2f s\n", now_s() - t0);
     if (!n_run) return tu_skip("no backend could run");
     return tu_summary();
 }
