@@ -1,8 +1,10 @@
 /* loader/imagefolder.c — the ImageFolder dataset (torchvision's layout:
  * root/<class>/.../<file>) and the image decoders behind it: JPEG through
  * TurboJPEG when built with it (LOOM_HAVE_TURBOJPEG; DCT-domain scaled
- * decode at 1/2, 1/4, 1/8 when the pipeline's first Resize allows it), else
- * stb_image; PNG and BMP through stb_image.
+ * decode at 1/2, 1/4, 1/8 when the pipeline's first Resize allows it; only
+ * the rows and columns the pipeline's crop reads when the loader says which
+ * (loom_decode_hint.region) and libjpeg-turbo's libjpeg API is there,
+ * LOOM_HAVE_LIBJPEG), else stb_image; PNG and BMP through stb_image.
  *
  * stb_image trusts its input more than a loader may: it ignores PNG CRCs and
  * reads zeros past the end of a truncated JPEG or BMP. So each file is first
@@ -45,6 +47,13 @@
 
 #ifdef LOOM_HAVE_TURBOJPEG
 #include <turbojpeg.h>
+#endif
+#ifdef LOOM_HAVE_LIBJPEG
+#include <jpeglib.h>
+#include <setjmp.h>
+#if !defined(LIBJPEG_TURBO_VERSION_NUMBER) || LIBJPEG_TURBO_VERSION_NUMBER < 1005000
+#undef LOOM_HAVE_LIBJPEG /* jpeg_skip_scanlines and jpeg_crop_scanline came with libjpeg-turbo 1.5 */
+#endif
 #endif
 
 /* Larger images are refused (384 MiB of RGB is no training sample; a
@@ -136,6 +145,80 @@ static loom_status check_bmp(loom_ctx *ctx, const char *path, const uint8_t *b, 
     return LOOM_OK;
 }
 
+#if defined(LOOM_HAVE_TURBOJPEG) && defined(LOOM_HAVE_LIBJPEG)
+/* Part of a JPEG through libjpeg-turbo's own API: rows [box[0], box[2]) and
+ * columns [box[1], box[3]) of the (1/denom scaled) sw x sh image into out,
+ * which holds the whole image; everything else zero. Rows above the part
+ * are skipped (entropy-decoded only), rows below are never decoded, columns
+ * outside are cropped to whole iMCUs. The cropped edge columns' fancy
+ * upsampling lacks its neighbour, so two more columns each side are asked
+ * for than are kept exact (tests/test-jpeg-region.c compares every pixel
+ * of the part with the full decode). Returns 1 done, 0 not for this file
+ * (progressive, unusual colours: decode it whole), -1 error (*st set). */
+typedef struct jpeg_err {
+    struct jpeg_error_mgr pub;
+    jmp_buf jb;
+    char msg[JMSG_LENGTH_MAX];
+} jpeg_err;
+
+static void jpeg_err_exit(j_common_ptr ci) {
+    jpeg_err *e = (jpeg_err *)(void *)ci->err;
+    ci->err->format_message(ci, e->msg);
+    longjmp(e->jb, 1);
+}
+
+static void jpeg_err_emit(j_common_ptr ci, int level) { (void)ci, (void)level; } /* warnings: as TurboJPEG's */
+
+static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int denom, int sw, int sh,
+                            const int64_t box[4], uint8_t *out, loom_status *st) {
+    struct jpeg_decompress_struct ci;
+    jpeg_err e;
+    ci.err = jpeg_std_error(&e.pub);
+    e.pub.error_exit = jpeg_err_exit, e.pub.emit_message = jpeg_err_emit;
+    if (setjmp(e.jb)) {
+        jpeg_destroy_decompress(&ci);
+        *st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt JPEG: %s", path, e.msg);
+        return -1;
+    }
+    jpeg_create_decompress(&ci);
+    jpeg_mem_src(&ci, b, (unsigned long)n);
+    jpeg_read_header(&ci, TRUE);
+    if (ci.progressive_mode || !(ci.jpeg_color_space == JCS_YCbCr || ci.jpeg_color_space == JCS_GRAYSCALE)) {
+        jpeg_destroy_decompress(&ci);
+        return 0;
+    }
+    ci.out_color_space = JCS_RGB, ci.scale_num = 1, ci.scale_denom = (unsigned)denom;
+    jpeg_start_decompress(&ci);
+    if ((int)ci.output_width != sw || (int)ci.output_height != sh || ci.output_components != 3) {
+        jpeg_destroy_decompress(&ci);
+        return 0;
+    }
+    const size_t pitch = (size_t)sw * 3;
+    JDIMENSION y0 = (JDIMENSION)box[0], y1 = (JDIMENSION)box[2];
+    JDIMENSION x0 = box[1] > 2 ? (JDIMENSION)box[1] - 2 : 0, x1 = box[3] + 2 < sw ? (JDIMENSION)box[3] + 2 : (JDIMENSION)sw;
+    JDIMENSION xo = x0, wd = x1 - x0;
+    if (wd < (JDIMENSION)sw) jpeg_crop_scanline(&ci, &xo, &wd);
+    if (y0 > 0) jpeg_skip_scanlines(&ci, y0);
+    memset(out, 0, (size_t)ci.output_scanline * pitch);
+    while (ci.output_scanline < y1) {
+        JSAMPROW rows[16];
+        JDIMENSION k = 0, y = ci.output_scanline;
+        for (; k < 16 && y + k < y1; k++) rows[k] = out + (size_t)(y + k) * pitch + (size_t)xo * 3;
+        JDIMENSION got = jpeg_read_scanlines(&ci, rows, k);
+        for (JDIMENSION r = 0; r < got; r++) {
+            uint8_t *row = out + (size_t)(y + r) * pitch;
+            memset(row, 0, (size_t)xo * 3);
+            memset(row + (size_t)(xo + wd) * 3, 0, (size_t)(sw - (int)(xo + wd)) * 3);
+        }
+        if (got == 0) break;
+    }
+    memset(out + (size_t)ci.output_scanline * pitch, 0, (size_t)(sh - (int)ci.output_scanline) * pitch);
+    jpeg_abort_decompress(&ci);
+    jpeg_destroy_decompress(&ci);
+    return 1;
+}
+#endif
+
 #ifdef LOOM_HAVE_TURBOJPEG
 /* JPEG with TurboJPEG: DCT-domain scaling by 1/8, 1/4 or 1/2 when the
  * result still covers the hint. Warnings (e.g. extraneous bytes) are
@@ -169,6 +252,20 @@ static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, 
         st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory for a %dx%d image", path, sw, sh);
         goto done;
     }
+#ifdef LOOM_HAVE_LIBJPEG
+    int64_t box[4];
+    if (hint && hint->region && jpeg_has_eoi(b, n) && hint->region(hint->user, sh, sw, box) && box[0] >= 0 &&
+        box[1] >= 0 && box[2] <= sh && box[3] <= sw && box[0] < box[2] && box[1] < box[3] &&
+        (box[2] - box[0]) * (box[3] - box[1]) < (int64_t)sw * sh) {
+        int r = decode_jpeg_part(ctx, path, b, n, f.denom, sw, sh, box, out, &st);
+        if (r < 0) goto done;
+        if (r > 0) {
+            *px = out, *h = sh, *w = sw;
+            out = NULL;
+            goto done;
+        }
+    }
+#endif
     if (tjDecompress2(tj, b, (unsigned long)n, out, sw, 0, sh, TJPF_RGB, 0) != 0 &&
         (tjGetErrorCode(tj) == TJERR_FATAL || !jpeg_has_eoi(b, n))) {
         st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: %s JPEG: %s", path, jpeg_has_eoi(b, n) ? "corrupt" : "truncated",

@@ -44,6 +44,12 @@ typedef struct loom__tensor_out {
  * see loader/pipeline.c and loader/tail.c for what stays bit-exact). */
 loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                                uint8_t *a, uint8_t *b, loom__tensor_out *out);
+/* The part of an (h, w, c) image that loom__tf_run_fused with a copy of rng
+ * reads: rows [box[0], box[2]) and columns [box[1], box[3]) (a few pixels
+ * to spare); false when that is all of it or not known (the first steps do
+ * not fuse into an axis-aligned crop / resize, or the plan fails). */
+bool loom__tf_region(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__aug_rng *rng, int c, int64_t h,
+                     int64_t w, int64_t box[4]);
 
 /* The image a tail reads: h x w pixels, row y and column x of it being
  * source row roff + rstep y and column coff + cstep x (crops and flips read

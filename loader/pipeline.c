@@ -762,6 +762,50 @@ loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, 
     return st;
 }
 
+/* The source indices [*lo, *hi) that an exact axis reads for outputs
+ * 0..n-1: loom_tf_remap's taps (axis_make's first / count in
+ * loader/transforms.c), two more each side. */
+static void axis_extent(const loom_tf_axis *a, int64_t n, int64_t *lo, int64_t *hi) {
+    int64_t r0 = a->post_off, r1 = a->post_off + a->post_step * (n - 1);
+    if (r0 > r1) {
+        int64_t t = r0;
+        r0 = r1, r1 = t;
+    }
+    int64_t l = r0, h = r1 + 1; /* virtual inputs read */
+    if (a->n_in != a->n_out) {
+        double scale = (double)a->n_in / (double)a->n_out, support = scale >= 1.0 ? scale : 1.0;
+        l = (int64_t)floor(scale * ((double)r0 + 0.5) - support + 0.5);
+        h = (int64_t)floor(scale * ((double)r1 + 0.5) + support + 0.5);
+    }
+    l -= 2, h += 2;
+    if (l < 0) l = 0;
+    if (h > a->n_in) h = a->n_in;
+    if (a->pre_step > 0) *lo = a->pre_off + l, *hi = a->pre_off + h;
+    else *lo = a->pre_off - (h - 1), *hi = a->pre_off - l + 1;
+}
+
+bool loom__tf_region(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__aug_rng *rng, int c, int64_t h,
+                     int64_t w, int64_t box[4]) {
+    int64_t oh, ow;
+    size_t mb;
+    if (n < 1 || steps[0].kind == LOOM_TF_COLOR_JITTER || steps[0].kind == LOOM_TF_RANDOM_AFFINE ||
+        loom__tf_plan(ctx, steps, n, c, h, w, &oh, &ow, &mb) != LOOM_OK)
+        return false;
+    int j = fuse_end(ctx, steps, n, 0, h, w);
+    if (j < 1) return false;
+    loom__aug_rng r = *rng;
+    geo g;
+    loom_image img = {NULL, h, w, c};
+    if (geo_build(ctx, steps, 0, j, &r, &img, &g) != LOOM_OK || !g.exact) return false;
+    axis_extent(&g.ax[0], g.n[0], &box[0], &box[2]);
+    axis_extent(&g.ax[1], g.n[1], &box[1], &box[3]);
+    if (box[0] < 0) box[0] = 0;
+    if (box[1] < 0) box[1] = 0;
+    if (box[2] > h) box[2] = h;
+    if (box[3] > w) box[3] = w;
+    return box[0] < box[2] && box[1] < box[3] && (box[2] - box[0]) * (box[3] - box[1]) < h * w;
+}
+
 loom_status loom__tf_run_tensor(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, float *x, int c,
                                 int64_t h, int64_t w) {
     for (int i = 0; i < n; i++) {

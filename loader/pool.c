@@ -61,6 +61,7 @@ struct loom_loader {
     size_t rec;         /* floats per output sample */
     size_t sample_bytes, tf_bytes;
     bool var_size;      /* the source's images differ in size (get_image) */
+    bool region;        /* ask the source to decode only what the pipeline reads */
     loom_decode_hint hint; /* for get_image: the first step's Resize size, if any */
     float lut[4][256];  /* U8 -> normalised f32, per channel */
     int ncores, max_workers, prefetch;
@@ -162,6 +163,22 @@ static loom_status augment(loom_loader *ld, worker *w, int64_t epoch, int64_t i,
     return loom__tf_run_tensor(w->ctx, ld->d.steps, ld->d.nsteps, &rng, x, ld->oc, ld->oh, ld->ow);
 }
 
+/* The decoder's region callback (loom_decode_hint.region): the part of
+ * sample i that its pipeline reads, from its own draws. */
+typedef struct region_req {
+    const loom_loader *ld;
+    loom_ctx *ctx;
+    int64_t epoch, i;
+} region_req;
+
+static bool region_of(void *user, int64_t h, int64_t w, int64_t box[4]) {
+    const region_req *q = user;
+    const loom_loader *ld = q->ld;
+    loom__aug_rng rng;
+    loom__aug_init(&rng, ld->d.seed, q->epoch, q->i);
+    return loom__tf_region(q->ctx, ld->d.steps, ld->d.nsteps, &rng, ld->d.src->c, h, w, box);
+}
+
 /* A variable-size source's sample i: decode, plan the pipeline for this
  * image's size (it must end at the loader's output size), grow the worker's
  * buffers to the plan, run it, convert into x. */
@@ -170,7 +187,10 @@ static loom_status load_var(loom_loader *ld, worker *w, int64_t i, int64_t epoch
     uint8_t *px = NULL;
     int64_t h = 0, wd = 0, oh, ow;
     size_t mb;
-    loom_status st = src->get_image(src, w->ctx, i, &ld->hint, &px, &h, &wd, label);
+    loom_decode_hint hint = ld->hint;
+    region_req q = {ld, w->ctx, epoch, i};
+    if (ld->region) hint.region = region_of, hint.user = &q;
+    loom_status st = src->get_image(src, w->ctx, i, &hint, &px, &h, &wd, label);
     if (st == LOOM_OK && (st = loom__tf_plan(w->ctx, ld->d.steps, ld->d.nsteps, src->c, h, wd, &oh, &ow, &mb)) == LOOM_OK &&
         (oh != ld->oh || ow != ld->ow))
         st = loom__err(w->ctx, LOOM_ERR_INVALID_ARG, "an image of %lldx%lld comes out of the pipeline as %lldx%lld, not %lldx%lld",
@@ -358,7 +378,8 @@ static loom_status plan_var(loom_ctx *ctx, loom_loader *ld) {
     for (int k = 0; k < d->nsteps; k++) {
         if (d->steps[k].kind == LOOM_TF_RANDOM_HFLIP || d->steps[k].kind == LOOM_TF_RANDOM_VFLIP) continue;
         if (d->steps[k].kind == LOOM_TF_RESIZE) /* the shorter side: both sides at least that */
-            ld->hint = (loom_decode_hint){d->steps[k].h, d->steps[k].short_side ? d->steps[k].h : d->steps[k].w};
+            ld->hint = (loom_decode_hint){.min_h = d->steps[k].h,
+                                          .min_w = d->steps[k].short_side ? d->steps[k].h : d->steps[k].w};
         break;
     }
     return LOOM_OK;
@@ -404,6 +425,8 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
     ld->sample_bytes = loom_source_sample_bytes(src);
     ld->tf_bytes = ld->sample_bytes;
     ld->var_size = var;
+    const char *rg = getenv("LOOM_LOADER_REGION"); /* 0: decode every image whole (tests compare) */
+    ld->region = var && !desc->no_fuse && !(rg && !strcmp(rg, "0"));
     loom_status st = LOOM_OK;
     if (var && (st = plan_var(ctx, ld)) != LOOM_OK) {
         free(ld);

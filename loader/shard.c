@@ -274,8 +274,9 @@ loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int
     if (st == LOOM_OK && fwrite(hdr, 1, SHARD_HEADER, f) != SHARD_HEADER)
         st = loom__err(ctx, LOOM_ERR_IO, "pack: cannot write %s: %s", tmp, strerror(errno));
     /* the decode hint: a Resize that comes first */
-    loom_decode_hint hint = {0, 0};
-    if (desc->nsteps > 0 && desc->steps[0].kind == LOOM_TF_RESIZE) hint = (loom_decode_hint){desc->steps[0].h, desc->steps[0].w};
+    loom_decode_hint hint = {0};
+    if (desc->nsteps > 0 && desc->steps[0].kind == LOOM_TF_RESIZE)
+        hint = (loom_decode_hint){.min_h = desc->steps[0].h, .min_w = desc->steps[0].w};
     for (int64_t i = 0; i < n && st == LOOM_OK; i++) {
         uint8_t *px = NULL;
         int64_t h = src->h, w = src->w, oh, ow;

@@ -136,12 +136,12 @@ static void test_good(loom_ctx *ctx) {
     uint8_t *px = NULL;
     int64_t h = 0, w = 0;
     int32_t label;
-    loom_decode_hint hint = {12, 16};
+    loom_decode_hint hint = {.min_h = 12, .min_w = 16};
     CHECK_OK(ctx, src->get_image(src, ctx, 4, &hint, &px, &h, &w, &label));
 #ifdef LOOM_HAVE_TURBOJPEG
     CHECK(h == 12 && w == 16, "hint 12x16: decoded %lldx%lld (expected 1/4 scale, 12x16)", (long long)h, (long long)w);
     free(px), px = NULL;
-    hint = (loom_decode_hint){13, 16};
+    hint = (loom_decode_hint){.min_h = 13, .min_w = 16};
     CHECK_OK(ctx, src->get_image(src, ctx, 4, &hint, &px, &h, &w, &label));
     CHECK(h == 24 && w == 32, "hint 13x16: decoded %lldx%lld (expected 1/2 scale, 24x32)", (long long)h, (long long)w);
     if (px && h == 24 && w == 32) {

@@ -91,7 +91,7 @@ static void test_pack_and_read(loom_ctx *ctx, char *shard, size_t n_shard) {
             size_t n = 0;
             uint8_t *b = read_file(p, &n), *px = NULL;
             int64_t dh = 0, dw = 0;
-            loom_decode_hint hint = {OH, OW};
+            loom_decode_hint hint = {.min_h = OH, .min_w = OW};
             CHECK_OK(ctx, loom_image_decode(ctx, p, b, n, &hint, &px, &dh, &dw));
             free(b);
             if (!px) continue;

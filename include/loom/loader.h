@@ -179,6 +179,15 @@ typedef enum loom_sample_kind {
  * scale as long as the result is at least min_h x min_w. */
 typedef struct loom_decode_hint {
     int64_t min_h, min_w;
+    /* Optional: called once the decoded size (h, w) is known, before any
+     * pixel is decoded. Returning true with box = {y0, x0, y1, x1} says the
+     * caller reads only rows [y0, y1) and columns [x0, x1); the source may
+     * then decode just that part (JPEG: libjpeg-turbo's skipped rows and
+     * cropped columns, bit for bit the full decode's pixels there) and
+     * leave other pixels as zeros. The loader fills it from the
+     * pipeline's random crop of the sample. */
+    bool (*region)(void *user, int64_t h, int64_t w, int64_t box[4]);
+    void *user;
 } loom_decode_hint;
 
 /* A dataset: n samples of one shape, each with an i32 label. A source

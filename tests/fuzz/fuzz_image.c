@@ -38,6 +38,6 @@ static void decode(const uint8_t *data, size_t size, const loom_decode_hint *hin
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ctx && loom_ctx_create(NULL, &ctx) != LOOM_OK) abort();
     decode(data, size, NULL);
-    decode(data, size, &(loom_decode_hint){4, 4});
+    decode(data, size, &(loom_decode_hint){.min_h = 4, .min_w = 4});
     return 0;
 }
