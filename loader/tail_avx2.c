@@ -5,12 +5,17 @@
  * Lane by lane it is the scalar arithmetic, so the bits are the same
  * (tests/test-fuse.c compares the fused tail with the unfused steps, which
  * use the scalar primitives of loader/transforms.c):
- *   - the affine's source point in double in the scalar order, rounded to
- *     nearest-even (_mm256_round_pd equals loom__round_even's k-trick
- *     wherever the point can be inside), bounds tested the same way;
+ *   - the affine's source point first in float; a lane within the float
+ *     sums' error bound of a rounding tie sends its eight pixels through
+ *     double in the scalar order, rounded to nearest-even (_mm256_round_pd
+ *     equals loom__round_even's k-trick wherever the point can be inside);
+ *     any other lane rounds to the same integer either way; bounds tested
+ *     the same way;
  *   - pixels fetched as 32-bit words (masked gather: lanes outside read
  *     nothing; the image's last pixel is read one byte early and shifted, so
- *     nothing past the image is touched);
+ *     nothing past the image is touched), or, without an affine and with
+ *     rows read forwards (or only summed, as contrast's pre-pass does),
+ *     loaded 24 bytes at a time and shuffled;
  *   - brightness / contrast as the expressions their tables hold (u f + a,
  *     clamped, truncated; a = 0 or mean (1 - f), as loom__contrast_lut);
  *     saturation and the gray sum with the scalar products and sums (no FMA:
@@ -19,6 +24,7 @@
  *   - ToTensor + Normalize as gathers from the loader's float tables,
  *     written with streaming stores when aligned.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,12 +75,30 @@ AVX2 static inline void hue8(px8 *p, double f) {
     p->b = _mm256_loadu_si256((const __m256i *)v[2]);
 }
 
+/* Eight pixels from 24 contiguous bytes (nothing past them is read), one
+ * per 32-bit lane in memory order. */
+#define PICK4(k) k, -1, -1, -1, k + 3, -1, -1, -1, k + 6, -1, -1, -1, k + 9, -1, -1, -1
+AVX2 static inline px8 load8(const uint8_t *q) {
+    const __m256i mr = _mm256_setr_epi8(PICK4(0), PICK4(0)), mg = _mm256_setr_epi8(PICK4(1), PICK4(1)),
+                  mb = _mm256_setr_epi8(PICK4(2), PICK4(2));
+    __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)q), hi = _mm_loadl_epi64((const __m128i *)(const void *)(q + 16));
+    __m256i v = _mm256_set_m128i(_mm_alignr_epi8(hi, lo, 12), lo); /* pixels 0-3 | 4-7, 12 bytes per lane */
+    px8 p = {_mm256_shuffle_epi8(v, mr), _mm256_shuffle_epi8(v, mg), _mm256_shuffle_epi8(v, mb)};
+    return p;
+}
+#undef PICK4
+
 /* The 64-bit lane masks of two __m256d compares as one 8 x 32-bit mask. */
 AVX2 static inline __m256i mask_pd(__m256d lo, __m256d hi) {
     const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
     __m128i a = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(lo), even));
     __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(hi), even));
     return _mm256_set_m128i(b, a);
+}
+
+/* Where image pixel (y, x) of job r is in its base (tail.c's px_at). */
+static inline int64_t px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
+    return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
 }
 
 AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
@@ -99,53 +123,92 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     __m256 fillv[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     if (r->x)
         for (int ch = 0; ch < 3; ch++) fillv[ch] = _mm256_set1_ps(r->lut[ch][r->fill[ch]]);
-    /* m[0] x and m[3] x per column (x = ox - hx): the same for every row */
+    /* m[0] x and m[3] x per column (x = ox - hx): the same for every row;
+     * also in float: the source point is first computed in float, and only
+     * when a lane lies within `tie` of a rounding tie (x.5) again in double,
+     * the scalar arithmetic. tie bounds the float sums' error: eight
+     * roundings of at most 2^-24 of the largest partial sum M, twice over. */
     double *cx0 = NULL, *cx3 = NULL;
+    float *fx0 = NULL, *fy0 = NULL;
     if (r->affine) {
-        if (!(cx0 = malloc(2 * (size_t)W8 * sizeof *cx0))) return 0; /* the scalar path does it all */
+        if (!(cx0 = malloc(2 * (size_t)W8 * (sizeof *cx0 + sizeof *fx0)))) return 0; /* the scalar path does it all */
         cx3 = cx0 + W8;
+        fx0 = (float *)(void *)(cx3 + W8), fy0 = fx0 + W8;
         for (int64_t ox = 0; ox < W8; ox++) {
             double x = (double)ox - r->hx;
             cx0[ox] = r->m[0] * x, cx3[ox] = r->m[3] * x;
+            fx0[ox] = (float)cx0[ox], fy0[ox] = (float)cx3[ox];
         }
     }
+    const double M = fmax(fabs(r->m[0]) * r->hx + fabs(r->m[1]) * r->hy + fabs(r->m[2]) + fabs(r->hx),
+                          fabs(r->m[3]) * r->hx + fabs(r->m[4]) * r->hy + fabs(r->m[5]) + fabs(r->hy)) + 1.0;
+    const __m256 tie = _mm256_set1_ps((float)(0.5 - M * 0x1p-20)), sign = _mm256_set1_ps(-0.0f), zerof = _mm256_setzero_ps(),
+                 Wf = _mm256_set1_ps((float)W), Hf = _mm256_set1_ps((float)H), m2f = _mm256_set1_ps((float)r->m[2]),
+                 m5f = _mm256_set1_ps((float)r->m[5]), hxf = _mm256_set1_ps((float)r->hx), hyf = _mm256_set1_ps((float)r->hy);
+    const __m256i roffi = _mm256_set1_epi32((int32_t)r->roff), rstepi = _mm256_set1_epi32((int32_t)r->rstep),
+                  pitchi = _mm256_set1_epi32((int32_t)r->pitch), coffi = _mm256_set1_epi32((int32_t)r->coff);
+    /* no affine, rows read forwards (or only summed): plain loads */
+    const bool contig = !r->affine && (r->cstep == 1 || (r->cstep == -1 && !r->x && !r->dst));
+    enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
     int64_t gray = 0;
     for (int64_t oy = 0; oy < H; oy++) {
         double y = (double)oy - r->hy;
         const __m256d m1y = _mm256_set1_pd(r->m[1] * y), m4y = _mm256_set1_pd(r->m[4] * y);
+        const __m256 m1yf = _mm256_set1_ps((float)(r->m[1] * y)), m4yf = _mm256_set1_ps((float)(r->m[4] * y));
         __m256i acc = _mm256_setzero_si256();
         for (int64_t ox = 0; ox < W8; ox += 8) {
-            __m256i at, in = _mm256_set1_epi32(-1);
-            if (r->affine) {
-                __m256d fxl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox), m1y), m2), hx);
-                __m256d fxh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox + 4), m1y), m2), hx);
-                __m256d fyl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox), m4y), m5), hy);
-                __m256d fyh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox + 4), m4y), m5), hy);
-                enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
-                __m256d rxl = _mm256_round_pd(fxl, rnd), rxh = _mm256_round_pd(fxh, rnd);
-                __m256d ryl = _mm256_round_pd(fyl, rnd), ryh = _mm256_round_pd(fyh, rnd);
-                __m256d okl = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxl, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxl, Wd, _CMP_LT_OQ)),
-                                            _mm256_and_pd(_mm256_cmp_pd(ryl, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryl, Hd, _CMP_LT_OQ)));
-                __m256d okh = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxh, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxh, Wd, _CMP_LT_OQ)),
-                                            _mm256_and_pd(_mm256_cmp_pd(ryh, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryh, Hd, _CMP_LT_OQ)));
-                /* (roff + rstep y) pitch + coff + cstep x, exact in double; 0 where outside */
-                __m256d al = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryl)), pitch),
-                                           _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxl)));
-                __m256d ah = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryh)), pitch),
-                                           _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxh)));
-                al = _mm256_and_pd(al, okl), ah = _mm256_and_pd(ah, okh);
-                at = _mm256_set_m128i(_mm256_cvttpd_epi32(ah), _mm256_cvttpd_epi32(al));
-                in = mask_pd(okl, okh);
+            __m256i in = _mm256_set1_epi32(-1);
+            px8 p;
+            if (contig) { /* the eight pixels lie side by side: loads, no gather */
+                p = load8(r->base + (r->cstep > 0 ? px_at(r, oy, ox) : px_at(r, oy, ox + 7)) * 3);
             } else {
-                int64_t a0 = (r->roff + r->rstep * oy) * r->pitch + r->coff + r->cstep * ox;
-                at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)a0), _mm256_mullo_epi32(lane, cstep));
+                __m256i at;
+                int near = 1;
+                if (r->affine) { /* in float; lanes too near a rounding tie go through double below */
+                    __m256 fx = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(fx0 + ox), m1yf), m2f), hxf);
+                    __m256 fy = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(fy0 + ox), m4yf), m5f), hyf);
+                    __m256 rx = _mm256_round_ps(fx, rnd), ry = _mm256_round_ps(fy, rnd);
+                    __m256 dx = _mm256_andnot_ps(sign, _mm256_sub_ps(fx, rx)), dy = _mm256_andnot_ps(sign, _mm256_sub_ps(fy, ry));
+                    near = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(dx, tie, _CMP_GT_OQ), _mm256_cmp_ps(dy, tie, _CMP_GT_OQ)));
+                    if (!near) {
+                        __m256 ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(rx, zerof, _CMP_GE_OQ), _mm256_cmp_ps(rx, Wf, _CMP_LT_OQ)),
+                                                  _mm256_and_ps(_mm256_cmp_ps(ry, zerof, _CMP_GE_OQ), _mm256_cmp_ps(ry, Hf, _CMP_LT_OQ)));
+                        in = _mm256_castps_si256(ok);
+                        __m256i yi = _mm256_cvtps_epi32(ry), xi = _mm256_cvtps_epi32(rx);
+                        __m256i row = _mm256_mullo_epi32(_mm256_add_epi32(roffi, _mm256_mullo_epi32(rstepi, yi)), pitchi);
+                        at = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(row, coffi), _mm256_mullo_epi32(cstep, xi)), in);
+                    }
+                }
+                if (r->affine && near) {
+                    __m256d fxl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox), m1y), m2), hx);
+                    __m256d fxh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox + 4), m1y), m2), hx);
+                    __m256d fyl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox), m4y), m5), hy);
+                    __m256d fyh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox + 4), m4y), m5), hy);
+                    __m256d rxl = _mm256_round_pd(fxl, rnd), rxh = _mm256_round_pd(fxh, rnd);
+                    __m256d ryl = _mm256_round_pd(fyl, rnd), ryh = _mm256_round_pd(fyh, rnd);
+                    __m256d okl = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxl, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxl, Wd, _CMP_LT_OQ)),
+                                                _mm256_and_pd(_mm256_cmp_pd(ryl, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryl, Hd, _CMP_LT_OQ)));
+                    __m256d okh = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxh, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxh, Wd, _CMP_LT_OQ)),
+                                                _mm256_and_pd(_mm256_cmp_pd(ryh, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryh, Hd, _CMP_LT_OQ)));
+                    /* (roff + rstep y) pitch + coff + cstep x, exact in double; 0 where outside */
+                    __m256d al = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryl)), pitch),
+                                               _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxl)));
+                    __m256d ah = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryh)), pitch),
+                                               _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxh)));
+                    al = _mm256_and_pd(al, okl), ah = _mm256_and_pd(ah, okh);
+                    at = _mm256_set_m128i(_mm256_cvttpd_epi32(ah), _mm256_cvttpd_epi32(al));
+                    in = mask_pd(okl, okh);
+                } else if (!r->affine) {
+                    int64_t a0 = (r->roff + r->rstep * oy) * r->pitch + r->coff + r->cstep * ox;
+                    at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)a0), _mm256_mullo_epi32(lane, cstep));
+                }
+                __m256i is_last = _mm256_cmpeq_epi32(at, last);
+                __m256i off = _mm256_add_epi32(_mm256_add_epi32(at, _mm256_add_epi32(at, at)), is_last);
+                __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, off, in, 1);
+                w = _mm256_srlv_epi32(w, _mm256_and_si256(is_last, eight));
+                p = (px8){_mm256_and_si256(w, ff), _mm256_and_si256(_mm256_srli_epi32(w, 8), ff),
+                          _mm256_and_si256(_mm256_srli_epi32(w, 16), ff)};
             }
-            __m256i is_last = _mm256_cmpeq_epi32(at, last);
-            __m256i off = _mm256_add_epi32(_mm256_add_epi32(at, _mm256_add_epi32(at, at)), is_last);
-            __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, off, in, 1);
-            w = _mm256_srlv_epi32(w, _mm256_and_si256(is_last, eight));
-            px8 p = {_mm256_and_si256(w, ff), _mm256_and_si256(_mm256_srli_epi32(w, 8), ff),
-                     _mm256_and_si256(_mm256_srli_epi32(w, 16), ff)};
             if (r->affine) {
                 p.r = _mm256_blendv_epi8(fill_r, p.r, in);
                 p.g = _mm256_blendv_epi8(fill_g, p.g, in);
