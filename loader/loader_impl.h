@@ -157,6 +157,8 @@ typedef struct loom__tail_rows {
 /* Columns [0, returned) of every row, 3 channels, with AVX2 when the CPU
  * has it (loader/tail_avx2.c); 0 when it does not (the caller does all). */
 int64_t loom__tail_rows_avx2(loom__tail_rows *r);
+/* The same sixteen pixels at a time with AVX-512 (loader/tail_avx512.c); 0 without it. */
+int64_t loom__tail_rows_avx512(loom__tail_rows *r);
 
 
 /* The separable resampler's passes with AVX2 (loader/resample_avx2.c);
@@ -164,7 +166,9 @@ int64_t loom__tail_rows_avx2(loom__tail_rows *r);
  * CPU lacks AVX2, LOOM_LOADER_SIMD=0, or fewer than 8 outputs) does the
  * 3-channel width pass of outputs [0, returned) of one source row. */
 bool loom__simd_avx2(void);
-void loom__simd_set(int on); /* tests: 1 on (if the CPU can), 0 off, -1 back to LOOM_LOADER_SIMD */
+bool loom__simd_avx512(void); /* F, BW, DQ and VL; LOOM_LOADER_SIMD=avx2 stops at AVX2 */
+/* tests: 2 AVX-512 (if the CPU can, else what it can), 1 AVX2 at most, 0 off, -1 back to LOOM_LOADER_SIMD */
+void loom__simd_set(int level);
 typedef struct loom__wplan loom__wplan;
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
                                    int64_t sw);

@@ -24,20 +24,36 @@
 
 #define AVX2 LOOM_AVX2
 
-static atomic_int use = -1; /* every thread computes the same value */
+static atomic_int use = -1; /* the level: 0 none, 1 AVX2, 2 AVX-512 too; every thread computes the same value */
 
-void loom__simd_set(int on) { atomic_store_explicit(&use, on < 0 ? -1 : on > 0 && __builtin_cpu_supports("avx2"), memory_order_relaxed); }
+static int cpu_level(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2")) return 0;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                   __builtin_cpu_supports("avx512vl")
+               ? 2
+               : 1;
+}
 
-bool loom__simd_avx2(void) {
+void loom__simd_set(int level) {
+    int c = cpu_level();
+    atomic_store_explicit(&use, level < 0 ? -1 : level < c ? level : c, memory_order_relaxed);
+}
+
+static int level(void) {
     int u = atomic_load_explicit(&use, memory_order_relaxed);
     if (u < 0) {
-        const char *e = getenv("LOOM_LOADER_SIMD");
-        __builtin_cpu_init();
-        u = !(e && !strcmp(e, "0")) && __builtin_cpu_supports("avx2");
+        const char *e = getenv("LOOM_LOADER_SIMD"); /* 0: scalar, avx2: no AVX-512 */
+        u = cpu_level();
+        if (e && !strcmp(e, "0")) u = 0;
+        else if (e && !strcmp(e, "avx2") && u > 1) u = 1;
         atomic_store_explicit(&use, u, memory_order_relaxed);
     }
     return u;
 }
+
+bool loom__simd_avx2(void) { return level() >= 1; }
+bool loom__simd_avx512(void) { return level() >= 2; }
 
 /* (acc >> bits) clamped to 0..255, per lane */
 AVX2 static inline __m256i to_u8(__m256i acc, int bits) {
@@ -167,7 +183,8 @@ bool loom__acc_to_u8_avx2(const int32_t *a, uint8_t *o, int64_t n, int bits) {
 #else
 
 bool loom__simd_avx2(void) { return false; }
-void loom__simd_set(int on) { (void)on; }
+bool loom__simd_avx512(void) { return false; }
+void loom__simd_set(int level) { (void)level; }
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
                                    int64_t sw) {
     (void)idx, (void)cnt, (void)wt, (void)span, (void)ow, (void)sw;

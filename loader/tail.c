@@ -88,7 +88,8 @@ static loom_status rows_scalar(loom_ctx *ctx, loom__tail_rows *r, int64_t x0, in
 
 static loom_status run_rows(loom_ctx *ctx, loom__tail_rows *r) {
     r->gray_sum = 0;
-    int64_t done = r->c == 3 ? loom__tail_rows_avx2(r) : 0;
+    int64_t done = r->c == 3 ? loom__tail_rows_avx512(r) : 0;
+    if (r->c == 3 && !done) done = loom__tail_rows_avx2(r);
     return rows_scalar(ctx, r, done, r->W);
 }
 

@@ -21,9 +21,10 @@
  *       writing ToTensor + Normalize itself): batches bitwise equal with
  *       fusion on and off (loom_loader_desc.no_fuse);
  *   (d) bad input to loom_tf_remap / loom_tf_warp: errors, no crash;
- *   (e) the AVX2 paths against the scalar ones (loom__simd_set): resizes up
- *       and down, fused crops / flips / affines, the tail, 1 and 3
- *       channels: bit for bit (where the CPU has no AVX2 both are scalar).
+ *   (e) the AVX2 and AVX-512 paths against the scalar ones (loom__simd_set):
+ *       resizes up and down, fused crops / flips / affines, the tail (u8 and
+ *       into the tensor), 1 and 3 channels: bit for bit (where the CPU lacks
+ *       an instruction set, that level runs the one below).
  */
 #include <math.h>
 #include <stdio.h>
@@ -144,9 +145,13 @@ static void close_to(const char *name, const char *spec, uint8_t *const *imgs, i
            d.n ? 100.0 * (double)d.off / (double)d.n : 0.0, (long long)d.n);
 }
 
-/* (e) the AVX2 paths (loader/resample_avx2.c, loader/tail_avx2.c) against
- * the scalar loops: the same steps, the same draws, SIMD on and off */
+/* (e) the SIMD paths (loader/resample_avx2.c, loader/tail_avx2.c,
+ * loader/tail_avx512.c) against the scalar loops: the same steps, the same
+ * draws, SIMD off, AVX2, AVX-512 */
 static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
+    float tlut[4][256];
+    for (int ch = 0; ch < 4; ch++)
+        for (int u = 0; u < 256; u++) tlut[ch][u] = ((float)u / 255.0f - 0.4f - 0.05f * (float)ch) / (0.2f + 0.01f * (float)ch);
     const char *specs[] = {
         "Resize(256); RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
         "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30))",
@@ -165,12 +170,12 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
                 CHECK(0, "plan %s: %s", specs[k], loom_last_error(ctx));
                 continue;
             }
-            uint8_t *buf[4] = {malloc(mb), malloc(mb), malloc(mb), malloc(mb)};
+            uint8_t *buf[6] = {malloc(mb), malloc(mb), malloc(mb), malloc(mb), malloc(mb), malloc(mb)};
             int64_t differ = 0, total = 0;
             for (int im = 0; im < 2; im++)
                 for (int i = 0; i < 3; i++) {
-                    loom_image out[2];
-                    for (int simd = 0; simd < 2; simd++) {
+                    loom_image out[3]; /* scalar, AVX2, AVX-512 (each as far as the CPU goes) */
+                    for (int simd = 0; simd < 3; simd++) {
                         loom__simd_set(simd);
                         loom__aug_rng r;
                         loom__aug_init(&r, 11, 0, i);
@@ -178,13 +183,30 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
                         CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &out[simd], buf[2 * simd], buf[2 * simd + 1], NULL));
                     }
                     int64_t n = out[0].h * out[0].w * c;
-                    for (int64_t p = 0; p < n; p++) differ += out[0].data[p] != out[1].data[p];
-                    total += n;
+                    for (int v = 1; v < 3; v++)
+                        for (int64_t p = 0; p < n; p++) differ += out[0].data[p] != out[v].data[p];
+                    total += 2 * n;
+                    /* and straight into the tensor (ToTensor + Normalize through the tables) */
+                    float *x[3];
+                    for (int simd = 0; simd < 3; simd++) {
+                        loom__simd_set(simd);
+                        loom__aug_rng r;
+                        loom__aug_init(&r, 11, 0, i);
+                        loom_image img = {c == 3 ? rgb[im] : gray[im], IH, IW, c};
+                        x[simd] = malloc((size_t)n * sizeof(float));
+                        loom__tensor_out to = {.lut = tlut, .x = x[simd], .c = c};
+                        CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &img, buf[2 * simd], buf[2 * simd + 1], &to));
+                        if (!to.done) /* ToTensor left to the caller: do it the loader's way */
+                            for (int ch = 0; ch < c; ch++)
+                                for (int64_t q = 0; q < n / c; q++) x[simd][ch * (n / c) + q] = tlut[ch][img.data[q * c + ch]];
+                    }
+                    for (int v = 1; v < 3; v++) differ += memcmp(x[0], x[v], (size_t)n * sizeof(float)) != 0;
+                    for (int v = 0; v < 3; v++) free(x[v]);
                 }
             loom__simd_set(-1);
             CHECK(differ == 0 && total > 0, "%s (%d channel%s): SIMD == scalar bit for bit (%lld of %lld values differ)",
                   specs[k], c, c == 1 ? "" : "s", (long long)differ, (long long)total);
-            for (int q = 0; q < 4; q++) free(buf[q]);
+            for (int q = 0; q < 6; q++) free(buf[q]);
         }
     }
 }
