@@ -18,9 +18,11 @@
 # worker (with 2 threads, workers 0 ran 6x slower here: 20 vs 135 images/s).
 # Workers 0 = loading on the calling thread.
 # Targets (issue 7): loom >= 5x torch's best on guide; packed shard >= 20x.
+# --rounds R measures every row R times, loom and torch alternating, and
+# reports the median (the range beside it): this machine's speed drifts.
 #
 # usage: bench/loader_vs_torch.sh [--loom PATH] [--python PY] [--data DIR] [--count N]
-#                                 [--workers "0 1 2 4 auto"] [--out FILE.md]
+#                                 [--workers "0 1 2 4 auto"] [--rounds R] [--out FILE.md]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 loom="$here/../build/loom"
@@ -29,8 +31,9 @@ py=python3
 data=/tmp/loom-bench-jpegs
 count=2000
 workers="0 1 2 4 auto"
+rounds=1
 out=""
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --loom) loom=$2; shift 2 ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --data) data=$2; shift 2 ;;
     --count) count=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "loader_vs_torch.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
@@ -62,6 +66,10 @@ say() { printf '%s\n' "$*" | tee -a "$report"; }
 field() { sed -n "s/.*RESULT.* $1=\([0-9.]*\).*/\1/p" | tail -n 1; }
 # loom's last "epoch N: ... (X images/s)" line
 loom_rate() { sed -n 's/^epoch [0-9]*: .*(\([0-9.]*\) images\/s).*/\1/p' | tail -n 1; }
+# the median of the arguments (numbers)
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# "median" or, over several rounds, "median (min-max)"
+cell() { if [ $# -gt 1 ]; then echo "$(median "$@") ($(printf '%s\n' "$@" | sort -g | head -n 1)-$(printf '%s\n' "$@" | sort -g | tail -n 1))"; else echo "$1"; fi; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
 
 cores=$(nproc)
@@ -73,6 +81,7 @@ say "$(date -u '+%Y-%m-%d %H:%M UTC'), loom $rev, $cores cores ($(grep -m1 'mode
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg);" \
     "$("$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')"
 say "data: $count JPEGs 500x375 in 10 classes ($((kb / count)) KB each on average, bench/gen_jpegs.py --seed 0), batch 64"
+[ "$rounds" -gt 1 ] && say "$rounds rounds per row, loom and torch alternating: the median (min-max); best = the best median"
 say ""
 say "| pipeline | workers | loom images/s | loom first batch ms | torch images/s | torch first batch ms | loom / torch |"
 say "|---|---|---|---|---|---|---|"
@@ -80,20 +89,27 @@ declare -A best_torch best_loom
 for p in guide light; do
     best_torch[$p]=0 best_loom[$p]=0
     for w in $workers; do
-        lo=$("$loom" bench-loader --data-dir "$data" --pipeline "$p" --workers "$w" --epochs 2 2>&1) ||
-            { echo "$lo"; echo "loader_vs_torch.sh: loom bench-loader failed ($p, $w)" >&2; exit 1; }
-        lr=$(echo "$lo" | loom_rate) lf=$(echo "$lo" | field first_batch_ms) lw=$(echo "$lo" | field workers)
-        tr="n/a" tf="n/a"
+        lrs=() lfs=() trs=() tfs=()
+        for ((r = 0; r < rounds; r++)); do
+            lo=$("$loom" bench-loader --data-dir "$data" --pipeline "$p" --workers "$w" --epochs 2 2>&1) ||
+                { echo "$lo"; echo "loader_vs_torch.sh: loom bench-loader failed ($p, $w)" >&2; exit 1; }
+            lrs+=("$(echo "$lo" | loom_rate)") lfs+=("$(echo "$lo" | field first_batch_ms)") lw=$(echo "$lo" | field workers)
+            if [ "$w" != auto ]; then
+                to=$("$py" "$here/torch_loader.py" --data-dir "$data" --pipeline "$p" --workers "$w" 2>&1) ||
+                    { echo "$to"; echo "loader_vs_torch.sh: torch_loader.py failed ($p, $w)" >&2; exit 1; }
+                trs+=("$(echo "$to" | field images_per_s)") tfs+=("$(echo "$to" | field first_batch_ms)")
+            fi
+        done
+        lr=$(median "${lrs[@]}") tr="n/a"
         if [ "$w" != auto ]; then
-            to=$("$py" "$here/torch_loader.py" --data-dir "$data" --pipeline "$p" --workers "$w" 2>&1) ||
-                { echo "$to"; echo "loader_vs_torch.sh: torch_loader.py failed ($p, $w)" >&2; exit 1; }
-            tr=$(echo "$to" | field images_per_s) tf=$(echo "$to" | field first_batch_ms)
+            tr=$(median "${trs[@]}")
             best_torch[$p]=$(awk -v a="$tr" -v b="${best_torch[$p]}" 'BEGIN { print (a > b ? a : b) }')
         fi
         best_loom[$p]=$(awk -v a="$lr" -v b="${best_loom[$p]}" 'BEGIN { print (a > b ? a : b) }')
         wl=$w
         [ "$w" = auto ] && wl="auto ($lw)"
-        say "| $p | $wl | $lr | $lf | $tr | $tf | $([ "$tr" = n/a ] && echo - || ratio "$lr" "$tr") |"
+        say "| $p | $wl | $(cell "${lrs[@]}") | $(median "${lfs[@]}") | $([ "$tr" = n/a ] && echo n/a || cell "${trs[@]}") |" \
+            "$([ "$tr" = n/a ] && echo n/a || median "${tfs[@]}") | $([ "$tr" = n/a ] && echo - || ratio "$lr" "$tr") |"
     done
 done
 # the fusion's share: the guide pipeline with every step on its own
@@ -115,13 +131,17 @@ declare -A best_shard
 for p in guide light; do
     best_shard[$p]=0
     for w in $workers; do
-        so=$("$loom" bench-loader --data-dir "$data/pack" --pipeline "$p" --workers "$w" --epochs 2 2>&1) ||
-            { echo "$so"; echo "loader_vs_torch.sh: bench-loader on the shard failed ($p, $w)" >&2; exit 1; }
-        sr=$(echo "$so" | loom_rate) sw=$(echo "$so" | field workers)
+        srs=() sfs=()
+        for ((r = 0; r < rounds; r++)); do
+            so=$("$loom" bench-loader --data-dir "$data/pack" --pipeline "$p" --workers "$w" --epochs 2 2>&1) ||
+                { echo "$so"; echo "loader_vs_torch.sh: bench-loader on the shard failed ($p, $w)" >&2; exit 1; }
+            srs+=("$(echo "$so" | loom_rate)") sfs+=("$(echo "$so" | field first_batch_ms)") sw=$(echo "$so" | field workers)
+        done
+        sr=$(median "${srs[@]}")
         best_shard[$p]=$(awk -v a="$sr" -v b="${best_shard[$p]}" 'BEGIN { print (a > b ? a : b) }')
         wl=$w
         [ "$w" = auto ] && wl="auto ($sw)"
-        say "| $p | $wl | $sr | $(echo "$so" | field first_batch_ms) | $(ratio "$sr" "${best_torch[$p]}") |"
+        say "| $p | $wl | $(cell "${srs[@]}") | $(median "${sfs[@]}") | $(ratio "$sr" "${best_torch[$p]}") |"
     done
 done
 say ""

@@ -174,6 +174,17 @@ loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const
                                    int64_t sw);
 int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o);
 void loom__width_plan_free(loom__wplan *p);
+/* The same sixteen outputs at a time with AVX-512 VBMI (loader/resample_avx512.c):
+ * NULL without it, or when a block's taps lie more than 42 pixels apart. */
+typedef struct loom__wplan512 loom__wplan512;
+loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span,
+                                        int64_t ow, int64_t sw);
+int64_t loom__width_row_avx512(const loom__wplan512 *p, const uint8_t *s, int64_t sw, int bits, int32_t half, uint8_t *o);
+void loom__width_plan512_free(loom__wplan512 *p);
+/* o[x] = clamp((half + sum_j w[j] t[j][x]) >> bits), for x < the returned
+ * multiple of 32 (0 without AVX-512 or with weights outside 0..2^22). */
+int64_t loom__height_row_avx512(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t len, int bits, int32_t half,
+                                uint8_t *o);
 /* acc[x] += w * t[x], x < n; false when AVX2 is off (the caller loops) */
 bool loom__height_acc_avx2(int32_t *a, const uint8_t *t, int32_t w, int64_t n);
 /* o[x] = clamp(a[x] >> bits, 0, 255); false when AVX2 is off */

@@ -517,7 +517,8 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
     }
     /* columns copied in order (a crop): whole rows at once */
     bool run = tx->copy && tx->idx[(ow - 1) * tx->span] - tx->idx[0] == ow - 1;
-    loom__wplan *wp = c == 3 && !tx->copy ? loom__width_plan_avx2(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
+    loom__wplan512 *wq = c == 3 && !tx->copy ? loom__width_plan_avx512(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
+    loom__wplan *wp = c == 3 && !tx->copy && !wq ? loom__width_plan_avx2(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
     // tmp (rows, ow, c) <- src rows rlo..rhi, columns through tx
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *s = src->data + (rlo + r) * src->w * c;
@@ -526,7 +527,7 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
             memcpy(o, s + tx->idx[0] * c, (size_t)row);
             continue;
         }
-        int64_t x = wp ? loom__width_row_avx2(wp, s, FIX_BITS, half, o) : 0;
+        int64_t x = wq ? loom__width_row_avx512(wq, s, src->w, FIX_BITS, half, o) : wp ? loom__width_row_avx2(wp, s, FIX_BITS, half, o) : 0;
         for (o += x * c; x < ow; x++, o += c) {
             const int64_t *ix = tx->idx + x * tx->span, n = tx->cnt[x];
             const uint8_t *p = s + ix[0] * c;
@@ -562,19 +563,28 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
             continue;
         }
         const int32_t *wt = ty->wt + y * ty->span;
-        int32_t *restrict a = acc; /* (restrict: u8 rows could alias anything; they do not) */
-        for (int64_t x = 0; x < row; x++) a[x] = half;
-        for (int64_t j = 0; j < ty->cnt[y]; j++) {
-            const uint8_t *restrict t = tmp + (iy[j] - rlo) * row;
-            int32_t w = wt[j];
-            if (!loom__height_acc_avx2(a, t, w, row))
-                for (int64_t x = 0; x < row; x++) a[x] += w * t[x];
+        int64_t x0 = 0, n = ty->cnt[y];
+        if (n <= 16) {
+            const uint8_t *t[16];
+            for (int64_t j = 0; j < n; j++) t[j] = tmp + (iy[j] - rlo) * row;
+            x0 = loom__height_row_avx512(t, wt, n, row, FIX_BITS, half, o);
+            if (x0 == row) continue;
         }
-        if (!loom__acc_to_u8_avx2(a, o, row, FIX_BITS))
-            for (int64_t x = 0; x < row; x++) o[x] = fix_u8(a[x]);
+        int32_t *restrict a = acc + x0; /* (restrict: u8 rows could alias anything; they do not) */
+        int64_t len = row - x0;
+        for (int64_t x = 0; x < len; x++) a[x] = half;
+        for (int64_t j = 0; j < n; j++) {
+            const uint8_t *restrict t = tmp + (iy[j] - rlo) * row + x0;
+            int32_t w = wt[j];
+            if (!loom__height_acc_avx2(a, t, w, len))
+                for (int64_t x = 0; x < len; x++) a[x] += w * t[x];
+        }
+        if (!loom__acc_to_u8_avx2(a, o + x0, len, FIX_BITS))
+            for (int64_t x = 0; x < len; x++) o[x0 + x] = fix_u8(a[x]);
     }
     free(tmp), free(acc);
     loom__width_plan_free(wp);
+    loom__width_plan512_free(wq);
     return LOOM_OK;
 }
 
