@@ -32,8 +32,20 @@ loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__
 /* Where ToTensor + Normalize may write: x (c, h, w) through the loader's
  * per-channel tables; done when the run wrote x itself (then *img is not
  * the result). */
+/* ToTensor + Normalize of one channel by arithmetic instead of a table
+ * lookup (the SIMD tails): the table's value ((float)v / 255 - mean) / sd
+ * is two IEEE divisions; with `fma` set, each division is a product by the
+ * reciprocal corrected by one fused multiply-add, which loom__norm_init
+ * found equal to the table for all 256 values (else the divisions). */
+typedef struct loom__norm {
+    float mean, sd, rsd;
+    bool fma;
+} loom__norm;
+void loom__norm_init(loom__norm *n, float mean, float sd);
+float loom__norm_value(const loom__norm *n, int v); /* the table's value, as the SIMD tails compute it */
 typedef struct loom__tensor_out {
     const float (*lut)[256];
+    const loom__norm *norm; /* per channel, or NULL: the tails gather from lut */
     float *x;
     int c;
     bool done;
@@ -150,6 +162,7 @@ typedef struct loom__tail_rows {
     int ns;
     const loom__sat_tables *sat;
     const float (*lut)[256];
+    const loom__norm *norm; /* with lut, or NULL */
     float *x;
     uint8_t *dst;
     int64_t gray_sum;

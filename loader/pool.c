@@ -64,6 +64,7 @@ struct loom_loader {
     bool region;        /* ask the source to decode only what the pipeline reads */
     loom_decode_hint hint; /* for get_image: the first step's Resize size, if any */
     float lut[4][256];  /* U8 -> normalised f32, per channel */
+    loom__norm norm[4]; /* the same by arithmetic (the SIMD tails) */
     int ncores, max_workers, prefetch;
     bool sync;
 
@@ -154,7 +155,7 @@ static void to_tensor(const loom_loader *ld, const uint8_t *img, float *x) {
 static loom_status augment(loom_loader *ld, worker *w, int64_t epoch, int64_t i, loom_image img, float *x) {
     loom__aug_rng rng;
     loom__aug_init(&rng, ld->d.seed, epoch, i);
-    loom__tensor_out out = {.lut = (const float(*)[256])ld->lut, .x = x, .c = ld->oc};
+    loom__tensor_out out = {.lut = (const float(*)[256])ld->lut, .norm = ld->norm, .x = x, .c = ld->oc};
     loom_status st = ld->d.no_fuse
                          ? loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1])
                          : loom__tf_run_fused(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1], &out);
@@ -447,6 +448,7 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
             return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: std[%d] = %g (expected nonzero)", k, (double)sd);
         }
         for (int i = 0; i < 256; i++) ld->lut[ch][i] = ((float)i / 255.0f - mean) / sd;
+        loom__norm_init(&ld->norm[ch], mean, sd);
     }
     loom_sampler_desc sd = {.n = src->n, .shuffle = desc->shuffle, .seed = desc->seed, .rank = desc->rank,
                             .world = desc->world};

@@ -22,6 +22,7 @@
  * their order (crops and flips, jitter, affine).
  * tests/test-fuse.c checks the bits against the unfused steps.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,22 @@ enum { OP_BRIGHT, OP_CONTRAST, OP_SAT, OP_HUE };
 /* Where image pixel (y, x) of job r is in its base. */
 static inline int64_t px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
     return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
+}
+
+float loom__norm_value(const loom__norm *n, int v) {
+    const float x = (float)v, r255 = 1.0f / 255.0f;
+    if (!n->fma) return (x / 255.0f - n->mean) / n->sd;
+    float q0 = x * r255, q = fmaf(fmaf(-q0, 255.0f, x), r255, q0); /* x / 255 */
+    float u = q - n->mean, y0 = u * n->rsd;
+    return fmaf(fmaf(-y0, n->sd, u), n->rsd, y0); /* u / sd */
+}
+
+void loom__norm_init(loom__norm *n, float mean, float sd) {
+    *n = (loom__norm){.mean = mean, .sd = sd, .rsd = 1.0f / sd, .fma = true};
+    for (int v = 0; v < 256 && n->fma; v++) {
+        float want = ((float)v / 255.0f - mean) / sd, got = loom__norm_value(n, v);
+        n->fma = memcmp(&want, &got, sizeof want) == 0;
+    }
 }
 
 /* Columns [x0, x1) of every row of job r, any channel count (the AVX2
@@ -171,7 +188,7 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
     }
     /* the u8 result's buffer: whichever of a, b the pass no longer reads */
     uint8_t *dst8 = r.base == img->data ? spare : in_ab ? in_ab : (spare == a ? b : a);
-    if (tensor) r.lut = out->lut, r.x = out->x;
+    if (tensor) r.lut = out->lut, r.norm = out->norm, r.x = out->x;
     else r.dst = dst8;
     s = run_rows(ctx, &r);
     if (s != LOOM_OK) return s;

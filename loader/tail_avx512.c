@@ -11,8 +11,12 @@
  * brightness / contrast / saturation / gray as separate products and sums
  * (this file is compiled with -ffp-contract=off, like every loader source:
  * AVX-512 has FMA, and a fused product would change the bits); hue through
- * the scalar primitive; ToTensor + Normalize as masked gathers from the
- * loader's tables (the fill's value where the affine falls outside).
+ * the scalar primitive; ToTensor + Normalize computed (loom__norm: each
+ * division a product by the reciprocal corrected by one FMA, checked equal
+ * to the loader's table for all 256 values when the loader was made; else
+ * the divisions themselves: gathers from the table were ~30% of this pass),
+ * or gathered from the table when the caller gives no loom__norm; the
+ * fill's value where the affine falls outside.
  * tests/test-fuse.c (e) compares it with the scalar steps and the AVX2 path.
  */
 #include <math.h>
@@ -84,11 +88,31 @@ AVX512 static inline px16 load16(const uint8_t *q) {
 }
 #undef PICK4
 
+/* ToTensor + Normalize of integer lanes v (loom__norm_value) */
+typedef struct norm16 {
+    __m512 mean, sd, rsd;
+    bool fma;
+} norm16;
+
+AVX512 static inline __m512 normalize16(__m512i v, const norm16 *n) {
+    const __m512 x = _mm512_cvtepi32_ps(v), c255 = _mm512_set1_ps(255.0f);
+    if (!n->fma) return _mm512_div_ps(_mm512_sub_ps(_mm512_div_ps(x, c255), n->mean), n->sd);
+    const __m512 r255 = _mm512_set1_ps(1.0f / 255.0f), q0 = _mm512_mul_ps(x, r255);
+    const __m512 u = _mm512_sub_ps(_mm512_fmadd_ps(_mm512_fnmadd_ps(q0, c255, x), r255, q0), n->mean);
+    const __m512 y0 = _mm512_mul_ps(u, n->rsd);
+    return _mm512_fmadd_ps(_mm512_fnmadd_ps(y0, n->sd, u), n->rsd, y0);
+}
+
 static inline int64_t px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
     return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
 }
 
-AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
+/* Columns [0, W16) of every row; AFF (the affine), CONTIG (rows loaded as
+ * bytes), OUT (1: the tensor, 2: u8 pixels, 0: nothing) and GRAY (the gray
+ * sum) are constants where rows_avx512 calls it for the common cases, so
+ * each gets its own loop without those branches. */
+AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail_rows *r, const bool AFF, const bool CONTIG,
+                                                                      const int OUT, const bool GRAY) {
     const int64_t H = r->H, W = r->W, hw = H * W, W16 = W & ~(int64_t)15;
     if (W16 == 0 || r->npx * 3 + 8 > 0x7fffffff) return 0;
     __m512 sat_f = _mm512_setzero_ps(), sat_g = _mm512_setzero_ps();
@@ -102,11 +126,17 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
     const __m512i fill_r = _mm512_set1_epi32(r->fill[0]), fill_g = _mm512_set1_epi32(r->fill[1]),
                   fill_b = _mm512_set1_epi32(r->fill[2]);
     __m512 fillv[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    if (r->x)
-        for (int ch = 0; ch < 3; ch++) fillv[ch] = _mm512_set1_ps(r->lut[ch][r->fill[ch]]);
+    norm16 nv[3];
+    if (OUT == 1)
+        for (int ch = 0; ch < 3; ch++) {
+            fillv[ch] = _mm512_set1_ps(r->lut[ch][r->fill[ch]]);
+            if (r->norm)
+                nv[ch] = (norm16){_mm512_set1_ps(r->norm[ch].mean), _mm512_set1_ps(r->norm[ch].sd),
+                                  _mm512_set1_ps(r->norm[ch].rsd), r->norm[ch].fma};
+        }
     /* m[0] x and m[3] x per column in float (x = ox - hx); tie as in tail_avx2.c */
     float *fx0 = NULL, *fy0 = NULL;
-    if (r->affine) {
+    if (AFF) {
         if (!(fx0 = malloc(2 * (size_t)W16 * sizeof *fx0))) return 0; /* the next path does it all */
         fy0 = fx0 + W16;
         for (int64_t ox = 0; ox < W16; ox++) {
@@ -119,9 +149,12 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
     const __m512 tie = _mm512_set1_ps((float)(0.5 - M * 0x1p-20)), zerof = _mm512_setzero_ps(), Wf = _mm512_set1_ps((float)W),
                  Hf = _mm512_set1_ps((float)H), m2f = _mm512_set1_ps((float)r->m[2]), m5f = _mm512_set1_ps((float)r->m[5]),
                  hxf = _mm512_set1_ps((float)r->hx), hyf = _mm512_set1_ps((float)r->hy);
-    const __m512i roffi = _mm512_set1_epi32((int32_t)r->roff), rstepi = _mm512_set1_epi32((int32_t)r->rstep),
-                  pitchi = _mm512_set1_epi32((int32_t)r->pitch), coffi = _mm512_set1_epi32((int32_t)r->coff);
-    const bool contig = !r->affine && (r->cstep == 1 || (r->cstep == -1 && !r->x && !r->dst));
+    /* px_at(y, x) = at0 + rowi y + cstep x (all within int32: npx * 3 + 8 fits) */
+    const __m512i at0 = _mm512_set1_epi32((int32_t)(r->roff * r->pitch + r->coff)),
+                  rowi = _mm512_set1_epi32((int32_t)(r->rstep * r->pitch));
+    const bool contig = CONTIG;
+    const bool reverse = r->cstep == -1 && OUT != 0; /* a flip's lanes back in image order (a sum needs none) */
+    const __m512i rev = _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
     int64_t gray = 0;
     for (int64_t oy = 0; oy < H; oy++) {
@@ -133,30 +166,32 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
             px16 p;
             if (contig) {
                 p = load16(r->base + (r->cstep > 0 ? px_at(r, oy, ox) : px_at(r, oy, ox + 15)) * 3);
+                if (reverse)
+                    p = (px16){_mm512_permutexvar_epi32(rev, p.r), _mm512_permutexvar_epi32(rev, p.g),
+                               _mm512_permutexvar_epi32(rev, p.b)};
             } else {
                 __m512i at;
-                if (r->affine) {
+                if (AFF) {
                     __m512 fx = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(fx0 + ox), m1yf), m2f), hxf);
                     __m512 fy = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(fy0 + ox), m4yf), m5f), hyf);
                     __m512 rx = _mm512_roundscale_ps(fx, rnd), ry = _mm512_roundscale_ps(fy, rnd);
                     __mmask16 near = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(fx, rx)), tie, _CMP_GT_OQ) |
                                      _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(fy, ry)), tie, _CMP_GT_OQ);
-                    if (!near) {
-                        in = _mm512_cmp_ps_mask(rx, zerof, _CMP_GE_OQ) & _mm512_cmp_ps_mask(rx, Wf, _CMP_LT_OQ) &
-                             _mm512_cmp_ps_mask(ry, zerof, _CMP_GE_OQ) & _mm512_cmp_ps_mask(ry, Hf, _CMP_LT_OQ);
-                        __m512i yi = _mm512_cvtps_epi32(ry), xi = _mm512_cvtps_epi32(rx);
-                        __m512i row = _mm512_mullo_epi32(_mm512_add_epi32(roffi, _mm512_mullo_epi32(rstepi, yi)), pitchi);
-                        at = _mm512_maskz_add_epi32(in, _mm512_add_epi32(row, coffi), _mm512_mullo_epi32(cstep, xi));
-                    } else { /* the scalar arithmetic, lane by lane */
+                    in = _mm512_cmp_ps_mask(rx, zerof, _CMP_GE_OQ) & _mm512_cmp_ps_mask(rx, Wf, _CMP_LT_OQ) &
+                         _mm512_cmp_ps_mask(ry, zerof, _CMP_GE_OQ) & _mm512_cmp_ps_mask(ry, Hf, _CMP_LT_OQ);
+                    __m512i yi = _mm512_cvtps_epi32(ry), xi = _mm512_cvtps_epi32(rx);
+                    at = _mm512_maskz_add_epi32(in, _mm512_add_epi32(at0, _mm512_mullo_epi32(rowi, yi)), _mm512_mullo_epi32(cstep, xi));
+                    if (near) { /* those lanes again with the scalar arithmetic */
                         int32_t a[16];
-                        in = 0;
-                        for (int l = 0; l < 16; l++) {
+                        _mm512_storeu_si512(a, at);
+                        for (unsigned m = near; m; m &= m - 1) {
+                            const int l = __builtin_ctz(m);
                             double fxd, fyd;
                             int64_t q;
                             loom__affine_point(r->m, r->hx, r->hy, ox + l, oy, &fxd, &fyd);
                             bool ok = loom__nearest_at(fxd, fyd, W, H, &q);
                             a[l] = ok ? (int32_t)px_at(r, q / W, q % W) : 0;
-                            in |= (__mmask16)(ok << l);
+                            in = ok ? (__mmask16)(in | (1u << l)) : (__mmask16)(in & ~(1u << l));
                         }
                         at = _mm512_loadu_si512(a);
                     }
@@ -172,7 +207,7 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
                 p = (px16){_mm512_and_si512(w, ff), _mm512_and_si512(_mm512_srli_epi32(w, 8), ff),
                            _mm512_and_si512(_mm512_srli_epi32(w, 16), ff)};
             }
-            if (r->affine) {
+            if (AFF) {
                 p.r = _mm512_mask_blend_epi32(in, fill_r, p.r);
                 p.g = _mm512_mask_blend_epi32(in, fill_g, p.g);
                 p.b = _mm512_mask_blend_epi32(in, fill_b, p.b);
@@ -193,16 +228,17 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
                     hue16(&p, r->st[k].f);
                 }
             }
-            if (r->x) {
+            if (OUT == 1) {
                 __m512i idx[3] = {p.r, p.g, p.b};
                 for (int ch = 0; ch < 3; ch++) {
-                    __m512 v = _mm512_mask_i32gather_ps(fillv[ch], in, idx[ch], r->lut[ch], 4);
+                    __m512 v = r->norm ? _mm512_mask_blend_ps(in, fillv[ch], normalize16(idx[ch], &nv[ch]))
+                                       : _mm512_mask_i32gather_ps(fillv[ch], in, idx[ch], r->lut[ch], 4);
                     float *o = r->x + (size_t)ch * (size_t)hw + (size_t)(oy * W + ox);
                     if (((uintptr_t)o & 63) == 0) _mm512_stream_ps(o, v);
                     else _mm512_storeu_ps(o, v);
                 }
-            } else if (r->dst) {
-                if (r->affine) { /* the fill is written after the adjustments */
+            } else if (OUT == 2) {
+                if (AFF) { /* the fill is written after the adjustments */
                     p.r = _mm512_mask_blend_epi32(in, fill_r, p.r);
                     p.g = _mm512_mask_blend_epi32(in, fill_g, p.g);
                     p.b = _mm512_mask_blend_epi32(in, fill_b, p.b);
@@ -212,15 +248,24 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
                 loom__store_rgb8(o + 24, _mm512_extracti64x4_epi64(p.r, 1), _mm512_extracti64x4_epi64(p.g, 1),
                                  _mm512_extracti64x4_epi64(p.b, 1));
             }
-            if (r->want_gray)
+            if (GRAY)
                 acc = _mm512_add_epi32(acc, gray16(_mm512_cvtepi32_ps(p.r), _mm512_cvtepi32_ps(p.g), _mm512_cvtepi32_ps(p.b)));
         }
-        if (r->want_gray) gray += _mm512_reduce_add_epi32(acc);
+        if (GRAY) gray += _mm512_reduce_add_epi32(acc);
     }
     free(fx0);
-    if (r->x) _mm_sfence(); /* the streaming stores, before the batch is handed over */
+    if (OUT == 1) _mm_sfence(); /* the streaming stores, before the batch is handed over */
     r->gray_sum += gray;
     return W16;
+}
+
+AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
+    const bool contig = !r->affine && (r->cstep == 1 || r->cstep == -1);
+    const int out = r->x ? 1 : r->dst ? 2 : 0;
+    if (r->affine && out == 1 && !r->want_gray) return rows_body(r, true, false, 1, false); /* the guide's pass */
+    if (contig && out == 0 && r->want_gray) return rows_body(r, false, true, 0, true);    /* contrast's pre-pass */
+    if (contig && out == 1 && !r->want_gray) return rows_body(r, false, true, 1, false);  /* crops and flips */
+    return rows_body(r, r->affine, contig, out, r->want_gray);
 }
 
 int64_t loom__tail_rows_avx512(loom__tail_rows *r) { return loom__simd_avx512() && r->c == 3 ? rows_avx512(r) : 0; }

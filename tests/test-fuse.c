@@ -150,8 +150,14 @@ static void close_to(const char *name, const char *spec, uint8_t *const *imgs, i
  * draws, SIMD off, AVX2, AVX-512 */
 static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
     float tlut[4][256];
-    for (int ch = 0; ch < 4; ch++)
-        for (int u = 0; u < 256; u++) tlut[ch][u] = ((float)u / 255.0f - 0.4f - 0.05f * (float)ch) / (0.2f + 0.01f * (float)ch);
+    loom__norm nfma[4], ndiv[4]; /* the tables by arithmetic: checked FMA-corrected products, the divisions */
+    for (int ch = 0; ch < 4; ch++) {
+        const float mean = 0.4f + 0.05f * (float)ch, sd = 0.2f + 0.01f * (float)ch;
+        for (int u = 0; u < 256; u++) tlut[ch][u] = ((float)u / 255.0f - mean) / sd;
+        loom__norm_init(&nfma[ch], mean, sd);
+        CHECK(nfma[ch].fma, "mean %g sd %g: the FMA-corrected products equal the table", (double)mean, (double)sd);
+        ndiv[ch] = nfma[ch], ndiv[ch].fma = false;
+    }
     const char *specs[] = {
         "Resize(256); RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
         "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30))",
@@ -187,21 +193,21 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
                         for (int64_t p = 0; p < n; p++) differ += out[0].data[p] != out[v].data[p];
                     total += 2 * n;
                     /* and straight into the tensor (ToTensor + Normalize through the tables) */
-                    float *x[3];
-                    for (int simd = 0; simd < 3; simd++) {
-                        loom__simd_set(simd);
+                    float *x[5]; /* scalar, AVX2, AVX-512 from the tables; AVX-512 by FMA, by division */
+                    for (int simd = 0; simd < 5; simd++) {
+                        loom__simd_set(simd < 3 ? simd : 2);
                         loom__aug_rng r;
                         loom__aug_init(&r, 11, 0, i);
                         loom_image img = {c == 3 ? rgb[im] : gray[im], IH, IW, c};
                         x[simd] = malloc((size_t)n * sizeof(float));
-                        loom__tensor_out to = {.lut = tlut, .x = x[simd], .c = c};
-                        CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &img, buf[2 * simd], buf[2 * simd + 1], &to));
+                        loom__tensor_out to = {.lut = tlut, .norm = simd == 3 ? nfma : simd == 4 ? ndiv : NULL, .x = x[simd], .c = c};
+                        CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &img, buf[2 * (simd % 3)], buf[2 * (simd % 3) + 1], &to));
                         if (!to.done) /* ToTensor left to the caller: do it the loader's way */
                             for (int ch = 0; ch < c; ch++)
                                 for (int64_t q = 0; q < n / c; q++) x[simd][ch * (n / c) + q] = tlut[ch][img.data[q * c + ch]];
                     }
-                    for (int v = 1; v < 3; v++) differ += memcmp(x[0], x[v], (size_t)n * sizeof(float)) != 0;
-                    for (int v = 0; v < 3; v++) free(x[v]);
+                    for (int v = 1; v < 5; v++) differ += memcmp(x[0], x[v], (size_t)n * sizeof(float)) != 0;
+                    for (int v = 0; v < 5; v++) free(x[v]);
                 }
             loom__simd_set(-1);
             CHECK(differ == 0 && total > 0, "%s (%d channel%s): SIMD == scalar bit for bit (%lld of %lld values differ)",
@@ -209,6 +215,33 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
             for (int q = 0; q < 6; q++) free(buf[q]);
         }
     }
+}
+
+/* ToTensor + Normalize by arithmetic (loom__norm): the table's bits for
+ * every value, whether loom__norm_init kept the FMA-corrected products or
+ * fell back to the divisions; and the divisions alone always */
+static void norm_values(void) {
+    uint32_t s = 12345;
+    int64_t bad = 0, with_fma = 0, pairs = 0;
+    for (int k = 0; k < 2000; k++, pairs++) {
+        s = s * 1664525u + 1013904223u;
+        float mean = (float)(s >> 8) * 0x1p-23f - 0.5f; /* -0.5 .. 1.5 */
+        s = s * 1664525u + 1013904223u;
+        float sd = ((float)(s >> 8) * 0x1p-24f + 1e-3f) * (k % 7 == 3 ? -1.0f : 1.0f) * (k % 11 == 5 ? 1e3f : 1.0f);
+        if (k == 0) mean = 0.485f, sd = 0.229f;
+        if (k == 1) mean = 0.0f, sd = 1.0f;
+        loom__norm n;
+        loom__norm_init(&n, mean, sd);
+        with_fma += n.fma;
+        loom__norm d = n;
+        d.fma = false;
+        for (int v = 0; v < 256; v++) {
+            float want = ((float)v / 255.0f - mean) / sd, a = loom__norm_value(&n, v), b = loom__norm_value(&d, v);
+            bad += memcmp(&want, &a, sizeof a) != 0 || memcmp(&want, &b, sizeof b) != 0;
+        }
+    }
+    CHECK(bad == 0, "ToTensor + Normalize by arithmetic == the table for %lld (mean, std) pairs x 256 values (%lld differ; "
+                    "%lld pairs by FMA-corrected products)", (long long)pairs, (long long)bad, (long long)with_fma);
 }
 
 /* (c) the loader with and without fusion on the guide's whole pipeline */
@@ -351,6 +384,7 @@ int main(void) {
     loader_guide(rgb, "RandomResizedCrop(224); hflip", "RandomErasing(p=0.5)");
     /* (a padded RandomCrop ends the geometric run: the affine alone is the tail) */
     loader_guide(rgb, NULL, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
+    norm_values();
     simd_vs_scalar(rgb, gray);
     bad_input(rgb[0]);
     for (int i = 0; i < NIMG; i++) free(rgb[i]), free(gray[i]);
