@@ -377,11 +377,16 @@ int main(void) {
     loader_guide(rgb, NULL, "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255)); "
                             "RandomErasing(p=1)");
     loader_guide(rgb, NULL, "ColorJitter(0.3, 0.3, 0.3, 0.3)");
+    /* no ColorJitter: the nearest affine still a tail after the resampling (not fused into a warp) */
+    loader_guide(rgb, NULL, "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))");
+    loader_guide(rgb, "RandomCrop((300, 400)); hflip; RandomCrop(224)", "RandomAffine(20, shear=5, fill=(0, 128, 255))");
     /* crops and flips only before the tail (a packed shard's guide): the tail reads through them */
     loader_guide(rgb, "RandomCrop((300, 400)); hflip; vflip; RandomCrop(224)",
                  "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255))");
     /* no tail steps: ToTensor + Normalize alone through the tail's pass */
     loader_guide(rgb, "RandomResizedCrop(224); hflip", "RandomErasing(p=0.5)");
+    /* crops and flips alone: that empty tail reads through them */
+    loader_guide(rgb, "RandomCrop((300, 400)); hflip; vflip; RandomCrop(224)", "RandomErasing(p=0.5)");
     /* (a padded RandomCrop ends the geometric run: the affine alone is the tail) */
     loader_guide(rgb, NULL, "RandomCrop(224, padding=4); RandomAffine(15, fill=77); RandomErasing(p=0.5)");
     norm_values();
