@@ -167,6 +167,10 @@ typedef struct loom__tail_rows {
     uint8_t *dst;
     int64_t gray_sum;
 } loom__tail_rows;
+/* Where image pixel (y, x) of job r is in its base (pixels, not bytes). */
+static inline int64_t loom__tail_px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
+    return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
+}
 /* Columns [0, returned) of every row, 3 channels, with AVX2 when the CPU
  * has it (loader/tail_avx2.c); 0 when it does not (the caller does all). */
 int64_t loom__tail_rows_avx2(loom__tail_rows *r);

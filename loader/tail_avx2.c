@@ -96,10 +96,6 @@ AVX2 static inline __m256i mask_pd(__m256d lo, __m256d hi) {
     return _mm256_set_m128i(b, a);
 }
 
-/* Where image pixel (y, x) of job r is in its base (tail.c's px_at). */
-static inline int64_t px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
-    return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
-}
 
 AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     const int64_t H = r->H, W = r->W, hw = H * W, W8 = W & ~(int64_t)7;
@@ -160,7 +156,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
             __m256i in = _mm256_set1_epi32(-1);
             px8 p;
             if (contig) { /* the eight pixels lie side by side: loads, no gather */
-                p = load8(r->base + (r->cstep > 0 ? px_at(r, oy, ox) : px_at(r, oy, ox + 7)) * 3);
+                p = load8(r->base + (r->cstep > 0 ? loom__tail_px_at(r, oy, ox) : loom__tail_px_at(r, oy, ox + 7)) * 3);
             } else {
                 __m256i at;
                 int near = 1;

@@ -103,10 +103,6 @@ AVX512 static inline __m512 normalize16(__m512i v, const norm16 *n) {
     return _mm512_fmadd_ps(_mm512_fnmadd_ps(y0, n->sd, u), n->rsd, y0);
 }
 
-static inline int64_t px_at(const loom__tail_rows *r, int64_t y, int64_t x) {
-    return (r->roff + r->rstep * y) * r->pitch + r->coff + r->cstep * x;
-}
-
 /* Columns [0, W16) of every row; AFF (the affine), CONTIG (rows loaded as
  * bytes), OUT (1: the tensor, 2: u8 pixels, 0: nothing) and GRAY (the gray
  * sum) are constants where rows_avx512 calls it for the common cases, so
@@ -134,7 +130,7 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
                 nv[ch] = (norm16){_mm512_set1_ps(r->norm[ch].mean), _mm512_set1_ps(r->norm[ch].sd),
                                   _mm512_set1_ps(r->norm[ch].rsd), r->norm[ch].fma};
         }
-    /* m[0] x and m[3] x per column in float (x = ox - hx); tie as in tail_avx2.c */
+    /* m[0] x and m[3] x per column in float (x = ox - hx) */
     float *fx0 = NULL, *fy0 = NULL;
     if (AFF) {
         if (!(fx0 = malloc(2 * (size_t)W16 * sizeof *fx0))) return 0; /* the next path does it all */
@@ -146,10 +142,11 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
     }
     const double M = fmax(fabs(r->m[0]) * r->hx + fabs(r->m[1]) * r->hy + fabs(r->m[2]) + fabs(r->hx),
                           fabs(r->m[3]) * r->hx + fabs(r->m[4]) * r->hy + fabs(r->m[5]) + fabs(r->hy)) + 1.0;
+    /* tie: tail_avx2.c's bound (eight roundings of at most 2^-24 M, twice
+     * over); here there are three (m0 x, the row's part, their sum) */
     const __m512 tie = _mm512_set1_ps((float)(0.5 - M * 0x1p-20)), zerof = _mm512_setzero_ps(), Wf = _mm512_set1_ps((float)W),
-                 Hf = _mm512_set1_ps((float)H), m2f = _mm512_set1_ps((float)r->m[2]), m5f = _mm512_set1_ps((float)r->m[5]),
-                 hxf = _mm512_set1_ps((float)r->hx), hyf = _mm512_set1_ps((float)r->hy);
-    /* px_at(y, x) = at0 + rowi y + cstep x (all within int32: npx * 3 + 8 fits) */
+                 Hf = _mm512_set1_ps((float)H);
+    /* loom__tail_px_at(y, x) = at0 + rowi y + cstep x (all within int32: npx * 3 + 8 fits) */
     const __m512i at0 = _mm512_set1_epi32((int32_t)(r->roff * r->pitch + r->coff)),
                   rowi = _mm512_set1_epi32((int32_t)(r->rstep * r->pitch));
     const bool contig = CONTIG;
@@ -158,22 +155,22 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
     enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
     int64_t gray = 0;
     for (int64_t oy = 0; oy < H; oy++) {
-        const __m512 m1yf = _mm512_set1_ps((float)(r->m[1] * ((double)oy - r->hy))),
-                     m4yf = _mm512_set1_ps((float)(r->m[4] * ((double)oy - r->hy)));
+        /* the row's part of the source point, rounded once (fx = m0 x + this: two roundings) */
+        const __m512 cxf = _mm512_set1_ps((float)(r->m[1] * ((double)oy - r->hy) + r->m[2] + r->hx)),
+                     cyf = _mm512_set1_ps((float)(r->m[4] * ((double)oy - r->hy) + r->m[5] + r->hy));
         __m512i acc = _mm512_setzero_si512();
         for (int64_t ox = 0; ox < W16; ox += 16) {
             __mmask16 in = 0xffff;
             px16 p;
             if (contig) {
-                p = load16(r->base + (r->cstep > 0 ? px_at(r, oy, ox) : px_at(r, oy, ox + 15)) * 3);
+                p = load16(r->base + (r->cstep > 0 ? loom__tail_px_at(r, oy, ox) : loom__tail_px_at(r, oy, ox + 15)) * 3);
                 if (reverse)
                     p = (px16){_mm512_permutexvar_epi32(rev, p.r), _mm512_permutexvar_epi32(rev, p.g),
                                _mm512_permutexvar_epi32(rev, p.b)};
             } else {
                 __m512i at;
                 if (AFF) {
-                    __m512 fx = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(fx0 + ox), m1yf), m2f), hxf);
-                    __m512 fy = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(fy0 + ox), m4yf), m5f), hyf);
+                    __m512 fx = _mm512_add_ps(_mm512_loadu_ps(fx0 + ox), cxf), fy = _mm512_add_ps(_mm512_loadu_ps(fy0 + ox), cyf);
                     __m512 rx = _mm512_roundscale_ps(fx, rnd), ry = _mm512_roundscale_ps(fy, rnd);
                     __mmask16 near = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(fx, rx)), tie, _CMP_GT_OQ) |
                                      _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(fy, ry)), tie, _CMP_GT_OQ);
@@ -190,13 +187,13 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
                             int64_t q;
                             loom__affine_point(r->m, r->hx, r->hy, ox + l, oy, &fxd, &fyd);
                             bool ok = loom__nearest_at(fxd, fyd, W, H, &q);
-                            a[l] = ok ? (int32_t)px_at(r, q / W, q % W) : 0;
+                            a[l] = ok ? (int32_t)loom__tail_px_at(r, q / W, q % W) : 0;
                             in = ok ? (__mmask16)(in | (1u << l)) : (__mmask16)(in & ~(1u << l));
                         }
                         at = _mm512_loadu_si512(a);
                     }
                 } else {
-                    int64_t a0 = px_at(r, oy, ox);
+                    int64_t a0 = loom__tail_px_at(r, oy, ox);
                     at = _mm512_add_epi32(_mm512_set1_epi32((int32_t)a0), _mm512_mullo_epi32(lane, cstep));
                 }
                 __mmask16 is_last = _mm512_cmpeq_epi32_mask(at, last);
@@ -207,7 +204,7 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
                 p = (px16){_mm512_and_si512(w, ff), _mm512_and_si512(_mm512_srli_epi32(w, 8), ff),
                            _mm512_and_si512(_mm512_srli_epi32(w, 16), ff)};
             }
-            if (AFF) {
+            if (AFF && GRAY) { /* (else the lanes outside are replaced at the end) */
                 p.r = _mm512_mask_blend_epi32(in, fill_r, p.r);
                 p.g = _mm512_mask_blend_epi32(in, fill_g, p.g);
                 p.b = _mm512_mask_blend_epi32(in, fill_b, p.b);
@@ -264,6 +261,7 @@ AVX512 static int64_t rows_avx512(loom__tail_rows *r) {
     const int out = r->x ? 1 : r->dst ? 2 : 0;
     if (r->affine && out == 1 && !r->want_gray) return rows_body(r, true, false, 1, false); /* the guide's pass */
     if (contig && out == 0 && r->want_gray) return rows_body(r, false, true, 0, true);    /* contrast's pre-pass */
+    if (contig && out == 2 && r->want_gray) return rows_body(r, false, true, 2, true);    /* the pre-pass, kept */
     if (contig && out == 1 && !r->want_gray) return rows_body(r, false, true, 1, false);  /* crops and flips */
     return rows_body(r, r->affine, contig, out, r->want_gray);
 }
