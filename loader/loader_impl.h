@@ -195,7 +195,7 @@ void loom__width_plan_free(loom__wplan *p);
  * NULL without it, or when a block's taps lie more than 42 pixels apart. */
 typedef struct loom__wplan512 loom__wplan512;
 loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span,
-                                        int64_t ow, int64_t sw);
+                                        int64_t ow); /* (the row's length comes with each row: loads stop there) */
 int64_t loom__width_row_avx512(const loom__wplan512 *p, const uint8_t *s, int64_t sw, int bits, int32_t half, uint8_t *o);
 void loom__width_plan512_free(loom__wplan512 *p);
 /* o[x] = clamp((half + sum_j w[j] t[j][x]) >> bits), for x < the returned

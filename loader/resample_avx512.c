@@ -42,10 +42,8 @@ void loom__width_plan512_free(loom__wplan512 *p) {
     free(p->base), free(p->idx), free(p->wl), free(p->wh), free(p);
 }
 
-loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
-                                        int64_t sw) {
+loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow) {
     int64_t nb = ow / 16, maxn = 0;
-    (void)sw;
     if (nb == 0 || !loom__simd_avx512() || !__builtin_cpu_supports("avx512vbmi")) return NULL;
     for (int64_t x = 0; x < nb * 16; x++) {
         if (cnt[x] < 1) return NULL;
@@ -172,7 +170,8 @@ BW static int64_t height_row512(const uint8_t *const *t, const int32_t *w, int64
         }
         __m512i v0 = _mm512_sra_epi32(_mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h0, 11), l0), h), sh);
         __m512i v1 = _mm512_sra_epi32(_mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h1, 11), l1), h), sh);
-        /* packus: 0..65535 per lane, back in order (the unpacks' lane order undone); then at most 255 */
+        /* packus: 0..65535 per lane, back in order (the unpacks' lane order undone); then at most 255, as
+         * fix_u8 clamps (a guard: weights rounded one by one need not sum to exactly 2^22) */
         __m512i v = _mm512_min_epu16(_mm512_packus_epi32(v0, v1), max);
         _mm256_storeu_si256((__m256i *)(void *)(o + x), _mm512_cvtepi16_epi8(v));
     }
@@ -194,9 +193,8 @@ int64_t loom__height_row_avx512(const uint8_t *const *t, const int32_t *w, int64
     (void)t, (void)w, (void)n, (void)len, (void)bits, (void)half, (void)o;
     return 0;
 }
-loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
-                                        int64_t sw) {
-    (void)idx, (void)cnt, (void)wt, (void)span, (void)ow, (void)sw;
+loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow) {
+    (void)idx, (void)cnt, (void)wt, (void)span, (void)ow;
     return NULL;
 }
 int64_t loom__width_row_avx512(const loom__wplan512 *p, const uint8_t *s, int64_t sw, int bits, int32_t half, uint8_t *o) {

@@ -517,7 +517,7 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
     }
     /* columns copied in order (a crop): whole rows at once */
     bool run = tx->copy && tx->idx[(ow - 1) * tx->span] - tx->idx[0] == ow - 1;
-    loom__wplan512 *wq = c == 3 && !tx->copy ? loom__width_plan_avx512(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
+    loom__wplan512 *wq = c == 3 && !tx->copy ? loom__width_plan_avx512(tx->idx, tx->cnt, tx->wt, tx->span, ow) : NULL;
     loom__wplan *wp = c == 3 && !tx->copy && !wq ? loom__width_plan_avx2(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
     // tmp (rows, ow, c) <- src rows rlo..rhi, columns through tx
     for (int64_t r = 0; r < rows; r++) {
