@@ -184,7 +184,9 @@ int64_t loom__tail_rows_avx512(loom__tail_rows *r);
  * 3-channel width pass of outputs [0, returned) of one source row. */
 bool loom__simd_avx2(void);
 bool loom__simd_avx512(void); /* F, BW, DQ and VL; LOOM_LOADER_SIMD=avx2 stops at AVX2 */
-/* tests: 2 AVX-512 (if the CPU can, else what it can), 1 AVX2 at most, 0 off, -1 back to LOOM_LOADER_SIMD */
+bool loom__simd_avx512_vbmi_vnni(void); /* and VBMI and VNNI; LOOM_LOADER_SIMD=avx512 stops before them */
+/* tests: 3 AVX-512 with VBMI and VNNI (if the CPU can, else what it can), 2 AVX-512 without them, 1 AVX2 at most,
+ * 0 off, -1 back to LOOM_LOADER_SIMD */
 void loom__simd_set(int level);
 typedef struct loom__wplan loom__wplan;
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,

@@ -24,15 +24,17 @@
 
 #define AVX2 LOOM_AVX2
 
-static atomic_int use = -1; /* the level: 0 none, 1 AVX2, 2 AVX-512 too; every thread computes the same value */
+/* the level: 0 none, 1 AVX2, 2 AVX-512 (F, BW, DQ, VL) too, 3 also VBMI and
+ * VNNI; every thread computes the same value */
+static atomic_int use = -1;
 
 static int cpu_level(void) {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2")) return 0;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                   __builtin_cpu_supports("avx512vl")
-               ? 2
-               : 1;
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+          __builtin_cpu_supports("avx512vl")))
+        return 1;
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni") ? 3 : 2;
 }
 
 void loom__simd_set(int level) {
@@ -43,10 +45,11 @@ void loom__simd_set(int level) {
 static int level(void) {
     int u = atomic_load_explicit(&use, memory_order_relaxed);
     if (u < 0) {
-        const char *e = getenv("LOOM_LOADER_SIMD"); /* 0: scalar, avx2: no AVX-512 */
+        const char *e = getenv("LOOM_LOADER_SIMD"); /* 0: scalar, avx2: no AVX-512, avx512: not VBMI / VNNI */
         u = cpu_level();
         if (e && !strcmp(e, "0")) u = 0;
         else if (e && !strcmp(e, "avx2") && u > 1) u = 1;
+        else if (e && !strcmp(e, "avx512") && u > 2) u = 2;
         atomic_store_explicit(&use, u, memory_order_relaxed);
     }
     return u;
@@ -54,6 +57,7 @@ static int level(void) {
 
 bool loom__simd_avx2(void) { return level() >= 1; }
 bool loom__simd_avx512(void) { return level() >= 2; }
+bool loom__simd_avx512_vbmi_vnni(void) { return level() >= 3; }
 
 /* (acc >> bits) clamped to 0..255, per lane */
 AVX2 static inline __m256i to_u8(__m256i acc, int bits) {
@@ -184,6 +188,7 @@ bool loom__acc_to_u8_avx2(const int32_t *a, uint8_t *o, int64_t n, int bits) {
 
 bool loom__simd_avx2(void) { return false; }
 bool loom__simd_avx512(void) { return false; }
+bool loom__simd_avx512_vbmi_vnni(void) { return false; }
 void loom__simd_set(int level) { (void)level; }
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
                                    int64_t sw) {

@@ -1,14 +1,14 @@
 /* loader/resample_avx512.c — the separable resampler's 3-channel width
  * pass (sep_run in loader/transforms.c) sixteen outputs at a time with
- * AVX-512 VBMI, chosen at run time before the AVX2 version
+ * AVX-512 VBMI and VNNI, chosen at run time before the AVX2 version
  * (loader/resample_avx2.c) when the CPU has it (LOOM_LOADER_SIMD as there).
  *
  * No gathers and no 32-bit multiplies: the sixteen outputs of a block read
  * source pixels within 42 of one another (a shrink up to ~2.3x), so two
  * 64-byte loads hold them all; for each pair of taps one byte permute
  * (vpermt2b) per channel puts both taps' values of every output in one
- * 32-bit lane as two 16-bit numbers, and vpmaddwd multiplies them by the
- * pair's weights and adds. A weight w (FIX_BITS = 22 fraction bits, 0 <= w
+ * 32-bit lane as two 16-bit numbers, and vpdpwssd multiplies them by the
+ * pair's weights and adds both products to the sums. A weight w (FIX_BITS = 22 fraction bits, 0 <= w
  * <= 2^22) is split as w = 2^11 wh + wl (both fit 16 bits), so the sum is
  * 2^11 sum(p wh) + sum(p wl) + half: the same integer as the scalar loop's,
  * the same bits. Blocks whose pixels lie further apart get no plan (the
@@ -26,7 +26,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "avx2_util.h"
 
-#define VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
+#define VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vnni")))
 
 enum { WIN = 42 }; /* pixels two 64-byte loads hold whole (126 bytes) */
 
@@ -44,7 +44,7 @@ void loom__width_plan512_free(loom__wplan512 *p) {
 
 loom__wplan512 *loom__width_plan_avx512(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow) {
     int64_t nb = ow / 16, maxn = 0;
-    if (nb == 0 || !loom__simd_avx512() || !__builtin_cpu_supports("avx512vbmi")) return NULL;
+    if (nb == 0 || !loom__simd_avx512_vbmi_vnni()) return NULL;
     for (int64_t x = 0; x < nb * 16; x++) {
         if (cnt[x] < 1) return NULL;
         maxn = cnt[x] > maxn ? cnt[x] : maxn;
@@ -120,8 +120,8 @@ VBMI static void width_row512(const loom__wplan512 *p, const uint8_t *s, int64_t
             const __m512i wl = _mm512_loadu_si512(p->wl + at * 32), wh = _mm512_loadu_si512(p->wh + at * 32);
             for (int ch = 0; ch < 3; ch++) {
                 __m512i v = _mm512_maskz_permutex2var_epi8(even, lo, _mm512_loadu_si512(p->idx + (at * 3 + ch) * 64), hi);
-                al[ch] = _mm512_add_epi32(al[ch], _mm512_madd_epi16(v, wl));
-                ah[ch] = _mm512_add_epi32(ah[ch], _mm512_madd_epi16(v, wh));
+                al[ch] = _mm512_dpwssd_epi32(al[ch], v, wl);
+                ah[ch] = _mm512_dpwssd_epi32(ah[ch], v, wh);
             }
         }
         __m512i r[3];
@@ -141,49 +141,60 @@ int64_t loom__width_row_avx512(const loom__wplan512 *p, const uint8_t *s, int64_
 
 /* The height pass of one output row, 32 bytes at a time: the taps' rows
  * in pairs, widened to 16 bits and interleaved, through vpmaddwd with the
- * split weights (as above); the same integer sums as the scalar loop. */
+ * split weights (as above); the same integer sums as the scalar loop.
+ * Written once for two targets: with VNNI, each product pair is added to
+ * its sum by vpdpwssd (one instruction for vpmaddwd + vpaddd, the same
+ * 32-bit integers); without, by the two. */
 #define BW __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl")))
+#define BW_VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#define MAC_BW(acc, a, b) acc = _mm512_add_epi32(acc, _mm512_madd_epi16(a, b))
+#define MAC_VNNI(acc, a, b) acc = _mm512_dpwssd_epi32(acc, a, b)
 
-BW static int64_t height_row512(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t len, int bits, int32_t half,
-                                uint8_t *o) {
-    const int64_t npair = (n + 1) / 2;
-    __m512i wl[8], wh[8]; /* n <= 16 taps */
-    for (int64_t k = 0; k < npair; k++) {
-        int32_t w0 = w[2 * k], w1 = 2 * k + 1 < n ? w[2 * k + 1] : 0;
-        wl[k] = _mm512_set1_epi32((int32_t)((uint32_t)(w0 & 2047) | (uint32_t)(w1 & 2047) << 16));
-        wh[k] = _mm512_set1_epi32((int32_t)((uint32_t)(w0 >> 11) | (uint32_t)(w1 >> 11) << 16));
+#define HEIGHT_ROW(NAME, ATTR, MAC)                                                                                     \
+    ATTR static int64_t NAME(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t len, int bits, int32_t half, \
+                             uint8_t *o) {                                                                              \
+        const int64_t npair = (n + 1) / 2;                                                                              \
+        __m512i wl[8], wh[8]; /* n <= 16 taps */                                                                        \
+        for (int64_t k = 0; k < npair; k++) {                                                                           \
+            int32_t w0 = w[2 * k], w1 = 2 * k + 1 < n ? w[2 * k + 1] : 0;                                               \
+            wl[k] = _mm512_set1_epi32((int32_t)((uint32_t)(w0 & 2047) | (uint32_t)(w1 & 2047) << 16));                  \
+            wh[k] = _mm512_set1_epi32((int32_t)((uint32_t)(w0 >> 11) | (uint32_t)(w1 >> 11) << 16));                    \
+        }                                                                                                               \
+        const __m512i h = _mm512_set1_epi32(half), max = _mm512_set1_epi16(255);                                        \
+        const __m128i sh = _mm_cvtsi32_si128(bits);                                                                     \
+        int64_t x = 0;                                                                                                  \
+        for (; x + 32 <= len; x += 32) {                                                                                \
+            __m512i l0 = _mm512_setzero_si512(), l1 = l0, h0 = l0, h1 = l0;                                             \
+            for (int64_t k = 0; k < npair; k++) {                                                                       \
+                const uint8_t *r0 = t[2 * k], *r1 = 2 * k + 1 < n ? t[2 * k + 1] : t[2 * k];                            \
+                __m512i a = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(r0 + x)));          \
+                __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(r1 + x)));          \
+                __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);                             \
+                MAC(l0, lo, wl[k]);                                                                                     \
+                MAC(h0, lo, wh[k]);                                                                                     \
+                MAC(l1, hi, wl[k]);                                                                                     \
+                MAC(h1, hi, wh[k]);                                                                                     \
+            }                                                                                                           \
+            __m512i v0 = _mm512_sra_epi32(_mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h0, 11), l0), h), sh);    \
+            __m512i v1 = _mm512_sra_epi32(_mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h1, 11), l1), h), sh);    \
+            /* packus: 0..65535 per lane, back in order (the unpacks' lane order undone); then at most 255, as          \
+             * fix_u8 clamps (a guard: weights rounded one by one need not sum to exactly 2^22) */                      \
+            __m512i v = _mm512_min_epu16(_mm512_packus_epi32(v0, v1), max);                                             \
+            _mm256_storeu_si256((__m256i *)(void *)(o + x), _mm512_cvtepi16_epi8(v));                                   \
+        }                                                                                                               \
+        return x;                                                                                                       \
     }
-    const __m512i h = _mm512_set1_epi32(half), max = _mm512_set1_epi16(255);
-    const __m128i sh = _mm_cvtsi32_si128(bits);
-    int64_t x = 0;
-    for (; x + 32 <= len; x += 32) {
-        __m512i l0 = _mm512_setzero_si512(), l1 = l0, h0 = l0, h1 = l0;
-        for (int64_t k = 0; k < npair; k++) {
-            const uint8_t *r0 = t[2 * k], *r1 = 2 * k + 1 < n ? t[2 * k + 1] : t[2 * k];
-            __m512i a = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(r0 + x)));
-            __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(r1 + x)));
-            __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
-            l0 = _mm512_add_epi32(l0, _mm512_madd_epi16(lo, wl[k]));
-            h0 = _mm512_add_epi32(h0, _mm512_madd_epi16(lo, wh[k]));
-            l1 = _mm512_add_epi32(l1, _mm512_madd_epi16(hi, wl[k]));
-            h1 = _mm512_add_epi32(h1, _mm512_madd_epi16(hi, wh[k]));
-        }
-        __m512i v0 = _mm512_sra_epi32(_mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h0, 11), l0), h), sh);
-        __m512i v1 = _mm512_sra_epi32(_mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(h1, 11), l1), h), sh);
-        /* packus: 0..65535 per lane, back in order (the unpacks' lane order undone); then at most 255, as
-         * fix_u8 clamps (a guard: weights rounded one by one need not sum to exactly 2^22) */
-        __m512i v = _mm512_min_epu16(_mm512_packus_epi32(v0, v1), max);
-        _mm256_storeu_si256((__m256i *)(void *)(o + x), _mm512_cvtepi16_epi8(v));
-    }
-    return x;
-}
+
+HEIGHT_ROW(height_row512, BW, MAC_BW)
+HEIGHT_ROW(height_row512_vnni, BW_VNNI, MAC_VNNI)
 
 int64_t loom__height_row_avx512(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t len, int bits, int32_t half,
                                 uint8_t *o) {
     if (!loom__simd_avx512() || n < 1 || n > 16) return 0;
     for (int64_t j = 0; j < n; j++)
         if (w[j] < 0 || w[j] > (1 << 22)) return 0;
-    return height_row512(t, w, n, len, bits, half, o);
+    return loom__simd_avx512_vbmi_vnni() ? height_row512_vnni(t, w, n, len, bits, half, o)
+                                         : height_row512(t, w, n, len, bits, half, o);
 }
 
 #else

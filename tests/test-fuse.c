@@ -21,7 +21,8 @@
  *       writing ToTensor + Normalize itself): batches bitwise equal with
  *       fusion on and off (loom_loader_desc.no_fuse);
  *   (d) bad input to loom_tf_remap / loom_tf_warp: errors, no crash;
- *   (e) the AVX2 and AVX-512 paths against the scalar ones (loom__simd_set):
+ *   (e) the AVX2, AVX-512 and AVX-512 VBMI + VNNI paths against the scalar
+ *       ones (loom__simd_set):
  *       resizes up and down, fused crops / flips / affines, the tail (u8 and
  *       into the tensor), 1 and 3 channels: bit for bit (where the CPU lacks
  *       an instruction set, that level runs the one below).
@@ -176,12 +177,13 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
                 CHECK(0, "plan %s: %s", specs[k], loom_last_error(ctx));
                 continue;
             }
-            uint8_t *buf[6] = {malloc(mb), malloc(mb), malloc(mb), malloc(mb), malloc(mb), malloc(mb)};
+            uint8_t *buf[8];
+            for (int q = 0; q < 8; q++) buf[q] = malloc(mb);
             int64_t differ = 0, total = 0;
             for (int im = 0; im < 2; im++)
                 for (int i = 0; i < 3; i++) {
-                    loom_image out[3]; /* scalar, AVX2, AVX-512 (each as far as the CPU goes) */
-                    for (int simd = 0; simd < 3; simd++) {
+                    loom_image out[4]; /* scalar, AVX2, AVX-512, AVX-512 VBMI + VNNI (each as far as the CPU goes) */
+                    for (int simd = 0; simd < 4; simd++) {
                         loom__simd_set(simd);
                         loom__aug_rng r;
                         loom__aug_init(&r, 11, 0, i);
@@ -189,30 +191,30 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
                         CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &out[simd], buf[2 * simd], buf[2 * simd + 1], NULL));
                     }
                     int64_t n = out[0].h * out[0].w * c;
-                    for (int v = 1; v < 3; v++)
+                    for (int v = 1; v < 4; v++)
                         for (int64_t p = 0; p < n; p++) differ += out[0].data[p] != out[v].data[p];
-                    total += 2 * n;
+                    total += 3 * n;
                     /* and straight into the tensor (ToTensor + Normalize through the tables) */
-                    float *x[5]; /* scalar, AVX2, AVX-512 from the tables; AVX-512 by FMA, by division */
-                    for (int simd = 0; simd < 5; simd++) {
-                        loom__simd_set(simd < 3 ? simd : 2);
+                    float *x[6]; /* the four levels from the tables; the top one by FMA, by division */
+                    for (int simd = 0; simd < 6; simd++) {
+                        loom__simd_set(simd < 4 ? simd : 3);
                         loom__aug_rng r;
                         loom__aug_init(&r, 11, 0, i);
                         loom_image img = {c == 3 ? rgb[im] : gray[im], IH, IW, c};
                         x[simd] = malloc((size_t)n * sizeof(float));
-                        loom__tensor_out to = {.lut = tlut, .norm = simd == 3 ? nfma : simd == 4 ? ndiv : NULL, .x = x[simd], .c = c};
-                        CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &img, buf[2 * (simd % 3)], buf[2 * (simd % 3) + 1], &to));
+                        loom__tensor_out to = {.lut = tlut, .norm = simd == 4 ? nfma : simd == 5 ? ndiv : NULL, .x = x[simd], .c = c};
+                        CHECK_OK(ctx, loom__tf_run_fused(ctx, steps, ns, &r, &img, buf[2 * (simd % 4)], buf[2 * (simd % 4) + 1], &to));
                         if (!to.done) /* ToTensor left to the caller: do it the loader's way */
                             for (int ch = 0; ch < c; ch++)
                                 for (int64_t q = 0; q < n / c; q++) x[simd][ch * (n / c) + q] = tlut[ch][img.data[q * c + ch]];
                     }
-                    for (int v = 1; v < 5; v++) differ += memcmp(x[0], x[v], (size_t)n * sizeof(float)) != 0;
-                    for (int v = 0; v < 5; v++) free(x[v]);
+                    for (int v = 1; v < 6; v++) differ += memcmp(x[0], x[v], (size_t)n * sizeof(float)) != 0;
+                    for (int v = 0; v < 6; v++) free(x[v]);
                 }
             loom__simd_set(-1);
             CHECK(differ == 0 && total > 0, "%s (%d channel%s): SIMD == scalar bit for bit (%lld of %lld values differ)",
                   specs[k], c, c == 1 ? "" : "s", (long long)differ, (long long)total);
-            for (int q = 0; q < 6; q++) free(buf[q]);
+            for (int q = 0; q < 8; q++) free(buf[q]);
         }
     }
 }
