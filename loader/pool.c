@@ -15,7 +15,15 @@
  *   lowest claimed batch, so it is always READY or being filled, and the
  *   ring never deadlocks;
  * - a worker with id >= active is parked (auto-tuning removed it); threads
- *   live until destroy, which sets `stop`, wakes everyone and joins.
+ *   live until destroy, which sets `stop`, wakes everyone and joins;
+ * - the next epoch ahead: once every batch of an epoch that runs to its end
+ *   is claimed, free slots take batches of epoch + 1 (its order from a
+ *   second sampler, generation gen + 1). begin(epoch + 1) from its start
+ *   adopts them (gen + 1: they stay valid), so the epoch's first batches
+ *   are ready at once instead of after a whole batch's load; any other
+ *   begin (gen + 2) drops them and stops this for the loader (an
+ *   evaluation loader begun at epoch 0 every time wastes one ring once).
+ *   Workers give up a batch whose generation is behind the loader's.
  * Per-sample work is a pure function of (seed, epoch, sample index), so the
  * bytes of a batch do not depend on which thread loaded it.
  */
@@ -74,6 +82,9 @@ struct loom_loader {
     _Atomic uint64_t gen_atomic; /* = gen, read by workers between samples */
     uint64_t gen;
     int64_t epoch, nbatches, end, next_claim, next_deliver;
+    loom_sampler *ahead;   /* epoch + 1's order (claims ahead: generation gen + 1) */
+    bool ahead_on;         /* until a begin other than epoch + 1 from its start */
+    int64_t ahead_claim;   /* batches of epoch + 1 claimed so far */
     slot *slots;
     int nslots, cap_slots;
     worker *w;
@@ -219,7 +230,7 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
     const loom_source *src = ld->d.src;
     s->st = LOOM_OK;
     for (int k = 0; k < count; k++) {
-        if (!ld->sync && atomic_load_explicit(&ld->gen_atomic, memory_order_relaxed) != gen) return false;
+        if (!ld->sync && atomic_load_explicit(&ld->gen_atomic, memory_order_relaxed) > gen) return false;
         int64_t i = w->idx[k];
         float *x = s->x + (size_t)k * ld->rec;
         if (ld->var_size) {
@@ -251,18 +262,21 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
 
 /* Under mu: claim the next batch into a free slot for w; -1 if none. */
 static int claim(loom_loader *ld, worker *w, int64_t *epoch, int *count) {
-    if (ld->next_claim >= ld->end) return -1;
+    /* this epoch's next batch, else (it runs to its end) the next epoch's */
+    bool ahead = ld->next_claim >= ld->end;
+    if (ahead && !(ld->ahead_on && !ld->sync && ld->end == ld->nbatches && ld->ahead_claim < ld->nbatches)) return -1;
     int f = -1;
     for (int k = 0; k < ld->nslots && f < 0; k++)
         if (ld->slots[k].state == SLOT_FREE) f = k;
     if (f < 0) return -1;
     slot *s = &ld->slots[f];
-    int64_t b = ld->next_claim++, B = ld->d.batch, n = loom_sampler_len(ld->sampler);
+    const loom_sampler *order = ahead ? ld->ahead : ld->sampler;
+    int64_t b = ahead ? ld->ahead_claim++ : ld->next_claim++, B = ld->d.batch, n = loom_sampler_len(order);
     int64_t lo = b * B, hi = lo + B < n ? lo + B : n;
-    memcpy(w->idx, loom_sampler_indices(ld->sampler) + lo, (size_t)(hi - lo) * sizeof *w->idx);
-    s->state = SLOT_FILLING, s->gen = ld->gen, s->batch = b;
+    memcpy(w->idx, loom_sampler_indices(order) + lo, (size_t)(hi - lo) * sizeof *w->idx);
+    s->state = SLOT_FILLING, s->gen = ld->gen + (ahead ? 1 : 0), s->batch = b;
     *count = s->count = (int)(hi - lo);
-    *epoch = ld->epoch;
+    *epoch = ld->epoch + (ahead ? 1 : 0);
     return f;
 }
 
@@ -285,7 +299,7 @@ static void *worker_main(void *arg) {
         bool done = fill_batch(ld, w, s, count, epoch, gen);
         double t1 = loom__now_s();
         pthread_mutex_lock(&ld->mu);
-        if (done && s->gen == ld->gen) {
+        if (done && (s->gen == ld->gen || s->gen == ld->gen + 1)) { /* this epoch's or the next's */
             s->state = SLOT_READY;
             s->load_s = t1 - t0;
             pthread_cond_broadcast(&ld->ready_cv);
@@ -452,10 +466,14 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
     }
     loom_sampler_desc sd = {.n = src->n, .shuffle = desc->shuffle, .seed = desc->seed, .rank = desc->rank,
                             .world = desc->world};
-    if ((st = loom_sampler_create(ctx, &sd, &ld->sampler)) != LOOM_OK) {
+    if ((st = loom_sampler_create(ctx, &sd, &ld->sampler)) != LOOM_OK ||
+        (st = loom_sampler_create(ctx, &sd, &ld->ahead)) != LOOM_OK) {
+        loom_sampler_destroy(ld->sampler);
         free(ld);
         return st;
     }
+    const char *ah = getenv("LOOM_LOADER_AHEAD"); /* 0: no loading of the next epoch ahead (comparisons) */
+    ld->ahead_on = desc->workers != LOOM_WORKERS_SYNC && !(ah && !strcmp(ah, "0"));
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     ld->ncores = nc > 0 ? (int)nc : 1;
     ld->sync = desc->workers == LOOM_WORKERS_SYNC;
@@ -495,7 +513,7 @@ void loom_loader_destroy(loom_loader *ld) {
     if (!ld) return;
     pthread_mutex_lock(&ld->mu);
     ld->stop = true;
-    ld->gen++;
+    ld->gen += 2; /* past the batches ahead too */
     atomic_store(&ld->gen_atomic, ld->gen);
     pthread_cond_broadcast(&ld->work_cv);
     pthread_mutex_unlock(&ld->mu);
@@ -508,6 +526,7 @@ void loom_loader_destroy(loom_loader *ld) {
     free(ld->slots);
     free(ld->w);
     loom_sampler_destroy(ld->sampler);
+    loom_sampler_destroy(ld->ahead);
     pthread_cond_destroy(&ld->work_cv);
     pthread_cond_destroy(&ld->ready_cv);
     pthread_mutex_destroy(&ld->mu);
@@ -529,21 +548,50 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
     if (first > nb) first = nb;
     int64_t end = limit > 0 && first + limit < nb ? first + limit : nb;
     pthread_mutex_lock(&ld->mu);
-    ld->gen++;
+    /* the batches loaded ahead are this epoch's first ones: keep them */
+    bool adopt = ld->ahead_claim > 0 && epoch == ld->epoch + 1 && first == 0 && end >= ld->ahead_claim;
+    /* an epoch run to its end and then not followed by the next: loading
+     * ahead was wasted (an evaluation loader); restarts mid-epoch say nothing */
+    if (ld->ahead_claim > 0 && !adopt && ld->next_deliver >= ld->end) ld->ahead_on = false;
+    ld->gen += adopt ? 1 : 2;
     atomic_store(&ld->gen_atomic, ld->gen);
     ld->epoch = epoch;
-    loom_sampler_set_epoch(ld->sampler, epoch);
     ld->nbatches = nb;
-    ld->next_claim = ld->next_deliver = first;
+    ld->next_claim = adopt ? ld->ahead_claim : first;
+    ld->next_deliver = first;
     ld->end = end;
-    for (int k = 0; k < ld->nslots; k++)
-        if (ld->slots[k].state == SLOT_READY || ld->slots[k].state == SLOT_HELD) ld->slots[k].state = SLOT_FREE;
+    int64_t carried = 0;
+    for (int k = 0; k < ld->nslots; k++) {
+        slot *s = &ld->slots[k];
+        if (s->state == SLOT_HELD || (s->state == SLOT_READY && s->gen != ld->gen)) s->state = SLOT_FREE;
+        carried += (s->state == SLOT_READY || s->state == SLOT_FILLING) && s->gen == ld->gen;
+    }
     ld->held = -1;
+    ld->ahead_claim = 0;
+    if (adopt) { /* the order loaded ahead is this epoch's */
+        loom_sampler *t = ld->sampler;
+        ld->sampler = ld->ahead, ld->ahead = t;
+    } else {
+        loom_sampler_set_epoch(ld->sampler, epoch);
+    }
     pthread_cond_broadcast(&ld->work_cv);
     pthread_mutex_unlock(&ld->mu);
+    /* the next epoch's order, outside the lock (a shuffle of the dataset);
+     * workers look at it only once this epoch is claimed, under the lock */
+    if (ld->ahead_on) {
+        pthread_mutex_lock(&ld->mu);
+        ld->ahead_on = false; /* (off while it changes) */
+        pthread_mutex_unlock(&ld->mu);
+        loom_sampler_set_epoch(ld->ahead, epoch + 1);
+        pthread_mutex_lock(&ld->mu);
+        ld->ahead_on = true;
+        pthread_cond_broadcast(&ld->work_cv);
+        pthread_mutex_unlock(&ld->mu);
+    }
     int workers = ld->stats.workers;
     memset(&ld->stats, 0, sizeof ld->stats);
     ld->stats.workers = ld->stats.workers_min = ld->stats.workers_max = workers;
+    ld->stats.carried = carried;
     ld->t_begin = loom__now_s();
     ld->t_return = 0;
     ld->win_n = 0, ld->win_wait = ld->win_compute = ld->win_load = 0;
@@ -584,7 +632,8 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
     } else {
         for (;;) {
             for (int k = 0; k < ld->nslots && f < 0; k++)
-                if (ld->slots[k].state == SLOT_READY && ld->slots[k].batch == ld->next_deliver) f = k;
+                if (ld->slots[k].state == SLOT_READY && ld->slots[k].gen == ld->gen && ld->slots[k].batch == ld->next_deliver)
+                    f = k;
             if (f >= 0) break;
             pthread_cond_wait(&ld->ready_cv, &ld->mu);
         }

@@ -8,6 +8,8 @@
  *   transforms the batches equal loom_batch_iter's (the trainer's old path)
  * - stopping: mid-epoch begin() drops in-flight work and the new epoch is
  *   still exact; destroy mid-epoch joins every worker (ASan: no leaks)
+ * - loading the next epoch ahead: carried into begin(e + 1), dropped by any
+ *   other begin (then off), exact either way; LOOM_LOADER_AHEAD=0
  * - a failing sample: its error (naming the sample) is returned in order
  *   after the batches before it, for every worker count, with no hang
  * - RandomCrop / flips mean what torchvision's do: the crop is a window of
@@ -31,6 +33,7 @@
 #include "testutil.h"
 
 static loom_ctx *ctx;
+static void sleep_ms(double ms);
 
 static void make_dataset(loom_dataset *ds, int64_t n, int c, int h, int w, uint32_t seed) {
     memset(ds, 0, sizeof *ds);
@@ -190,6 +193,80 @@ static void test_stop(void) {
     loom_loader_destroy(ld);
     /* and right after create, before any batch */
     CHECK_OK(ctx, loom_loader_create(ctx, &d, &ld));
+    loom_loader_destroy(ld);
+    dump_free(&ref);
+    loom_source_destroy(src);
+    loom_dataset_free(&ds);
+}
+
+/* Loading the next epoch ahead: begin(e + 1) after epoch e finds its first
+ * batches ready (stats.carried), and they are the batches synchronous
+ * loading gives; any other begin drops them (exact batches still) and, after
+ * a whole epoch, stops loading ahead; LOOM_LOADER_AHEAD=0 never does it. */
+static int64_t drain(loom_loader *ld, const dump *ref, size_t at, size_t rec, bool *eq) {
+    int64_t n = 0;
+    for (;;) {
+        loom_loader_batch b;
+        if (loom_loader_next(ld, &b) != LOOM_OK || b.count == 0) break;
+        *eq = *eq && !memcmp(b.x, ref->x + at, (size_t)b.count * rec * sizeof(float));
+        at += (size_t)b.count * rec, n++;
+    }
+    return n;
+}
+
+static void test_ahead(void) {
+    loom_dataset ds;
+    make_dataset(&ds, 203, 1, 8, 8, 3);
+    loom_source *src = NULL;
+    CHECK_OK(ctx, loom_source_wrap(ctx, &ds, &src));
+    loom_tf_step st = {.kind = LOOM_TF_RANDOM_CROP, .h = 6, .w = 6, .pad = {1, 1, 1, 1}};
+    loom_loader_desc d = {.src = src, .batch = 16, .shuffle = true, .seed = 21, .steps = &st, .nsteps = 1,
+                          .workers = LOOM_WORKERS_SYNC};
+    dump ref;
+    CHECK_OK(ctx, run_epochs(d, 7, &ref)); /* epochs 0..6 */
+    const size_t rec = 36, per = 203 * rec;
+    d.workers = 2, d.prefetch = 3; /* 7 slots: epoch 1 can be 7 batches ahead */
+    loom_loader *ld = NULL;
+    CHECK_OK(ctx, loom_loader_create(ctx, &d, &ld));
+    loom_loader_stats s;
+    bool eq = true;
+    int64_t n0 = drain(ld, &ref, 0, rec, &eq);
+    sleep_ms(300); /* the workers load epoch 1 ahead meanwhile */
+    loom_loader_begin(ld, 1, 0, 0);
+    loom_loader_stats_get(ld, &s);
+    int64_t carried1 = s.carried;
+    int64_t n1 = drain(ld, &ref, per, rec, &eq);
+    CHECK(eq && n0 == 13 && n1 == 13, "epochs 0 and 1 exact with loading ahead (%lld, %lld batches)", (long long)n0,
+          (long long)n1);
+    CHECK(carried1 >= 5, "begin(1) after epoch 0: %lld batches ready at once (expected the free ring, >= 5)",
+          (long long)carried1);
+    /* not the next epoch: dropped, exact, and no more loading ahead */
+    sleep_ms(300);
+    loom_loader_begin(ld, 5, 0, 0);
+    loom_loader_stats_get(ld, &s);
+    int64_t carried5 = s.carried;
+    int64_t n5 = drain(ld, &ref, 5 * per, rec, &eq);
+    sleep_ms(300);
+    loom_loader_begin(ld, 6, 0, 0);
+    loom_loader_stats_get(ld, &s);
+    int64_t carried6 = s.carried;
+    int64_t n6 = drain(ld, &ref, 6 * per, rec, &eq);
+    CHECK(eq && n5 == 13 && n6 == 13 && carried5 == 0 && carried6 == 0,
+          "begin(5) after epoch 1 drops what was loaded ahead (%lld carried), and loading ahead stops (%lld carried at "
+          "begin(6)); batches exact",
+          (long long)carried5, (long long)carried6);
+    loom_loader_destroy(ld);
+    /* LOOM_LOADER_AHEAD=0 */
+    setenv("LOOM_LOADER_AHEAD", "0", 1);
+    CHECK_OK(ctx, loom_loader_create(ctx, &d, &ld));
+    unsetenv("LOOM_LOADER_AHEAD");
+    n0 = drain(ld, &ref, 0, rec, &eq);
+    sleep_ms(300);
+    loom_loader_begin(ld, 1, 0, 0);
+    loom_loader_stats_get(ld, &s);
+    n1 = drain(ld, &ref, per, rec, &eq);
+    CHECK(eq && n0 == 13 && n1 == 13 && s.carried == 0, "LOOM_LOADER_AHEAD=0: nothing loaded ahead (%lld)",
+          (long long)s.carried);
     loom_loader_destroy(ld);
     dump_free(&ref);
     loom_source_destroy(src);
@@ -502,6 +579,7 @@ int main(void) {
     loom_ctx_create(NULL, &ctx);
     test_determinism();
     test_stop();
+    test_ahead();
     test_failure();
     test_crop_semantics();
     test_parse_and_errors();

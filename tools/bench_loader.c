@@ -184,9 +184,10 @@ int loom_cmd_bench_loader(int argc, char **argv) {
         wmin = e == 0 || s.workers_min < wmin ? s.workers_min : wmin;
         wmax = s.workers_max > wmax ? s.workers_max : wmax;
         wlast = s.workers;
-        printf("epoch %ld: %lld images in %.3f s (%.0f images/s), load %.3f ms/batch per worker, workers %d (%d..%d)\n",
+        printf("epoch %ld: %lld images in %.3f s (%.0f images/s), load %.3f ms/batch per worker, workers %d (%d..%d), "
+               "%lld batches loaded ahead\n",
                e + 1, (long long)n, el, (double)n / el, s.batches ? 1e3 * s.load_s / (double)s.batches : 0, s.workers,
-               s.workers_min, s.workers_max);
+               s.workers_min, s.workers_max, (long long)s.carried);
     }
     double total = now_s() - t0;
     if (src && loom_imagefolder_skipped(src) > 0)

@@ -482,6 +482,8 @@ typedef struct loom_loader_stats {
     double first_batch_s;    /* begin -> the first batch delivered */
     int workers;             /* worker threads active now (0 = synchronous) */
     int workers_min, workers_max; /* the range over the epoch */
+    int64_t carried;         /* batches of this epoch loaded or loading at its begin: started ahead while
+                                the previous epoch ended (begin(e + 1) from the start after epoch e) */
 } loom_loader_stats;
 
 /* Validates the desc and the pipeline against the source's shape, allocates
@@ -499,7 +501,10 @@ void loom_loader_shape(const loom_loader *ld, int *c, int64_t *h, int64_t *w);
 int64_t loom_loader_batches(const loom_loader *ld);
 /* Start epoch `epoch` at batch `first` (0 = its start), producing at most
  * `limit` batches (0 = to the end). Work in flight for an earlier epoch is
- * dropped. Workers start loading at once. */
+ * dropped. Workers start loading at once. Once every batch of an epoch is
+ * claimed, idle workers load the first batches of the next epoch ahead;
+ * begin(epoch + 1, 0, ...) keeps them (stats.carried), any other begin
+ * drops them and stops this for the loader (LOOM_LOADER_AHEAD=0: never). */
 void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t limit);
 /* The next batch in order (count 0 at the end). A sample that failed to
  * load is returned here, in order, as its status with the message
