@@ -553,6 +553,8 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
     /* an epoch run to its end and then not followed by the next: loading
      * ahead was wasted (an evaluation loader); restarts mid-epoch say nothing */
     if (ld->ahead_claim > 0 && !adopt && ld->next_deliver >= ld->end) ld->ahead_on = false;
+    const bool ahead = ld->ahead_on;
+    ld->ahead_on = false; /* until the next epoch's order is in place (below) */
     ld->gen += adopt ? 1 : 2;
     atomic_store(&ld->gen_atomic, ld->gen);
     ld->epoch = epoch;
@@ -576,12 +578,9 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
     }
     pthread_cond_broadcast(&ld->work_cv);
     pthread_mutex_unlock(&ld->mu);
-    /* the next epoch's order, outside the lock (a shuffle of the dataset);
-     * workers look at it only once this epoch is claimed, under the lock */
-    if (ld->ahead_on) {
-        pthread_mutex_lock(&ld->mu);
-        ld->ahead_on = false; /* (off while it changes) */
-        pthread_mutex_unlock(&ld->mu);
+    /* the next epoch's order, outside the lock (a shuffle of the dataset):
+     * workers read it only under the lock and only while ahead_on */
+    if (ahead) {
         loom_sampler_set_epoch(ld->ahead, epoch + 1);
         pthread_mutex_lock(&ld->mu);
         ld->ahead_on = true;
