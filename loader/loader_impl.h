@@ -29,20 +29,20 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
  * the result (in a or b). */
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                          uint8_t *a, uint8_t *b);
-/* Where ToTensor + Normalize may write: x (c, h, w) through the loader's
- * per-channel tables; done when the run wrote x itself (then *img is not
- * the result). */
 /* ToTensor + Normalize of one channel by arithmetic instead of a table
  * lookup (the SIMD tails): the table's value ((float)v / 255 - mean) / sd
  * is two IEEE divisions; with `fma` set, each division is a product by the
  * reciprocal corrected by one fused multiply-add, which loom__norm_init
- * found equal to the table for all 256 values (else the divisions). */
+ * found equal to the caller's table for all 256 values (else the divisions). */
 typedef struct loom__norm {
     float mean, sd, rsd;
     bool fma;
 } loom__norm;
-void loom__norm_init(loom__norm *n, float mean, float sd);
+void loom__norm_init(loom__norm *n, float mean, float sd, const float table[256]);
 float loom__norm_value(const loom__norm *n, int v); /* the table's value, as the SIMD tails compute it */
+/* Where ToTensor + Normalize may write: x (c, h, w) through the loader's
+ * per-channel tables; done when the run wrote x itself (then *img is not
+ * the result). */
 typedef struct loom__tensor_out {
     const float (*lut)[256];
     const loom__norm *norm; /* per channel, or NULL: the tails gather from lut */

@@ -680,6 +680,12 @@ static int tail_len(const loom_tf_step *steps, int n, int i, const loom__tensor_
     return j - i;
 }
 
+/* A tail with no steps (ToTensor + Normalize alone) is worth running: the
+ * tensor takes img's channels, three of them, and the vector pass exists. */
+static bool empty_tail_pays(const loom__tensor_out *out, const loom_image *img) {
+    return out && out->x && out->c == img->c && img->c == 3 && loom__simd_avx2();
+}
+
 /* The tail at steps i..i+len-1; view (may be NULL): the crops and flips
  * before it, read through instead of copied (tail.view). */
 static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int len, loom__aug_rng *rng,
@@ -729,7 +735,7 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
          * through them; also right before the end (nothing but RandomErasing
          * follows), where an empty tail does ToTensor + Normalize through them */
         int t2 = j > i && j < n ? tail_len(steps, n, j, out, &to_tensor) : 0;
-        bool to_end = j > i && t2 == 0 && out && out->x && out->c == img->c && img->c == 3 && loom__simd_avx2();
+        bool to_end = j > i && t2 == 0 && empty_tail_pays(out, img);
         for (int k = j; k < n && to_end; k++) to_end = steps[k].kind == LOOM_TF_RANDOM_ERASING;
         if (to_end) to_tensor = true;
         if (t2 > 0 || to_end) {
@@ -769,7 +775,7 @@ loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, 
                                uint8_t *a, uint8_t *b, loom__tensor_out *out) {
     if (out) out->done = false;
     loom_status st = run_steps(ctx, steps, n, rng, img, a, b, true, out);
-    if (st == LOOM_OK && out && out->x && !out->done && out->c == img->c && img->c == 3 && loom__simd_avx2()) {
+    if (st == LOOM_OK && empty_tail_pays(out, img) && !out->done) {
         /* ToTensor + Normalize still to do: the tail's vector pass with no steps */
         loom__tail t = {.view = {img->h, img->w, 0, 1, 0, 1}};
         st = loom__tail_run(ctx, &t, img, a, b, out);

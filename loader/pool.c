@@ -83,7 +83,7 @@ struct loom_loader {
     uint64_t gen;
     int64_t epoch, nbatches, end, next_claim, next_deliver;
     loom_sampler *ahead;   /* epoch + 1's order (claims ahead: generation gen + 1) */
-    bool ahead_on;         /* until a begin other than epoch + 1 from its start */
+    bool ahead_on;         /* until a begin other than epoch + 1 from its start; never when sync */
     int64_t ahead_claim;   /* batches of epoch + 1 claimed so far */
     slot *slots;
     int nslots, cap_slots;
@@ -264,7 +264,7 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
 static int claim(loom_loader *ld, worker *w, int64_t *epoch, int *count) {
     /* this epoch's next batch, else (it runs to its end) the next epoch's */
     bool ahead = ld->next_claim >= ld->end;
-    if (ahead && !(ld->ahead_on && !ld->sync && ld->end == ld->nbatches && ld->ahead_claim < ld->nbatches)) return -1;
+    if (ahead && !(ld->ahead_on && ld->end == ld->nbatches && ld->ahead_claim < ld->nbatches)) return -1;
     int f = -1;
     for (int k = 0; k < ld->nslots && f < 0; k++)
         if (ld->slots[k].state == SLOT_FREE) f = k;
@@ -462,7 +462,7 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
             return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: std[%d] = %g (expected nonzero)", k, (double)sd);
         }
         for (int i = 0; i < 256; i++) ld->lut[ch][i] = ((float)i / 255.0f - mean) / sd;
-        loom__norm_init(&ld->norm[ch], mean, sd);
+        loom__norm_init(&ld->norm[ch], mean, sd, ld->lut[ch]);
     }
     loom_sampler_desc sd = {.n = src->n, .shuffle = desc->shuffle, .seed = desc->seed, .rank = desc->rank,
                             .world = desc->world};

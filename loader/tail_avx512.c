@@ -149,7 +149,6 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
     /* loom__tail_px_at(y, x) = at0 + rowi y + cstep x (all within int32: npx * 3 + 8 fits) */
     const __m512i at0 = _mm512_set1_epi32((int32_t)(r->roff * r->pitch + r->coff)),
                   rowi = _mm512_set1_epi32((int32_t)(r->rstep * r->pitch));
-    const bool contig = CONTIG;
     const bool reverse = r->cstep == -1 && OUT != 0; /* a flip's lanes back in image order (a sum needs none) */
     const __m512i rev = _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
@@ -162,7 +161,7 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
         for (int64_t ox = 0; ox < W16; ox += 16) {
             __mmask16 in = 0xffff;
             px16 p;
-            if (contig) {
+            if (CONTIG) {
                 p = load16(r->base + (r->cstep > 0 ? loom__tail_px_at(r, oy, ox) : loom__tail_px_at(r, oy, ox + 15)) * 3);
                 if (reverse)
                     p = (px16){_mm512_permutexvar_epi32(rev, p.r), _mm512_permutexvar_epi32(rev, p.g),
