@@ -1,19 +1,8 @@
-/* core/backend.c — the registry of compiled-in backends. */
+/* core/backend.c — backends by name: listing, availability, creation.
+ *
+ * The list of compiled-in backends (loom__backends) is filled by the backends
+ * themselves (backends/registry.c): this file names none of them. */
 #include "backend_impl.h"
-
-const loom__backend_vtbl *const loom__backends[] = {
-#ifdef LOOM_HAVE_CUDA
-    &loom__cuda_backend,
-#endif
-#ifdef LOOM_HAVE_VULKAN
-    &loom__vulkan_backend,
-#endif
-#ifdef LOOM_HAVE_OPENCL
-    &loom__opencl_backend,
-#endif
-    &loom__cpu_backend,
-    NULL,
-};
 
 static const loom__backend_vtbl *find(const char *name) {
     for (int i = 0; loom__backends[i]; i++)
@@ -58,10 +47,17 @@ loom_status loom_backend_create(loom_ctx *ctx, const char *name, const loom_back
     if (!vt->available(ctx, &why))
         return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "backend '%s' is built but cannot run here: %s", vt->name,
                          why ? why : "unknown reason");
-    if (desc && desc->reproducible && !vt->reproducible)
+    if (desc && desc->reproducible && !vt->reproducible) {
+        char with[256] = "";
+        for (int i = 0; loom__backends[i]; i++)
+            if (loom__backends[i]->reproducible) {
+                strncat(with, with[0] ? ", " : "", sizeof with - strlen(with) - 1);
+                strncat(with, loom__backends[i]->name, sizeof with - strlen(with) - 1);
+            }
         return loom__err(ctx, LOOM_ERR_UNSUPPORTED,
-                         "backend '%s' has no reproducible mode yet (core/repro.h); backends with one: cpu, vulkan, opencl",
-                         vt->name);
+                         "backend '%s' has no reproducible mode yet (core/repro.h); backends with one: %s", vt->name,
+                         with[0] ? with : "none");
+    }
     loom_backend *be = calloc(1, sizeof *be);
     if (!be) return loom__err(ctx, LOOM_ERR_OOM, "backend: out of memory");
     be->ctx = ctx;

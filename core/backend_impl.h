@@ -103,18 +103,9 @@ struct loom_plan {
  * caller checks size and alignment (backend rules). */
 loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what);
 
-/* The backends compiled in (NULL-terminated). */
+/* The backends compiled in, NULL-terminated: defined by backends/registry.c,
+ * where each backend that is built adds its table. The core reads the list
+ * and names no backend. */
 extern const loom__backend_vtbl *const loom__backends[];
-
-extern const loom__backend_vtbl loom__cpu_backend;
-#ifdef LOOM_HAVE_OPENCL
-extern const loom__backend_vtbl loom__opencl_backend;
-#endif
-#ifdef LOOM_HAVE_VULKAN
-extern const loom__backend_vtbl loom__vulkan_backend;
-#endif
-#ifdef LOOM_HAVE_CUDA
-extern const loom__backend_vtbl loom__cuda_backend;
-#endif
 
 #endif

@@ -158,6 +158,156 @@ static loom_status check_support(loom_plan *p, const loom_tensor *t) {
                      p->be->vt->name, loom_op_name(t->op), loom_dtype_name(t->dtype), t->name);
 }
 
+/* The planner's working state, by node id (freed at the end of compiling). */
+typedef struct plan_work {
+    bool *needed;     /* kept tensors, effects, and everything they read */
+    bool *persistent; /* leaves and kept tensors (a kept view keeps its root) */
+    int *def, *last;  /* execution position that defines / last reads each node */
+    int *alias;       /* arena slot owner (in-place / view chains) */
+    arena_planner ap;
+} plan_work;
+
+static void work_free(plan_work *w) {
+    free(w->needed), free(w->persistent), free(w->def), free(w->last), free(w->alias), free(w->ap.free);
+}
+
+/* 1, 2: which nodes matter, and which get storage of their own. */
+static void mark_needed(const loom_graph *g, plan_work *w) {
+    int n = g->n;
+    for (int i = n - 1; i >= 0; i--) {
+        loom_tensor *t = g->nodes[i];
+        if (t->keep || (!is_leaf(t) && t->effect) ||
+            (is_leaf(t) && t->leaf != LOOM__CONST))
+            w->needed[i] = true;
+        if (!w->needed[i]) continue;
+        for (int k = 0; k < t->nsrc; k++) w->needed[t->src[k]->id] = true;
+    }
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (!w->needed[i]) continue;
+        if (is_leaf(t) || t->keep) w->persistent[view_root(t)->id] = true;
+    }
+}
+
+/* 3: execution order, support checks, liveness, and the bytes of saved
+ * activations (forward arena tensors read at or after the first backward node). */
+static loom_status order_and_liveness(loom_plan *p, plan_work *w) {
+    const loom_graph *g = p->g;
+    int n = g->n;
+    for (int i = 0; i < n; i++) w->def[i] = w->last[i] = -1, w->alias[i] = i;
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (!w->needed[i] || is_leaf(t)) continue;
+        bool view = loom__ops[t->op].flags & LOOM__OPF_VIEW;
+        int pos = p->n_exec;
+        if (!view) {
+            loom_status st = check_support(p, t);
+            if (st != LOOM_OK) return st;
+            p->exec[p->n_exec++] = t;
+        }
+        w->def[i] = pos;
+        for (int k = 0; k < t->nsrc; k++) {
+            int r = view_root(t->src[k])->id;
+            if (w->last[r] < pos) w->last[r] = pos;
+        }
+    }
+    /* a view's own uses count as uses of its root */
+    for (int i = n - 1; i >= 0; i--) {
+        loom_tensor *t = g->nodes[i];
+        if (!w->needed[i] || is_leaf(t) || !(loom__ops[t->op].flags & LOOM__OPF_VIEW)) continue;
+        int r = view_root(t)->id;
+        if (w->last[i] > w->last[r]) w->last[r] = w->last[i];
+    }
+    if (g->has_backward) {
+        int e_bw = p->n_exec;
+        for (int e = 0; e < p->n_exec; e++)
+            if (p->exec[e]->id >= g->backward_start) {
+                e_bw = e;
+                break;
+            }
+        for (int i = 0; i < g->backward_start && i < n; i++) {
+            loom_tensor *t = g->nodes[i];
+            if (!w->needed[i] || is_leaf(t) || w->persistent[i] || (loom__ops[t->op].flags & LOOM__OPF_VIEW))
+                continue;
+            if (w->last[i] >= e_bw) p->mem.activation_bytes += loom__nbytes(t);
+        }
+    }
+    return LOOM_OK;
+}
+
+/* 5: the arena. Walk the execution order; each arena tensor belongs to a slot
+ * (its own, or its in-place source's); a slot is freed after the last
+ * position that reads any of its members. Fills the arena offsets of
+ * p->addr and returns the peak in *peak. */
+static loom_status place_arena(loom_plan *p, plan_work *w, bool no_reuse, size_t *peak) {
+    const loom_graph *g = p->g;
+    size_t *slot_off = calloc((size_t)g->n, sizeof *slot_off);
+    if (!slot_off) return LOOM_ERR_OOM;
+    int *slot_end = w->def; /* reuse: def is not needed past step 3 */
+    bool ok = true;
+    for (int e = 0; e < p->n_exec && ok; e++) {
+        loom_tensor *t = p->exec[e];
+        int id = t->id;
+        int use_end = w->last[id] > e ? w->last[id] : e;
+        if (!w->persistent[id]) {
+            size_t bytes = align_up(loom__nbytes(t));
+            p->mem.naive_bytes += bytes;
+            const loom_tensor *s0 = t->nsrc ? view_root(t->src[0]) : NULL;
+            if (!no_reuse && (loom__ops[t->op].flags & LOOM__OPF_INPLACE) && s0 && !is_leaf(s0) &&
+                !w->persistent[s0->id] && s0->dtype == t->dtype && loom__nbytes(s0) == loom__nbytes(t) &&
+                slot_end[w->alias[s0->id]] == e) {
+                int sl = w->alias[s0->id];
+                w->alias[id] = sl;
+                slot_end[sl] = use_end;
+                p->inplace[id] = true;
+                p->mem.inplace_count++;
+            } else {
+                slot_off[id] = planner_alloc(&w->ap, bytes, peak);
+                slot_end[id] = use_end;
+            }
+            p->addr[id].off = slot_off[w->alias[id]];
+        }
+        /* free slots that end here (the output was placed first, so it never
+         * overlaps an input it reads) */
+        for (int k = 0; k <= t->nsrc && ok; k++) {
+            const loom_tensor *m = k < t->nsrc ? view_root(t->src[k]) : t;
+            if (w->persistent[m->id] || is_leaf(m) || no_reuse) continue;
+            int sl = w->alias[m->id];
+            if (slot_end[sl] != e) continue;
+            ok = planner_release(&w->ap, slot_off[sl], align_up(loom__nbytes(g->nodes[sl])));
+            slot_end[sl] = -1;
+        }
+    }
+    free(slot_off);
+    return ok ? LOOM_OK : LOOM_ERR_OOM;
+}
+
+/* 4-6: persistent buffers, the arena buffer, every node's address. */
+static loom_status place_memory(loom_plan *p, plan_work *w, bool no_reuse) {
+    loom_graph *g = p->g;
+    loom_backend *be = p->be;
+    int n = g->n;
+    loom_status st = LOOM_OK;
+    for (int i = 0; i < n && st == LOOM_OK; i++)
+        if (w->persistent[i]) st = alloc_persistent(p, g->nodes[i]);
+    if (st != LOOM_OK) return st;
+    size_t peak = 0;
+    if (place_arena(p, w, no_reuse, &peak) != LOOM_OK) return loom__err(p->ctx, LOOM_ERR_OOM, "plan: out of memory");
+    p->mem.arena_bytes = peak;
+    if (peak && (st = be->vt->buffer_alloc(be, peak, &p->arena)) != LOOM_OK) return st;
+    for (int e = 0; e < p->n_exec; e++) {
+        int id = p->exec[e]->id;
+        if (!w->persistent[id]) p->addr[id].buf = p->arena;
+    }
+    /* views share their root's address */
+    for (int i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (w->needed[i] && !is_leaf(t) && (loom__ops[t->op].flags & LOOM__OPF_VIEW))
+            p->addr[i] = p->addr[view_root(t)->id];
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out) {
     *out = NULL;
     if (!g || !be) return LOOM_ERR_INVALID_ARG;
@@ -170,167 +320,40 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
 
     int n = g->n;
     loom_plan *p = calloc(1, sizeof *p);
-    bool *needed = calloc((size_t)n, 1);
-    bool *persistent = calloc((size_t)n, 1);
-    int *def = malloc((size_t)n * sizeof *def), *last = malloc((size_t)n * sizeof *last);
-    int *alias = malloc((size_t)n * sizeof *alias); /* arena slot owner (in-place / view chains) */
-    arena_planner ap = {0};
-    loom_status st = LOOM_OK;
-    if (!p || !needed || !persistent || !def || !last || !alias) {
-        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
-        goto fail_early;
+    plan_work w = {
+        .needed = calloc((size_t)n, 1),
+        .persistent = calloc((size_t)n, 1),
+        .def = malloc((size_t)n * sizeof(int)),
+        .last = malloc((size_t)n * sizeof(int)),
+        .alias = malloc((size_t)n * sizeof(int)),
+    };
+    if (p) {
+        p->g = g, p->be = be, p->ctx = ctx, p->share = d.share, p->n_nodes = n;
+        p->exec = malloc((size_t)n * sizeof *p->exec);
+        p->addr = calloc((size_t)n, sizeof *p->addr);
+        p->inplace = calloc((size_t)n, 1);
+        p->owned = malloc((size_t)n * sizeof *p->owned);
     }
-    p->g = g, p->be = be, p->ctx = ctx, p->share = d.share, p->n_nodes = n;
-    p->exec = malloc((size_t)n * sizeof *p->exec);
-    p->addr = calloc((size_t)n, sizeof *p->addr);
-    p->inplace = calloc((size_t)n, 1);
-    p->owned = malloc((size_t)n * sizeof *p->owned);
-    if (!p->exec || !p->addr || !p->inplace || !p->owned) {
-        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
-        goto fail_early;
+    if (!p || !w.needed || !w.persistent || !w.def || !w.last || !w.alias || !p->exec || !p->addr || !p->inplace ||
+        !p->owned) {
+        if (p) free(p->exec), free(p->addr), free(p->inplace), free(p->owned), free(p);
+        work_free(&w);
+        return loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
     }
 
-    /* 1. which nodes matter: kept tensors, effects, and everything they read */
-    for (int i = n - 1; i >= 0; i--) {
-        loom_tensor *t = g->nodes[i];
-        if (t->keep || (!is_leaf(t) && t->effect) ||
-            (is_leaf(t) && t->leaf != LOOM__CONST))
-            needed[i] = true;
-        if (!needed[i]) continue;
-        for (int k = 0; k < t->nsrc; k++) needed[t->src[k]->id] = true;
-    }
-    /* 2. persistent storage: leaves and kept tensors (a kept view keeps its root) */
-    for (int i = 0; i < n; i++) {
-        loom_tensor *t = g->nodes[i];
-        if (!needed[i]) continue;
-        if (is_leaf(t) || t->keep) persistent[view_root(t)->id] = true;
-    }
-    /* 3. execution order, support checks, liveness */
-    for (int i = 0; i < n; i++) def[i] = last[i] = -1, alias[i] = i;
-    for (int i = 0; i < n; i++) {
-        loom_tensor *t = g->nodes[i];
-        if (!needed[i] || is_leaf(t)) continue;
-        bool view = loom__ops[t->op].flags & LOOM__OPF_VIEW;
-        int pos = p->n_exec;
-        if (!view) {
-            if ((st = check_support(p, t)) != LOOM_OK) goto fail;
-            p->exec[p->n_exec++] = t;
-        }
-        def[i] = pos;
-        for (int k = 0; k < t->nsrc; k++) {
-            int r = view_root(t->src[k])->id;
-            if (last[r] < pos) last[r] = pos;
-        }
-    }
-    /* a view's own uses count as uses of its root */
-    for (int i = n - 1; i >= 0; i--) {
-        loom_tensor *t = g->nodes[i];
-        if (!needed[i] || is_leaf(t) || !(loom__ops[t->op].flags & LOOM__OPF_VIEW)) continue;
-        int r = view_root(t)->id;
-        if (last[i] > last[r]) last[r] = last[i];
-    }
-    /* saved activations: forward arena tensors read at or after the first backward node */
-    if (g->has_backward) {
-        int e_bw = p->n_exec;
-        for (int e = 0; e < p->n_exec; e++)
-            if (p->exec[e]->id >= g->backward_start) {
-                e_bw = e;
-                break;
-            }
-        for (int i = 0; i < g->backward_start && i < n; i++) {
-            loom_tensor *t = g->nodes[i];
-            if (!needed[i] || is_leaf(t) || persistent[i] || (loom__ops[t->op].flags & LOOM__OPF_VIEW)) continue;
-            if (last[i] >= e_bw) p->mem.activation_bytes += loom__nbytes(t);
-        }
-    }
-    /* 4. persistent buffers */
-    for (int i = 0; i < n && st == LOOM_OK; i++)
-        if (persistent[i]) st = alloc_persistent(p, g->nodes[i]);
-    if (st != LOOM_OK) goto fail;
-
-    /* 5. arena: walk the execution order; each arena tensor belongs to a slot
-     * (its own, or its in-place source's); a slot is freed after the last
-     * position that reads any of its members */
-    size_t peak = 0;
-    size_t *slot_off = calloc((size_t)n, sizeof *slot_off);
-    if (!slot_off) {
-        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
-        goto fail;
-    }
-    int *slot_end = def; /* reuse: def is not needed past step 3 */
-    for (int e = 0; e < p->n_exec && st == LOOM_OK; e++) {
-        loom_tensor *t = p->exec[e];
-        int id = t->id;
-        int use_end = last[id] > e ? last[id] : e;
-        if (!persistent[id]) {
-            size_t bytes = align_up(loom__nbytes(t));
-            p->mem.naive_bytes += bytes;
-            const loom_tensor *s0 = t->nsrc ? view_root(t->src[0]) : NULL;
-            if (!d.no_reuse && (loom__ops[t->op].flags & LOOM__OPF_INPLACE) && s0 && !is_leaf(s0) &&
-                !persistent[s0->id] && s0->dtype == t->dtype && loom__nbytes(s0) == loom__nbytes(t) &&
-                slot_end[alias[s0->id]] == e) {
-                int sl = alias[s0->id];
-                alias[id] = sl;
-                slot_end[sl] = use_end;
-                p->inplace[id] = true;
-                p->mem.inplace_count++;
-            } else {
-                slot_off[id] = planner_alloc(&ap, bytes, &peak);
-                slot_end[id] = use_end;
-            }
-            p->addr[id].off = slot_off[alias[id]];
-        }
-        /* free slots that end here (the output was placed first, so it never
-         * overlaps an input it reads) */
-        for (int k = 0; k <= t->nsrc && st == LOOM_OK; k++) {
-            const loom_tensor *m = k < t->nsrc ? view_root(t->src[k]) : t;
-            if (persistent[m->id] || is_leaf(m) || d.no_reuse) continue;
-            int sl = alias[m->id];
-            if (slot_end[sl] != e) continue;
-            if (!planner_release(&ap, slot_off[sl], align_up(loom__nbytes(g->nodes[sl])))) st = LOOM_ERR_OOM;
-            slot_end[sl] = -1;
-        }
-    }
-    if (st != LOOM_OK) {
-        free(slot_off);
-        st = loom__err(ctx, LOOM_ERR_OOM, "plan: out of memory");
-        goto fail;
-    }
-    p->mem.arena_bytes = peak;
-    if (peak) {
-        if ((st = be->vt->buffer_alloc(be, peak, &p->arena)) != LOOM_OK) {
-            free(slot_off);
-            goto fail;
-        }
-    }
-    for (int e = 0; e < p->n_exec; e++) {
-        int id = p->exec[e]->id;
-        if (!persistent[id]) p->addr[id].buf = p->arena;
-    }
-    free(slot_off);
-    /* views share their root's address */
-    for (int i = 0; i < n; i++) {
-        loom_tensor *t = g->nodes[i];
-        if (needed[i] && !is_leaf(t) && (loom__ops[t->op].flags & LOOM__OPF_VIEW))
-            p->addr[i] = p->addr[view_root(t)->id];
-    }
+    mark_needed(g, &w);
+    loom_status st = order_and_liveness(p, &w);
+    if (st == LOOM_OK) st = place_memory(p, &w, d.no_reuse);
     p->mem.nodes_run = p->n_exec;
-    if (be->vt->plan_prepare && (st = be->vt->plan_prepare(be, p)) != LOOM_OK) goto fail;
-
-    free(needed), free(persistent), free(def), free(last), free(alias), free(ap.free);
+    if (st == LOOM_OK && be->vt->plan_prepare) st = be->vt->plan_prepare(be, p);
+    work_free(&w);
+    if (st != LOOM_OK) {
+        loom_plan_destroy(p);
+        return st;
+    }
     if (d.share) ((loom_plan *)d.share)->shared_by++; /* loom__plan_rebind refuses its params/states */
     *out = p;
     return LOOM_OK;
-
-fail:
-    loom_plan_destroy(p);
-    p = NULL;
-fail_early:
-    if (p) {
-        free(p->exec), free(p->addr), free(p->inplace), free(p->owned), free(p);
-    }
-    free(needed), free(persistent), free(def), free(last), free(alias), free(ap.free);
-    return st;
 }
 
 void loom_plan_destroy(loom_plan *p) {

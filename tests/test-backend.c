@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 extern const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT];
+extern const loom__backend_vtbl loom__cpu_backend;
 
 /* A backend that is the CPU backend except for its op table. */
 static loom__kernel fake_kernels[LOOM_OP_COUNT];

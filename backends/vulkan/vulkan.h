@@ -391,6 +391,8 @@ loom__buffer *loom__vk_buffer_of(const loom_plan *p, const loom_tensor *t);
 #define LOOM__VK_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16))
 #define LOOM__VK_ALL (LOOM__VK_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
 extern const loom__kernel loom__vk_kernels[LOOM_OP_COUNT];
+/* this backend's function table (dispatch.c); adopt.c makes backends with it */
+extern const loom__backend_vtbl loom__vulkan_backend;
 
 #define LOOM_OP(e, stem, bw, fl) loom_status loom__vk_##stem(loom__vk_op *o);
 #include "../../core/ops.def"
