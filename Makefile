@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build asan demo test test-release test-asan clean
+.PHONY: all deps build asan demo test test-release test-asan install deb clean
 
 all: build
 
@@ -37,6 +37,16 @@ test-asan: asan
 	  ctest --output-on-failure -j $(JOBS)
 
 test: test-release test-asan
+
+# Install the headers, libloom.a, libloom.so, the loom tool, loom.pc and the
+# CMake package under PREFIX (cmake --install works the same way).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package of the same files (apt install ./$(BUILD)/loom_*.deb).
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tests/install.sh BUILD SRC — loom installs and is consumed like any C library:
+# `cmake --install` into a temporary prefix; the shared library exports only
+# loom_* symbols and carries a versioned SONAME; examples/consumer builds
+# against the installed tree with pkg-config (shared and --static) and with
+# find_package(loom CONFIG) (loom::loom and loom::loom_static), and each
+# program runs; a required backend component that is not built fails
+# find_package with a message naming it.
+set -euo pipefail
+build=$(readlink -f "${1:?usage: tests/install.sh BUILD SRC}")
+src=$(readlink -f "${2:?usage: tests/install.sh BUILD SRC}")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "install: FAIL: $*"; exit 1; }
+for tool in pkg-config nm readelf cc; do
+    command -v $tool >/dev/null || { echo "install: skipped: '$tool' not found"; exit 77; }
+done
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+
+so=$(find "$prefix" -name 'libloom.so.*.*' | head -1)
+[ -n "$so" ] || fail "no libloom.so.X.Y.Z under $prefix"
+[ -f "$(find "$prefix" -name libloom.a | head -1)" ] || fail "no libloom.a under $prefix"
+soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname =~ ^libloom\.so\.[0-9]+$ ]] || fail "SONAME is '$soname', expected libloom.so.N"
+others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^loom_[^_]' || true)
+[ -z "$others" ] || fail "the shared library exports symbols other than loom_*: $(echo $others | head -c 300)"
+nm -D --defined-only "$so" | grep -q ' loom_plan_run$' || fail "loom_plan_run is not exported"
+[ -x "$prefix/bin/loom" ] || fail "no bin/loom"
+"$prefix/bin/loom" info --no-ops > /dev/null || fail "installed 'loom info' fails"
+echo "install: $(basename "$so") (SONAME $soname), $(nm -D --defined-only "$so" | wc -l) symbols, all loom_*"
+
+pcdir=$(dirname "$(find "$prefix" -name loom.pc | head -1)")
+[ -d "$pcdir" ] || fail "no loom.pc under $prefix"
+export PKG_CONFIG_PATH=$pcdir
+libdir=$(pkg-config --variable=libdir loom)
+cc -std=c11 -o "$tmp/pc-shared" "$src/examples/consumer/consumer.c" $(pkg-config --cflags --libs loom) -lm ||
+    fail "pkg-config shared build"
+LD_LIBRARY_PATH=$libdir "$tmp/pc-shared" || fail "pkg-config shared consumer"
+loaded=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/pc-shared" | sed -n 's/.*libloom\.so[.0-9]* => \(.*\) (.*/\1/p')
+[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$so")" ] ||
+    fail "the shared consumer loads '$loaded', not the installed $so"
+cc -std=c11 -o "$tmp/pc-static" "$src/examples/consumer/consumer.c" -I"$(pkg-config --variable=includedir loom)" \
+    "$libdir/libloom.a" $(pkg-config --static --libs-only-other --libs-only-L loom) \
+    $(pkg-config --static --libs-only-l loom | sed 's/-lloom//') -lm || fail "pkg-config static build"
+"$tmp/pc-static" || fail "pkg-config static consumer"
+if ldd "$tmp/pc-static" | grep -q libloom.so; then fail "the static consumer loads libloom.so"; fi
+echo "install: pkg-config consumers (shared, static) pass"
+
+for kind in OFF ON; do
+    cmake -S "$src/examples/consumer" -B "$tmp/cm-$kind" -DCMAKE_PREFIX_PATH="$prefix" -DLOOM_STATIC=$kind \
+        > "$tmp/cm-$kind.log" 2>&1 || { cat "$tmp/cm-$kind.log"; fail "find_package(loom) configure (static $kind)"; }
+    cmake --build "$tmp/cm-$kind" > "$tmp/cmb-$kind.log" 2>&1 || { cat "$tmp/cmb-$kind.log"; fail "CMake consumer build (static $kind)"; }
+    "$tmp/cm-$kind/consumer" || fail "CMake consumer (static $kind)"
+done
+echo "install: CMake package consumers (loom::loom, loom::loom_static) pass"
+
+mkdir -p "$tmp/nocomp"
+cat > "$tmp/nocomp/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(nocomp LANGUAGES C)
+find_package(loom CONFIG REQUIRED COMPONENTS no_such_backend)
+CM
+if cmake -S "$tmp/nocomp" -B "$tmp/nocomp/b" -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/nocomp.log" 2>&1; then
+    fail "find_package accepted a backend component that is not built"
+fi
+tr -s " \n" "  " < "$tmp/nocomp.log" | grep -q "without the no_such_backend backend" || { cat "$tmp/nocomp.log"; fail "no message naming the missing component"; }
+echo "install: a missing backend component is refused by name"
