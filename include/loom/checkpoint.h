@@ -48,12 +48,11 @@ size_t loom_st_tensor_nbytes(const loom_st_tensor *t);
 #define LOOM_SAFETENSORS_MAX_HEADER ((size_t)100 * 1000 * 1000)
 
 /* Write n tensors and the metadata to path, atomically: the file is written
- * to "<path>.tmp.<pid>", flushed to disk (fsync), then renamed over path, so
- * a crash or a failure at any point leaves the previous file at path intact;
- * on failure the temporary file is removed (a stale one with the same name,
- * left by a crashed process, is replaced). One writer per path at a time:
- * two threads of one process saving to the same path would share the
- * temporary name. metadata is NULL or a
+ * to a temporary file beside it ("<path>.tmp.<pid>.<k>", a name no other
+ * writer uses), flushed to disk (fsync), then renamed over path, so a crash
+ * or a failure at any point leaves the previous file at path intact; on
+ * failure the temporary file is removed. Several writers (threads) may save
+ * to one path at once: the last to finish wins, whole. metadata is NULL or a
  * NULL-terminated list of strings: key, value, key, value, ..., NULL.
  * Names and metadata must be valid UTF-8; names must be non-empty, unique and
  * not "__metadata__". Errors: LOOM_ERR_INVALID_ARG (bad tensors or metadata,
