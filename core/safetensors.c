@@ -18,6 +18,7 @@
 
 #include "json.h"
 #include "outfile.h"
+#include "safetensors_impl.h"
 
 #define LOOM__STR2(x) #x
 #define LOOM__STR(x) LOOM__STR2(x)

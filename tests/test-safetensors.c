@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "impl.h" /* struct loom_graph: the checkpoint test walks the nodes */
+#include "safetensors_impl.h" /* loom__safetensors_parse */
 #include "loom/loom.h"
 #include "testutil.h"
 
@@ -683,7 +684,7 @@ static void test_checkpoint(void) {
     CHECK(!same_tensor(&a, &b, "fc1.weight"), "a fresh plan starts different");
     loom_checkpoint_report rep;
     loom_safetensors *mf = NULL;
-    CHECK_OK(ctx, loom_checkpoint_load(b.p, ck1, &rep, &mf));
+    CHECK_OK(ctx, loom_checkpoint_load(b.p, ck1, NULL, &rep, &mf));
     CHECK(rep.loaded == 7 && rep.missing == 0 && rep.unexpected == 0 && rep.mismatched == 0 && rep.plan_step_restored,
           "report: loaded %d missing %d unexpected %d mismatched %d", rep.loaded, rep.missing, rep.unexpected,
           rep.mismatched);
@@ -721,7 +722,7 @@ static void test_checkpoint(void) {
         void *before = read_all(c.p, cb, &nb0);
         memset(&rep, 0xAB, sizeof rep);
         mf = (loom_safetensors *)&rep; /* must be reset to NULL */
-        loom_status s = loom_checkpoint_load(c.p, ck1, &rep, &mf);
+        loom_status s = loom_checkpoint_load(c.p, ck1, NULL, &rep, &mf);
         const char *msg = loom_last_error(ctx);
         CHECK(s == LOOM_ERR_SHAPE && !mf, "mismatch is an error: %s", loom_status_str(s));
         CHECK(strstr(msg, "fc1.weight") && strstr(msg, "[4, 3]") && strstr(msg, "[4, 2]") && strstr(msg, ck1),
@@ -738,7 +739,7 @@ static void test_checkpoint(void) {
         free(after);
 
         loom_checkpoint_load_desc skip = {.skip_mismatched = true};
-        CHECK_OK(ctx, loom_checkpoint_load_ex(c.p, ck1, &skip, &rep, NULL));
+        CHECK_OK(ctx, loom_checkpoint_load(c.p, ck1, &skip, &rep, NULL));
         CHECK(rep.loaded == 4 && rep.mismatched == 2 && rep.missing == 1 && rep.unexpected == 1,
               "skip_mismatched: loaded %d", rep.loaded);
         CHECK(same_tensor(&a, &c, "fc1.bias") && same_tensor(&a, &c, "counter"), "the matching tensors were loaded");
@@ -747,14 +748,14 @@ static void test_checkpoint(void) {
         free(before), free(after);
 
         loom_checkpoint_load_desc strict = {.strict = true, .skip_mismatched = true};
-        s = loom_checkpoint_load_ex(c.p, ck1, &strict, &rep, NULL);
+        s = loom_checkpoint_load(c.p, ck1, &strict, &rep, NULL);
         CHECK(s == LOOM_ERR_FORMAT && strstr(loom_last_error(ctx), "strict") && strstr(loom_last_error(ctx), "fc2.weight"),
               "strict: missing is an error: %s: %s", loom_status_str(s), loom_last_error(ctx));
         ck_free(&c);
     }
     ck_model d = ck_build(4, 2);
     if (d.p) {
-        loom_status s = loom_checkpoint_load(d.p, ck1, &rep, NULL);
+        loom_status s = loom_checkpoint_load(d.p, ck1, NULL, &rep, NULL);
         const char *msg = loom_last_error(ctx);
         CHECK(s == LOOM_ERR_SHAPE && strstr(msg, "fc1.bias") && strstr(msg, "f32") && strstr(msg, "f64"),
               "dtype mismatch names both dtypes: %s: '%s'", loom_status_str(s), msg);
@@ -767,7 +768,7 @@ static void test_checkpoint(void) {
         write_file(cut, f1, n1 - 3);
         size_t nb0;
         void *before = read_all(b.p, find_node(b.g, "counter"), &nb0);
-        loom_status s = loom_checkpoint_load(b.p, cut, &rep, NULL);
+        loom_status s = loom_checkpoint_load(b.p, cut, NULL, &rep, NULL);
         CHECK(s == LOOM_ERR_FORMAT && strstr(loom_last_error(ctx), cut), "truncated checkpoint: %s: %s",
               loom_status_str(s), loom_last_error(ctx));
         size_t nb1;
@@ -776,12 +777,12 @@ static void test_checkpoint(void) {
         free(before), free(after);
     }
     free(f1);
-    loom_status s = loom_checkpoint_load(b.p, tpath("missing.safetensors"), &rep, NULL);
+    loom_status s = loom_checkpoint_load(b.p, tpath("missing.safetensors"), NULL, &rep, NULL);
     CHECK(s == LOOM_ERR_IO && strstr(loom_last_error(ctx), "missing.safetensors"), "missing checkpoint: %s",
           loom_last_error(ctx));
     const char *bad_step[] = {LOOM_CHECKPOINT_PLAN_STEP_KEY, "x12", NULL};
     CHECK_OK(ctx, loom_checkpoint_save(b.p, ck2, bad_step));
-    s = loom_checkpoint_load(b.p, ck2, &rep, NULL);
+    s = loom_checkpoint_load(b.p, ck2, NULL, &rep, NULL);
     CHECK(s == LOOM_ERR_FORMAT && strstr(loom_last_error(ctx), "not a step count"), "bad plan step: %s",
           loom_last_error(ctx));
     const char *no_value[] = {"k", NULL, NULL};
