@@ -110,82 +110,86 @@ typedef struct named {
 
 static int cmp_named(const void *a, const void *b) { return strcmp(((const named *)a)->name, ((const named *)b)->name); }
 
-loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loom_checkpoint_load_desc *desc,
-                                    loom_checkpoint_report *report, loom_safetensors **meta_out) {
-    if (meta_out) *meta_out = NULL;
-    loom_checkpoint_report rep_local;
-    loom_checkpoint_report *rep = report ? report : &rep_local;
-    memset(rep, 0, sizeof *rep);
-    if (!plan || !path) return LOOM_ERR_INVALID_ARG;
-    loom_checkpoint_load_desc d = desc ? *desc : (loom_checkpoint_load_desc){0};
-    loom_graph *g = plan->g;
-    loom_ctx *ctx = plan->ctx;
-    loom_status st = check_map(ctx, path, d.name_map);
-    if (st != LOOM_OK) return st;
-    loom_safetensors *file = NULL;
-    if ((st = loom_safetensors_open(ctx, path, &file)) != LOOM_OK) return st;
-    int nf = loom_safetensors_count(file);
-    const loom_st_tensor *base = loom_safetensors_tensor(file, 0);
-    /* match[i]: the file tensor for graph node i (NULL: missing or mismatched) */
-    const loom_st_tensor **match = calloc((size_t)(g->n ? g->n : 1), sizeof *match);
-    bool *used = calloc((size_t)(nf ? nf : 1), 1);
-    bool *skip_node = calloc((size_t)(g->n ? g->n : 1), 1);
-    char(*fname)[64] = calloc((size_t)(nf ? nf : 1), sizeof *fname);
-    named *sorted = calloc((size_t)(nf ? nf : 1), sizeof *sorted);
-    int ns = 0;
-    if (!match || !used || !skip_node || !fname || !sorted) {
-        st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory", path);
-        goto done;
-    }
-    /* the file's names after the map, sorted; optimizer state set aside */
-    for (int j = 0; j < nf; j++) {
+/* One load's working state: the file, the options and what matched. */
+typedef struct loader {
+    loom_plan *plan;
+    loom_ctx *ctx;
+    const char *path;
+    loom_checkpoint_load_desc d;
+    loom_checkpoint_report *rep;
+    loom_safetensors *file;
+    int nf;                      /* tensors of the file */
+    const loom_st_tensor *base;  /* the file's first tensor */
+    const loom_st_tensor **match; /* per graph node: the file tensor to load (NULL: missing or mismatched) */
+    bool *used;                  /* per file tensor: matched or ignored */
+    bool *skip_node;             /* per graph node: an optimizer state (weights_only) */
+    char (*fname)[64];           /* per file tensor: its name after the map */
+    named *sorted;               /* the file's mapped names, sorted, optimizer state set aside */
+    int ns;
+} loader;
+
+/* The file's names after the map, sorted; optimizer state set aside
+ * (weights_only). Two names mapped to one are an error. */
+static loom_status map_file_names(loader *L) {
+    for (int j = 0; j < L->nf; j++) {
         bool renamed;
-        bool fits = map_name(d.name_map, base[j].name, fname[j], sizeof fname[j], &renamed);
+        bool fits = map_name(L->d.name_map, L->base[j].name, L->fname[j], sizeof L->fname[j], &renamed);
         if (!fits && !renamed) continue; /* unexpected, reported truncated */
-        if (!fits) {
-            st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: the name map renames '%.64s' to a name longer than 63 bytes", path,
-                           base[j].name);
-            goto done;
-        }
-        rep->renamed += renamed;
-        if (d.weights_only && loom__is_optimizer_state(fname[j])) {
-            used[j] = true;
-            rep->ignored++;
+        if (!fits)
+            return loom__err(L->ctx, LOOM_ERR_INVALID_ARG,
+                             "%s: the name map renames '%.64s' to a name longer than 63 bytes", L->path,
+                             L->base[j].name);
+        L->rep->renamed += renamed;
+        if (L->d.weights_only && loom__is_optimizer_state(L->fname[j])) {
+            L->used[j] = true;
+            L->rep->ignored++;
             continue;
         }
-        sorted[ns++] = (named){fname[j], j};
+        L->sorted[L->ns++] = (named){L->fname[j], j};
     }
-    qsort(sorted, (size_t)ns, sizeof *sorted, cmp_named);
-    for (int k = 1; k < ns; k++)
-        if (!strcmp(sorted[k - 1].name, sorted[k].name)) {
-            st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: the name map renames both '%.64s' and '%.64s' to '%s'", path,
-                           base[sorted[k - 1].idx].name, base[sorted[k].idx].name, sorted[k].name);
-            goto done;
-        }
-    /* weights_only: the graph's optimizer states are the states its update ops own */
-    for (int i = 0; d.weights_only && i < g->n; i++) {
+    qsort(L->sorted, (size_t)L->ns, sizeof *L->sorted, cmp_named);
+    for (int k = 1; k < L->ns; k++)
+        if (!strcmp(L->sorted[k - 1].name, L->sorted[k].name))
+            return loom__err(L->ctx, LOOM_ERR_INVALID_ARG, "%s: the name map renames both '%.64s' and '%.64s' to '%s'",
+                             L->path, L->base[L->sorted[k - 1].idx].name, L->base[L->sorted[k].idx].name,
+                             L->sorted[k].name);
+    return LOOM_OK;
+}
+
+/* weights_only: the graph's optimizer states are the states its update ops own */
+static void mark_optimizer_states(loader *L) {
+    const loom_graph *g = L->plan->g;
+    for (int i = 0; i < g->n; i++) {
         const loom_tensor *t = g->nodes[i];
         int lo = 0, hi = -1;
         if (t->op == LOOM_OP_SGD_STEP && t->p[0]) lo = hi = 3;
         else if (t->op == LOOM_OP_ADAM_STEP) lo = 3, hi = 4;
         else if (t->op == LOOM_OP_ACCUMULATE) lo = hi = 0;
         for (int k = lo; k <= hi && k < t->nsrc; k++)
-            if (t->src[k] && t->src[k]->leaf == LOOM__STATE) skip_node[t->src[k]->id] = true;
+            if (t->src[k] && t->src[k]->leaf == LOOM__STATE) L->skip_node[t->src[k]->id] = true;
     }
+}
+
+/* Match the graph's params and states with the file's tensors, fill the
+ * report, and fail on a mismatch (unless skip_mismatched) or, when strict,
+ * on missing or unexpected tensors. */
+static loom_status match_tensors(loader *L) {
+    const loom_graph *g = L->plan->g;
+    loom_checkpoint_report *rep = L->rep;
     const loom_tensor *first_missing = NULL, *first_bad = NULL;
     const loom_st_tensor *first_bad_file = NULL;
     for (int i = 0; i < g->n; i++) {
         const loom_tensor *t = g->nodes[i];
-        if (!is_saved(t) || skip_node[i]) continue;
+        if (!is_saved(t) || L->skip_node[i]) continue;
         named key = {t->name, 0};
-        const named *hit = ns ? bsearch(&key, sorted, (size_t)ns, sizeof *sorted, cmp_named) : NULL;
-        const loom_st_tensor *f = hit ? &base[hit->idx] : NULL;
+        const named *hit = L->ns ? bsearch(&key, L->sorted, (size_t)L->ns, sizeof *L->sorted, cmp_named) : NULL;
+        const loom_st_tensor *f = hit ? &L->base[hit->idx] : NULL;
         if (!f) {
             if (!first_missing) first_missing = t;
             note(rep->missing_names, rep->missing++, t->name);
             continue;
         }
-        used[f - base] = true;
+        L->used[f - L->base] = true;
         /* a parameter stored in 16 bits only (loom_train_desc.frozen_16bit) loads
          * any float tensor of its shape, rounded to nearest even */
         bool lowp_ok = t->leaf == LOOM__PARAM && !t->requires_grad && loom_dtype_is_float(f->dtype) &&
@@ -197,85 +201,118 @@ loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loo
             note(rep->mismatched_names, rep->mismatched++, t->name);
             continue;
         }
-        match[i] = f;
+        L->match[i] = f;
     }
     const char *first_unexpected = NULL;
-    for (int j = 0; j < nf; j++) {
-        if (used[j]) continue;
-        if (!first_unexpected) first_unexpected = fname[j];
-        note(rep->unexpected_names, rep->unexpected++, fname[j]);
+    for (int j = 0; j < L->nf; j++) {
+        if (L->used[j]) continue;
+        if (!first_unexpected) first_unexpected = L->fname[j];
+        note(rep->unexpected_names, rep->unexpected++, L->fname[j]);
     }
-    if (first_bad && !d.skip_mismatched) {
+    if (first_bad && !L->d.skip_mismatched) {
         char a[96], b[96];
-        st = loom__err(ctx, LOOM_ERR_SHAPE, "%s: '%s' is %s %s in the file but %s %s in the graph%s", path, first_bad->name,
-                       loom_dtype_name(first_bad_file->dtype), st_shape(first_bad_file, a, sizeof a),
-                       loom_dtype_name(first_bad->dtype), loom__shape_str(first_bad->ndim, first_bad->dims, b, sizeof b),
-                       rep->mismatched > 1 ? " (and more tensors differ)" : "");
-        goto done;
+        return loom__err(L->ctx, LOOM_ERR_SHAPE, "%s: '%s' is %s %s in the file but %s %s in the graph%s", L->path,
+                         first_bad->name, loom_dtype_name(first_bad_file->dtype), st_shape(first_bad_file, a, sizeof a),
+                         loom_dtype_name(first_bad->dtype),
+                         loom__shape_str(first_bad->ndim, first_bad->dims, b, sizeof b),
+                         rep->mismatched > 1 ? " (and more tensors differ)" : "");
     }
-    if (d.strict && first_missing) {
-        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: strict load: %d parameters/states of the graph are not in the file, e.g. '%s'",
-                       path, rep->missing, first_missing->name);
-        goto done;
-    }
-    if (d.strict && first_unexpected) {
-        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: strict load: %d tensors of the file are not in the graph, e.g. '%.64s'", path,
-                       rep->unexpected, first_unexpected);
-        goto done;
-    }
-    uint64_t step = 0;
-    const char *sv = d.weights_only ? NULL : loom_safetensors_meta(file, LOOM_CHECKPOINT_PLAN_STEP_KEY);
-    if (sv) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(sv, &end, 10);
-        if (!sv[0] || sv[0] < '0' || sv[0] > '9' || *end || errno) {
-            st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: metadata %s is \"%.40s\", not a step count", path,
-                           LOOM_CHECKPOINT_PLAN_STEP_KEY, sv);
-            goto done;
-        }
-        step = v;
-    }
-    /* everything checked: now write */
+    if (L->d.strict && first_missing)
+        return loom__err(L->ctx, LOOM_ERR_FORMAT,
+                         "%s: strict load: %d parameters/states of the graph are not in the file, e.g. '%s'", L->path,
+                         rep->missing, first_missing->name);
+    if (L->d.strict && first_unexpected)
+        return loom__err(L->ctx, LOOM_ERR_FORMAT,
+                         "%s: strict load: %d tensors of the file are not in the graph, e.g. '%.64s'", L->path,
+                         rep->unexpected, first_unexpected);
+    return LOOM_OK;
+}
+
+/* The file's plan step (*have false when absent or weights_only). */
+static loom_status read_step(loader *L, uint64_t *step, bool *have) {
+    *have = false;
+    const char *sv = L->d.weights_only ? NULL : loom_safetensors_meta(L->file, LOOM_CHECKPOINT_PLAN_STEP_KEY);
+    if (!sv) return LOOM_OK;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(sv, &end, 10);
+    if (!sv[0] || sv[0] < '0' || sv[0] > '9' || *end || errno)
+        return loom__err(L->ctx, LOOM_ERR_FORMAT, "%s: metadata %s is \"%.40s\", not a step count", L->path,
+                         LOOM_CHECKPOINT_PLAN_STEP_KEY, sv);
+    *step = v, *have = true;
+    return LOOM_OK;
+}
+
+/* Copy every matched tensor into the plan (converting 16-bit parameters). */
+static loom_status write_matches(loader *L) {
+    const loom_graph *g = L->plan->g;
+    loom_status st = LOOM_OK;
     for (int i = 0; i < g->n && st == LOOM_OK; i++) {
-        if (!match[i]) continue;
+        const loom_st_tensor *m = L->match[i];
+        if (!m) continue;
         const loom_tensor *t = g->nodes[i];
-        if (match[i]->dtype != t->dtype) {
+        if (m->dtype != t->dtype) {
             size_t n = (size_t)loom_tensor_numel(t);
-            size_t nb = loom_st_tensor_nbytes(match[i]);
+            size_t nb = loom_st_tensor_nbytes(m);
             void *src = malloc(nb + 1), *tmp = malloc(n * loom_dtype_size(t->dtype) + 1);
             if (!src || !tmp) {
                 free(src), free(tmp);
-                st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory converting '%s'", path, t->name);
-                break;
+                return loom__err(L->ctx, LOOM_ERR_OOM, "%s: out of memory converting '%s'", L->path, t->name);
             }
-            memcpy(src, match[i]->data, nb); /* the file's data need not be aligned */
-            loom_convert(src, match[i]->dtype, tmp, t->dtype, n);
-            st = loom_plan_write(plan, t, tmp, n * loom_dtype_size(t->dtype));
+            memcpy(src, m->data, nb); /* the file's data need not be aligned */
+            loom_convert(src, m->dtype, tmp, t->dtype, n);
+            st = loom_plan_write(L->plan, t, tmp, n * loom_dtype_size(t->dtype));
             free(src), free(tmp);
         } else {
-            st = loom_plan_write(plan, t, match[i]->data, loom_st_tensor_nbytes(match[i]));
+            st = loom_plan_write(L->plan, t, m->data, loom_st_tensor_nbytes(m));
         }
-        if (st == LOOM_OK) rep->loaded++;
+        if (st == LOOM_OK) L->rep->loaded++;
     }
-    if (st == LOOM_OK && sv) {
-        loom_plan_set_step(plan, step);
-        rep->plan_step_restored = true;
-    }
-done:
-    free(match);
-    free(used);
-    free(skip_node);
-    free(fname);
-    free(sorted);
-    if (st == LOOM_OK && meta_out)
-        *meta_out = file;
-    else
-        loom_safetensors_close(file);
     return st;
 }
 
-loom_status loom_checkpoint_load(loom_plan *plan, const char *path, loom_checkpoint_report *report,
-                                 loom_safetensors **meta_out) {
-    return loom_checkpoint_load_ex(plan, path, NULL, report, meta_out);
+loom_status loom_checkpoint_load(loom_plan *plan, const char *path, const loom_checkpoint_load_desc *desc,
+                                 loom_checkpoint_report *report, loom_safetensors **meta_out) {
+    if (meta_out) *meta_out = NULL;
+    loom_checkpoint_report rep_local;
+    loom_checkpoint_report *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    if (!plan || !path) return LOOM_ERR_INVALID_ARG;
+    loader L = {.plan = plan, .ctx = plan->ctx, .path = path, .rep = rep};
+    L.d = desc ? *desc : (loom_checkpoint_load_desc){0};
+    int gn = plan->g->n;
+    loom_status st = check_map(L.ctx, path, L.d.name_map);
+    if (st != LOOM_OK) return st;
+    if ((st = loom_safetensors_open(L.ctx, path, &L.file)) != LOOM_OK) return st;
+    L.nf = loom_safetensors_count(L.file);
+    L.base = loom_safetensors_tensor(L.file, 0);
+    L.match = calloc((size_t)(gn ? gn : 1), sizeof *L.match);
+    L.used = calloc((size_t)(L.nf ? L.nf : 1), 1);
+    L.skip_node = calloc((size_t)(gn ? gn : 1), 1);
+    L.fname = calloc((size_t)(L.nf ? L.nf : 1), sizeof *L.fname);
+    L.sorted = calloc((size_t)(L.nf ? L.nf : 1), sizeof *L.sorted);
+    if (!L.match || !L.used || !L.skip_node || !L.fname || !L.sorted)
+        st = loom__err(L.ctx, LOOM_ERR_OOM, "%s: out of memory", path);
+    if (st == LOOM_OK) st = map_file_names(&L);
+    if (st == LOOM_OK && L.d.weights_only) mark_optimizer_states(&L);
+    if (st == LOOM_OK) st = match_tensors(&L);
+    uint64_t step = 0;
+    bool have_step = false;
+    if (st == LOOM_OK) st = read_step(&L, &step, &have_step);
+    /* everything checked: now write */
+    if (st == LOOM_OK) st = write_matches(&L);
+    if (st == LOOM_OK && have_step) {
+        loom_plan_set_step(plan, step);
+        rep->plan_step_restored = true;
+    }
+    free(L.match);
+    free(L.used);
+    free(L.skip_node);
+    free(L.fname);
+    free(L.sorted);
+    if (st == LOOM_OK && meta_out)
+        *meta_out = L.file;
+    else
+        loom_safetensors_close(L.file);
+    return st;
 }

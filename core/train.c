@@ -183,7 +183,7 @@ static loom_status prepare_transfer(loom_ctx *ctx, loom_graph *g, const loom_tra
 /* After compiling: the model's weights from d->init_from (shape mismatches skipped). */
 static loom_status load_init(loom_ctx *ctx, loom_plan *plan, const loom_train_desc *d, loom_checkpoint_report *rep) {
     loom_checkpoint_load_desc ld = {.skip_mismatched = true, .weights_only = true, .name_map = d->init_map};
-    loom_status st = loom_checkpoint_load_ex(plan, d->init_from, &ld, rep, NULL);
+    loom_status st = loom_checkpoint_load(plan, d->init_from, &ld, rep, NULL);
     if (st == LOOM_OK && rep->loaded == 0)
         st = loom__err(ctx, LOOM_ERR_FORMAT,
                        "train: nothing of '%s' fits the model (%d tensors unexpected, e.g. '%s'; %d mismatched): check the name map",
@@ -411,7 +411,7 @@ loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_re
             (st = meta_int(ctx, ck, d.resume_path, "loom.plan_step", &pstep)) != LOOM_OK ||
             (st = meta_int(ctx, ck, d.resume_path, "loom.opt_steps", &osteps)) != LOOM_OK ||
             (st = meta_int(ctx, ck, d.resume_path, "loom.opt_micro", &omicro)) != LOOM_OK ||
-            (st = loom_checkpoint_load_ex(tr.plan, d.resume_path, &ld, NULL, NULL)) != LOOM_OK)
+            (st = loom_checkpoint_load(tr.plan, d.resume_path, &ld, NULL, NULL)) != LOOM_OK)
             goto done;
         start_epoch = ep > INT32_MAX ? INT32_MAX : (int)ep;
         loom_plan_set_step(tr.plan, (uint64_t)pstep);

@@ -74,8 +74,8 @@ int main(int argc, char **argv) {
     int32_t yb[BATCH];
     for (int step = 0; step < STEPS; step++) {
         make_batch((uint64_t)step, xb, yb);
-        TRY(loom_plan_set_input(plan, x, xb, sizeof xb));
-        TRY(loom_plan_set_input(plan, y, yb, sizeof yb));
+        TRY(loom_plan_write(plan, x, xb, sizeof xb));
+        TRY(loom_plan_write(plan, y, yb, sizeof yb));
         TRY(loom_plan_run(plan));
         TRY(loom_plan_read(plan, loss, &l, sizeof l));
         if (step == 0) first = l;
@@ -93,8 +93,8 @@ int main(int argc, char **argv) {
     float out[BATCH * 2];
     int correct = 0;
     make_batch(1u << 20, xb, yb);
-    TRY(loom_plan_set_input(plan, x, xb, sizeof xb));
-    TRY(loom_plan_set_input(plan, y, yb, sizeof yb));
+    TRY(loom_plan_write(plan, x, xb, sizeof xb));
+    TRY(loom_plan_write(plan, y, yb, sizeof yb));
     TRY(loom_plan_run(plan));
     TRY(loom_plan_read(plan, logits, out, sizeof out));
     for (int i = 0; i < BATCH; i++) correct += (out[2 * i + 1] > out[2 * i]) == (yb[i] == 1);

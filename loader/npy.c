@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../core/impl.h"
+#include "../core/outfile.h"
 #include "loom/loader.h"
 
 static const struct {
@@ -359,19 +360,12 @@ loom_status loom_npy_write(loom_ctx *ctx, const char *path, loom_npy_dtype dt, i
     hdr[n + pad] = '\n';
     size_t total_hdr = hl + pad;
 
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: npy write: path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, total_hdr, f) == total_hdr &&
-              (!bytes || fwrite(data, 1, bytes, f) == bytes);
-    int werr = errno;
-    if (fclose(f) != 0 && ok) ok = false, werr = errno;
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok) werr = errno;
-        remove(tmp);
-        return loom__err(ctx, LOOM_ERR_IO, "%s: write failed: %s", path, strerror(werr));
-    }
-    return LOOM_OK;
+    loom__outfile *f;
+    loom_status st = loom__outfile_open(ctx, path, &f);
+    if (st == LOOM_OK) st = loom__outfile_write(f, pre, 10);
+    if (st == LOOM_OK) st = loom__outfile_write(f, hdr, total_hdr);
+    if (st == LOOM_OK) st = loom__outfile_write(f, data, bytes);
+    if (st == LOOM_OK) return loom__outfile_commit(f);
+    loom__outfile_abort(f);
+    return st;
 }

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../core/outfile.h"
 #include "loader_impl.h"
 
 #define SHARD_MAGIC "LOOMSHRD"
@@ -227,19 +228,19 @@ static const char *sample_name(const loom_source *src, int64_t i, char *buf, siz
 }
 
 typedef struct pack_state {
-    FILE *f;
+    loom__outfile *f;
     uint32_t crc;
     uint64_t written; /* payload bytes so far */
 } pack_state;
 
-static bool put(pack_state *ps, const void *p, size_t n) {
-    if (n == 0) return true;
+static loom_status put(pack_state *ps, const void *p, size_t n) {
+    if (n == 0) return LOOM_OK;
     ps->crc = crc_update(ps->crc, p, n);
     ps->written += n;
-    return fwrite(p, 1, n, ps->f) == n;
+    return loom__outfile_write(ps->f, p, n);
 }
 
-static bool put_zeros(pack_state *ps, uint64_t upto) {
+static loom_status put_zeros(pack_state *ps, uint64_t upto) {
     static const uint8_t z[8];
     return put(ps, z, (size_t)(upto - SHARD_HEADER - ps->written));
 }
@@ -257,10 +258,10 @@ loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int
             return loom__err(ctx, LOOM_ERR_INVALID_ARG, "pack: step %d is random; a shard stores each image once, so only "
                              "Resize and CenterCrop may be packed (random steps belong to the loader)",
                              k + 1);
-    char tmp[4200], nb[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", desc->path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return loom__err(ctx, LOOM_ERR_IO, "pack: cannot create %s: %s", tmp, strerror(errno));
+    char nb[600];
+    loom__outfile *f;
+    loom_status st = loom__outfile_open(ctx, desc->path, &f);
+    if (st != LOOM_OK) return st;
     pack_state ps = {.f = f, .crc = 0};
     int64_t n = src->n, H = 0, W = 0;
     int c = src->c;
@@ -268,11 +269,9 @@ loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int
     uint8_t *fixed = src->get ? malloc(loom_source_sample_bytes(src)) : NULL;
     uint8_t *buf[2] = {NULL, NULL};
     size_t cap = 0;
-    loom_status st = LOOM_OK;
     uint8_t hdr[SHARD_HEADER] = {0};
     if (!labels || (src->get && !fixed)) st = loom__err(ctx, LOOM_ERR_OOM, "pack: out of memory");
-    if (st == LOOM_OK && fwrite(hdr, 1, SHARD_HEADER, f) != SHARD_HEADER)
-        st = loom__err(ctx, LOOM_ERR_IO, "pack: cannot write %s: %s", tmp, strerror(errno));
+    if (st == LOOM_OK) st = loom__outfile_write(f, hdr, SHARD_HEADER);
     /* the decode hint: a Resize that comes first */
     loom_decode_hint hint = {0};
     if (desc->nsteps > 0 && desc->steps[0].kind == LOOM_TF_RESIZE)
@@ -312,8 +311,7 @@ loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int
             loom__aug_rng rng;
             loom__aug_init(&rng, 0, 0, i);
             st = loom__tf_run(ctx, desc->steps, desc->nsteps, &rng, &img, buf[0], buf[1]);
-            if (st == LOOM_OK && !put(&ps, img.data, (size_t)H * (size_t)W * (size_t)c))
-                st = loom__err(ctx, LOOM_ERR_IO, "pack: cannot write %s: %s", tmp, strerror(errno));
+            if (st == LOOM_OK) st = put(&ps, img.data, (size_t)H * (size_t)W * (size_t)c);
         }
         free(px);
     }
@@ -321,17 +319,17 @@ loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int
     if (st == LOOM_OK && !layout((uint64_t)n, rec, &lo, &xo, &end))
         st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "pack: %lld records of %llu bytes are too large", (long long)n,
                        (unsigned long long)rec);
-    bool ok = st == LOOM_OK && put_zeros(&ps, lo);
-    for (int64_t i = 0; ok && i < n; i++) {
+    if (st == LOOM_OK) st = put_zeros(&ps, lo);
+    for (int64_t i = 0; st == LOOM_OK && i < n; i++) {
         uint8_t b4[4];
         wr32(b4, (uint32_t)labels[i]);
-        ok = put(&ps, b4, 4);
+        st = put(&ps, b4, 4);
     }
-    ok = ok && put_zeros(&ps, xo);
-    for (int64_t i = 0; ok && i < n; i++) {
+    if (st == LOOM_OK) st = put_zeros(&ps, xo);
+    for (int64_t i = 0; st == LOOM_OK && i < n; i++) {
         uint8_t b8[8];
         wr64(b8, SHARD_HEADER + (uint64_t)i * rec);
-        ok = put(&ps, b8, 8);
+        st = put(&ps, b8, 8);
     }
     if (st == LOOM_OK) {
         memcpy(hdr, SHARD_MAGIC, 8);
@@ -342,13 +340,10 @@ loom_status loom_shard_pack(loom_ctx *ctx, const loom_shard_pack_desc *desc, int
         wr64(hdr + 40, rec), wr64(hdr + 48, end - SHARD_HEADER);
         wr32(hdr + 56, ps.crc);
         wr32(hdr + 60, crc_update(0, hdr, 60));
-        ok = ok && fseek(f, 0, SEEK_SET) == 0 && fwrite(hdr, 1, SHARD_HEADER, f) == SHARD_HEADER;
-        if (!ok) st = loom__err(ctx, LOOM_ERR_IO, "pack: cannot write %s: %s", tmp, strerror(errno));
+        st = loom__outfile_pwrite(f, 0, hdr, SHARD_HEADER);
     }
-    if (fclose(f) != 0 && st == LOOM_OK) st = loom__err(ctx, LOOM_ERR_IO, "pack: cannot write %s: %s", tmp, strerror(errno));
-    if (st == LOOM_OK && rename(tmp, desc->path) != 0)
-        st = loom__err(ctx, LOOM_ERR_IO, "pack: cannot rename %s to %s: %s", tmp, desc->path, strerror(errno));
-    if (st != LOOM_OK) remove(tmp);
+    if (st == LOOM_OK) st = loom__outfile_commit(f);
+    else loom__outfile_abort(f);
     free(labels), free(fixed), free(buf[0]), free(buf[1]);
     if (st == LOOM_OK) {
         if (out_h) *out_h = H;

@@ -6,15 +6,14 @@
  *   every tensor aligned to its element size)
  * - files as other writers make them: unpadded headers, whitespace, \u
  *   escapes, tensors listed out of data order
- * - one bad file per validation rule, each checked for its status, a piece
- *   of its message and the file's name; every truncation and thousands of
- *   byte corruptions of a valid file fail cleanly (or parse in bounds)
  * - the writer's argument checks and its atomicity: a failed write (missing
  *   directory, a directory in the way, the file-size limit hit mid-write)
  *   leaves the previous file byte-identical and no temporary file behind
  * - checkpoints: two plans of one graph round trip bitwise (params, states,
  *   plan step, metadata); mismatch, missing and unexpected reporting
  *
+ * Bad files are tests/test-safetensors-bad.c; the atomic writer under the
+ * format is tests/test-outfile.c.
  * With `--python SCRIPT` it runs the interoperability check against the
  * Python safetensors package instead (ctest: safetensors-python), which is
  * skipped (exit 77) when python3 or the package is missing.
@@ -37,116 +36,7 @@
 #include "testutil.h"
 
 #define TDIR "test-safetensors.d"
-
-static loom_ctx *ctx;
-static loom_backend *be;
-
-static char *tpath(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, 512, TDIR "/%s", name);
-    return p;
-}
-
-static bool write_file(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return false;
-    bool ok = fwrite(p, 1, n, f) == n;
-    return fclose(f) == 0 && ok;
-}
-
-static uint8_t *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
-
-static bool same_file(const char *path, const uint8_t *want, size_t n) {
-    size_t got_n = 0;
-    uint8_t *got = read_file(path, &got_n);
-    bool ok = got && got_n == n && memcmp(got, want, n) == 0;
-    free(got);
-    return ok;
-}
-
-/* Temporary files ("<name>.tmp.<pid>") left in TDIR. */
-static int temp_files_left(void) {
-    DIR *d = opendir(TDIR);
-    int n = 0;
-    if (!d) return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strstr(e->d_name, ".tmp.")) n++;
-    closedir(d);
-    return n;
-}
-
-static void fill_random(void *p, size_t n, uint64_t seed) {
-    uint8_t *b = p;
-    for (size_t i = 0; i < n; i += 4) {
-        uint32_t w[4];
-        loom_philox(seed, 99, i / 4, w);
-        for (size_t k = 0; k < 4 && i + k < n; k++) b[i + k] = (uint8_t)(w[0] >> (8 * k));
-    }
-}
-
-/* A safetensors image: an explicit header length, the JSON, the data. */
-static uint8_t *mk_raw(uint64_t hl, const char *json, const void *data, size_t dn, size_t *n) {
-    size_t jl = strlen(json);
-    *n = 8 + jl + dn;
-    uint8_t *b = malloc(*n);
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(hl >> (8 * i));
-    memcpy(b + 8, json, jl);
-    if (dn) memcpy(b + 8 + jl, data, dn);
-    return b;
-}
-static uint8_t *mk(const char *json, const void *data, size_t dn, size_t *n) {
-    return mk_raw(strlen(json), json, data, dn, n);
-}
-
-/* The image must fail to open with status `want` and a message holding
- * `needle` and the file's name, from a file and from memory alike. */
-static void bad_img(const char *label, const uint8_t *img, size_t n, loom_status want, const char *needle) {
-    const char *path = tpath("bad.safetensors");
-    CHECK(write_file(path, img, n), "%s: cannot write %s", label, path);
-    loom_safetensors *st = NULL;
-    loom_status s = loom_safetensors_open(ctx, path, &st);
-    const char *msg = loom_last_error(ctx);
-    CHECK(s == want, "%s: status '%s', expected '%s' (%s)", label, loom_status_str(s), loom_status_str(want), msg);
-    CHECK(!st, "%s: *out must be NULL on failure", label);
-    CHECK(strstr(msg, needle), "%s: message '%s' lacks '%s'", label, msg, needle);
-    CHECK(strstr(msg, path), "%s: message '%s' does not name the file", label, msg);
-    loom_safetensors_close(st);
-    uint8_t *copy = malloc(n ? n : 1); /* exact size: ASan sees any overread */
-    memcpy(copy, img, n);
-    s = loom__safetensors_parse(ctx, "in-memory", copy, n, false, &st);
-    CHECK(s == want && !st && strstr(loom_last_error(ctx), needle), "%s: in memory: %s: %s", label, loom_status_str(s),
-          loom_last_error(ctx));
-    loom_safetensors_close(st);
-    free(copy);
-}
-
-static void bad(const char *label, const char *json, const void *data, size_t dn, const char *needle) {
-    size_t n;
-    uint8_t *img = mk(json, data, dn, &n);
-    bad_img(label, img, n, LOOM_ERR_FORMAT, needle);
-    free(img);
-}
-
-static loom_safetensors *good_img(const char *label, const uint8_t *img, size_t n) {
-    const char *path = tpath("good.safetensors");
-    CHECK(write_file(path, img, n), "%s: cannot write", label);
-    loom_safetensors *st = NULL;
-    CHECK_OK(ctx, loom_safetensors_open(ctx, path, &st));
-    if (!st) printf("  (%s)\n", label);
-    return st;
-}
+#include "safetensors_testutil.h"
 
 /* ---- round trip ---- */
 typedef struct spec {
@@ -290,202 +180,6 @@ static void test_foreign(void) {
     st = good_img("empty", img, n);
     CHECK(st && loom_safetensors_count(st) == 0, "{} is a valid file");
     loom_safetensors_close(st);
-    free(img);
-}
-
-/* ---- one bad file per rule ---- */
-#define T1(body) "{\"a\":{" body "}}"
-static const uint8_t f32x3[12] = {0};
-
-static void test_bad(void) {
-    size_t n;
-    uint8_t short5[5] = {1, 0, 0, 0, 0};
-    bad_img("short file", short5, 5, LOOM_ERR_FORMAT, "too short");
-    bad_img("empty file", short5, 0, LOOM_ERR_FORMAT, "too short");
-
-    uint8_t *img = mk_raw(100, "{}", NULL, 0, &n);
-    bad_img("header past the end", img, n, LOOM_ERR_FORMAT, "runs past the end of the file");
-    free(img);
-    img = mk_raw(200u * 1000 * 1000, "{}", NULL, 0, &n);
-    bad_img("header over 100 MB", img, n, LOOM_ERR_FORMAT, "limit");
-    free(img);
-    img = mk_raw(UINT64_MAX, "{}", NULL, 0, &n);
-    bad_img("header length 2^64-1", img, n, LOOM_ERR_FORMAT, "limit");
-    free(img);
-
-    /* invalid JSON, with the byte offset */
-    const char *j = T1("\"dtype\":\"F32\" \"shape\":[3],\"data_offsets\":[0,12]");
-    char needle[64];
-    snprintf(needle, sizeof needle, "byte %zu:", (size_t)(strstr(j, "\"shape") - j) + 8);
-    bad("missing comma", j, f32x3, 12, needle);
-    bad("missing comma (what)", j, f32x3, 12, "expected ',' or '}'");
-    bad("missing colon", T1("\"dtype\" \"F32\",\"shape\":[3],\"data_offsets\":[0,12]"), f32x3, 12, "expected ':'");
-    bad("trailing comma", "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},}", f32x3, 12,
-        "expected a string");
-    bad("unterminated string", "{\"a", NULL, 0, "unterminated string");
-    bad("unterminated object", "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}", f32x3, 12,
-        "the end of the header");
-    bad("bad escape", "{\"a\\q\":{}}", NULL, 0, "unknown escape");
-    bad("short \\u", "{\"a\\u12\":{}}", NULL, 0, "four hex digits");
-    bad("lone low surrogate", "{\"a\\udc00\":{}}", NULL, 0, "unpaired low surrogate");
-    bad("lone high surrogate", "{\"a\\ud800x\":{}}", NULL, 0, "without its low half");
-    bad("raw control character", "{\"a\tb\":{}}", NULL, 0, "control character");
-    bad("invalid UTF-8", "{\"a\xff\":{}}", NULL, 0, "UTF-8");
-    bad("overlong UTF-8", "{\"a\xc0\xaf\":{}}", NULL, 0, "UTF-8");
-    bad("NUL in a name", "{\"a\\u0000b\":{}}", NULL, 0, "NUL");
-    bad("no opening brace", " {}", NULL, 0, "must start with '{'");
-    bad("array header", "[]", NULL, 0, "must start with '{'");
-    bad("empty header", "", NULL, 0, "must start with '{'");
-    bad("leading zero", T1("\"dtype\":\"F32\",\"shape\":[03],\"data_offsets\":[0,12]"), f32x3, 12, "leading zero");
-    bad("fraction", T1("\"dtype\":\"F32\",\"shape\":[3.0],\"data_offsets\":[0,12]"), f32x3, 12, "must be an integer");
-    bad("exponent", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,1.2e1]"), f32x3, 12, "must be an integer");
-    bad("huge number", T1("\"dtype\":\"F32\",\"shape\":[99999999999999999999],\"data_offsets\":[0,12]"), f32x3, 12,
-        "too large");
-    bad("string as dim", T1("\"dtype\":\"F32\",\"shape\":[\"3\"],\"data_offsets\":[0,12]"), f32x3, 12,
-        "expected a non-negative integer");
-    bad("trailing garbage", "{}x", NULL, 0, "after the header's JSON object");
-    bad("second object", "{}{}", NULL, 0, "after the header's JSON object");
-    uint8_t nulpad[8 + 8] = {8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', 0, 0, 0, 0};
-    bad_img("NUL padding", nulpad, sizeof nulpad, LOOM_ERR_FORMAT, "byte 0x00 after the header's JSON object");
-
-    /* schema */
-    bad("unknown dtype", T1("\"dtype\":\"Q7\",\"shape\":[3],\"data_offsets\":[0,12]"), f32x3, 12, "unknown dtype \"Q7\"");
-    bad("foreign dtype", T1("\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,24]"), NULL, 0, "not supported by loom");
-    bad("lowercase dtype", T1("\"dtype\":\"f32\",\"shape\":[3],\"data_offsets\":[0,12]"), f32x3, 12, "unknown dtype");
-    bad("dtype not a string", T1("\"dtype\":4,\"shape\":[3],\"data_offsets\":[0,12]"), f32x3, 12, "expected a string");
-    bad("six dims", T1("\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1],\"data_offsets\":[0,1]"), "x", 1,
-        "more than 5 dimensions");
-    bad("negative dim", T1("\"dtype\":\"F32\",\"shape\":[-3],\"data_offsets\":[0,12]"), f32x3, 12, "negative");
-    bad("negative offset", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[-1,12]"), f32x3, 12, "negative");
-    bad("shape not an array", T1("\"dtype\":\"F32\",\"shape\":3,\"data_offsets\":[0,12]"), f32x3, 12,
-        "must be an array of integers");
-    bad("one offset", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[12]"), f32x3, 12, "[begin, end]");
-    bad("three offsets", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12,12]"), f32x3, 12, "[begin, end]");
-    bad("missing offsets", T1("\"dtype\":\"F32\",\"shape\":[3]"), f32x3, 12, "missing \"data_offsets\"");
-    bad("missing dtype", T1("\"shape\":[3],\"data_offsets\":[0,12]"), f32x3, 12, "missing \"dtype\"");
-    bad("unknown field", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12],\"x\":1"), f32x3, 12,
-        "unknown field \"x\"");
-    bad("field twice", T1("\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]"), f32x3, 12,
-        "given twice");
-    bad("entry not an object", "{\"a\":[1,2]}", NULL, 0, "expected an object");
-    bad("size mismatch", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]"), f32x3, 8,
-        "span 8 bytes but F32 [3] needs 12");
-    bad("reversed offsets", T1("\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,0]"), f32x3, 4, "end before they begin");
-    bad("offsets out of range", T1("\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[4,16]"), f32x3, 12,
-        "run past the end of the data");
-    bad("shape overflow", T1("\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]"), f32x3, 8,
-        "too large");
-    bad("overlap",
-        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
-        f32x3, 12, "overlap");
-    bad("empty tensor inside another",
-        "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
-        "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
-        f32x3, 12, "overlap");
-    bad("gap",
-        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-        "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
-        f32x3, 12, "belong to no tensor");
-    bad("trailing data", T1("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), f32x3, 12,
-        "after the last tensor");
-    bad("data but no tensors", "{}", f32x3, 4, "after the last tensor");
-    bad("duplicate name",
-        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-        "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-        f32x3, 8, "'a' appears twice");
-    bad("metadata number", "{\"__metadata__\":{\"epoch\":3}}", NULL, 0, "not a string");
-    bad("metadata null", "{\"__metadata__\":{\"k\":null}}", NULL, 0, "not a string");
-    bad("metadata object", "{\"__metadata__\":{\"k\":{}}}", NULL, 0, "not a string");
-    bad("metadata not an object", "{\"__metadata__\":\"x\"}", NULL, 0, "must be an object of strings");
-    bad("metadata twice", "{\"__metadata__\":{},\"__metadata__\":{}}", NULL, 0, "__metadata__ appears twice");
-    bad("metadata key twice", "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", NULL, 0, "\"k\" appears twice");
-
-    /* deep nesting must not recurse */
-    size_t depth = 200000;
-    char *deep = malloc(depth + 64);
-    strcpy(deep, "{\"a\":");
-    memset(deep + 5, '[', depth);
-    deep[5 + depth] = 0;
-    bad("deep arrays", deep, NULL, 0, "expected an object");
-    strcpy(deep, "{\"a\":{\"shape\":");
-    memset(deep + 14, '[', depth);
-    deep[14 + depth] = 0;
-    bad("deep shape", deep, NULL, 0, "found '['");
-    strcpy(deep, "{\"__metadata__\":{\"k\":");
-    memset(deep + 21, '{', depth);
-    deep[21 + depth] = 0;
-    bad("deep metadata", deep, NULL, 0, "not a string");
-    free(deep);
-
-    /* open errors */
-    loom_safetensors *st = NULL;
-    loom_status s = loom_safetensors_open(ctx, tpath("does-not-exist.safetensors"), &st);
-    CHECK(s == LOOM_ERR_IO && !st && strstr(loom_last_error(ctx), "does-not-exist.safetensors") &&
-              strstr(loom_last_error(ctx), "cannot open"),
-          "missing file: %s: %s", loom_status_str(s), loom_last_error(ctx));
-    s = loom_safetensors_open(ctx, TDIR, &st);
-    CHECK(s == LOOM_ERR_IO && !st && strstr(loom_last_error(ctx), "not a regular file"), "directory: %s: %s",
-          loom_status_str(s), loom_last_error(ctx));
-}
-
-/* Every truncation of a valid file fails; byte corruptions fail or parse. */
-static void test_corruption(void) {
-    loom_st_tensor t[3] = {
-        {.name = "w", .dtype = LOOM_F32, .ndim = 2, .dims = {3, 2}},
-        {.name = "b", .dtype = LOOM_BF16, .ndim = 1, .dims = {3}},
-        {.name = "n", .dtype = LOOM_U8, .ndim = 0},
-    };
-    uint8_t d0[24], d1[6], d2[1];
-    fill_random(d0, 24, 1), fill_random(d1, 6, 2), fill_random(d2, 1, 3);
-    t[0].data = d0, t[1].data = d1, t[2].data = d2;
-    const char *meta[] = {"k", "v", NULL};
-    const char *path = tpath("small.safetensors");
-    CHECK_OK(ctx, loom_safetensors_write(ctx, path, t, 3, meta));
-    size_t n = 0;
-    uint8_t *img = read_file(path, &n);
-    if (!img) return;
-    int trunc_ok = 0;
-    for (size_t len = 0; len < n; len++) {
-        uint8_t *c = malloc(len ? len : 1);
-        memcpy(c, img, len);
-        loom_safetensors *st = NULL;
-        loom_status s = loom__safetensors_parse(ctx, "cut", c, len, false, &st);
-        if (s == LOOM_ERR_FORMAT && !st && !strncmp(loom_last_error(ctx), "cut: ", 5)) trunc_ok++;
-        loom_safetensors_close(st);
-        free(c);
-    }
-    CHECK(trunc_ok == (int)n, "all %zu truncations fail with a format error naming the file (%d did)", n, trunc_ok);
-
-    static const uint8_t flips[] = {0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF};
-    int parsed = 0, failed = 0, odd = 0;
-    for (size_t pos = 0; pos < n; pos++)
-        for (size_t f = 0; f < sizeof flips; f++) {
-            uint8_t *c = malloc(n);
-            memcpy(c, img, n);
-            c[pos] ^= flips[f];
-            loom_safetensors *st = NULL;
-            loom_status s = loom__safetensors_parse(ctx, "flip", c, n, false, &st);
-            if (s == LOOM_OK) {
-                parsed++;
-                unsigned sum = 0; /* touch every byte of every tensor */
-                for (int i = 0; i < loom_safetensors_count(st); i++) {
-                    const loom_st_tensor *x = loom_safetensors_tensor(st, i);
-                    for (size_t k = 0; k < loom_st_tensor_nbytes(x); k++) sum += ((const uint8_t *)x->data)[k];
-                    if (loom_safetensors_find(st, x->name) != x) odd++;
-                }
-                (void)sum;
-            } else if (s == LOOM_ERR_FORMAT && !st && !strncmp(loom_last_error(ctx), "flip: ", 6)) {
-                failed++;
-            } else {
-                odd++;
-            }
-            loom_safetensors_close(st);
-            free(c);
-        }
-    CHECK(odd == 0, "byte flips: %d odd outcomes", odd);
-    printf("corruption: %zu truncations all rejected; %d byte flips: %d still valid (data/padding bytes), %d rejected\n",
-           n, parsed + failed, parsed, failed);
     free(img);
 }
 
@@ -683,7 +377,7 @@ static void test_checkpoint(void) {
     CHECK(!same_tensor(&a, &b, "fc1.weight"), "a fresh plan starts different");
     loom_checkpoint_report rep;
     loom_safetensors *mf = NULL;
-    CHECK_OK(ctx, loom_checkpoint_load(b.p, ck1, &rep, &mf));
+    CHECK_OK(ctx, loom_checkpoint_load(b.p, ck1, NULL, &rep, &mf));
     CHECK(rep.loaded == 7 && rep.missing == 0 && rep.unexpected == 0 && rep.mismatched == 0 && rep.plan_step_restored,
           "report: loaded %d missing %d unexpected %d mismatched %d", rep.loaded, rep.missing, rep.unexpected,
           rep.mismatched);
@@ -721,7 +415,7 @@ static void test_checkpoint(void) {
         void *before = read_all(c.p, cb, &nb0);
         memset(&rep, 0xAB, sizeof rep);
         mf = (loom_safetensors *)&rep; /* must be reset to NULL */
-        loom_status s = loom_checkpoint_load(c.p, ck1, &rep, &mf);
+        loom_status s = loom_checkpoint_load(c.p, ck1, NULL, &rep, &mf);
         const char *msg = loom_last_error(ctx);
         CHECK(s == LOOM_ERR_SHAPE && !mf, "mismatch is an error: %s", loom_status_str(s));
         CHECK(strstr(msg, "fc1.weight") && strstr(msg, "[4, 3]") && strstr(msg, "[4, 2]") && strstr(msg, ck1),
@@ -738,7 +432,7 @@ static void test_checkpoint(void) {
         free(after);
 
         loom_checkpoint_load_desc skip = {.skip_mismatched = true};
-        CHECK_OK(ctx, loom_checkpoint_load_ex(c.p, ck1, &skip, &rep, NULL));
+        CHECK_OK(ctx, loom_checkpoint_load(c.p, ck1, &skip, &rep, NULL));
         CHECK(rep.loaded == 4 && rep.mismatched == 2 && rep.missing == 1 && rep.unexpected == 1,
               "skip_mismatched: loaded %d", rep.loaded);
         CHECK(same_tensor(&a, &c, "fc1.bias") && same_tensor(&a, &c, "counter"), "the matching tensors were loaded");
@@ -747,14 +441,14 @@ static void test_checkpoint(void) {
         free(before), free(after);
 
         loom_checkpoint_load_desc strict = {.strict = true, .skip_mismatched = true};
-        s = loom_checkpoint_load_ex(c.p, ck1, &strict, &rep, NULL);
+        s = loom_checkpoint_load(c.p, ck1, &strict, &rep, NULL);
         CHECK(s == LOOM_ERR_FORMAT && strstr(loom_last_error(ctx), "strict") && strstr(loom_last_error(ctx), "fc2.weight"),
               "strict: missing is an error: %s: %s", loom_status_str(s), loom_last_error(ctx));
         ck_free(&c);
     }
     ck_model d = ck_build(4, 2);
     if (d.p) {
-        loom_status s = loom_checkpoint_load(d.p, ck1, &rep, NULL);
+        loom_status s = loom_checkpoint_load(d.p, ck1, NULL, &rep, NULL);
         const char *msg = loom_last_error(ctx);
         CHECK(s == LOOM_ERR_SHAPE && strstr(msg, "fc1.bias") && strstr(msg, "f32") && strstr(msg, "f64"),
               "dtype mismatch names both dtypes: %s: '%s'", loom_status_str(s), msg);
@@ -767,7 +461,7 @@ static void test_checkpoint(void) {
         write_file(cut, f1, n1 - 3);
         size_t nb0;
         void *before = read_all(b.p, find_node(b.g, "counter"), &nb0);
-        loom_status s = loom_checkpoint_load(b.p, cut, &rep, NULL);
+        loom_status s = loom_checkpoint_load(b.p, cut, NULL, &rep, NULL);
         CHECK(s == LOOM_ERR_FORMAT && strstr(loom_last_error(ctx), cut), "truncated checkpoint: %s: %s",
               loom_status_str(s), loom_last_error(ctx));
         size_t nb1;
@@ -776,12 +470,12 @@ static void test_checkpoint(void) {
         free(before), free(after);
     }
     free(f1);
-    loom_status s = loom_checkpoint_load(b.p, tpath("missing.safetensors"), &rep, NULL);
+    loom_status s = loom_checkpoint_load(b.p, tpath("missing.safetensors"), NULL, &rep, NULL);
     CHECK(s == LOOM_ERR_IO && strstr(loom_last_error(ctx), "missing.safetensors"), "missing checkpoint: %s",
           loom_last_error(ctx));
     const char *bad_step[] = {LOOM_CHECKPOINT_PLAN_STEP_KEY, "x12", NULL};
     CHECK_OK(ctx, loom_checkpoint_save(b.p, ck2, bad_step));
-    s = loom_checkpoint_load(b.p, ck2, &rep, NULL);
+    s = loom_checkpoint_load(b.p, ck2, NULL, &rep, NULL);
     CHECK(s == LOOM_ERR_FORMAT && strstr(loom_last_error(ctx), "not a step count"), "bad plan step: %s",
           loom_last_error(ctx));
     const char *no_value[] = {"k", NULL, NULL};
@@ -895,8 +589,6 @@ int main(int argc, char **argv) {
     } else {
         test_round_trip();
         test_foreign();
-        test_bad();
-        test_corruption();
         test_writer();
         test_checkpoint();
         rc = tu_summary();

@@ -48,12 +48,11 @@ size_t loom_st_tensor_nbytes(const loom_st_tensor *t);
 #define LOOM_SAFETENSORS_MAX_HEADER ((size_t)100 * 1000 * 1000)
 
 /* Write n tensors and the metadata to path, atomically: the file is written
- * to "<path>.tmp.<pid>", flushed to disk (fsync), then renamed over path, so
- * a crash or a failure at any point leaves the previous file at path intact;
- * on failure the temporary file is removed (a stale one with the same name,
- * left by a crashed process, is replaced). One writer per path at a time:
- * two threads of one process saving to the same path would share the
- * temporary name. metadata is NULL or a
+ * to a temporary file beside it ("<path>.tmp.<pid>.<k>", a name no other
+ * writer uses), flushed to disk (fsync), then renamed over path, so a crash
+ * or a failure at any point leaves the previous file at path intact; on
+ * failure the temporary file is removed. Several writers (threads) may save
+ * to one path at once: the last to finish wins, whole. metadata is NULL or a
  * NULL-terminated list of strings: key, value, key, value, ..., NULL.
  * Names and metadata must be valid UTF-8; names must be non-empty, unique and
  * not "__metadata__". Errors: LOOM_ERR_INVALID_ARG (bad tensors or metadata,
@@ -148,26 +147,15 @@ typedef struct loom_checkpoint_load_desc {
 } loom_checkpoint_load_desc;
 
 /* Load the parameters and states of plan's graph from a file written by
- * loom_checkpoint_save (or any safetensors file using the same names), with
- * the default options (loom_checkpoint_load_desc zeroed): mismatches fail,
- * missing and unexpected tensors are only reported. Everything is checked
- * before anything is written: on failure the plan is unchanged (unless the
- * backend itself fails while writing). report may be NULL; it is filled on
- * failure too. meta_out, if not NULL, receives the opened file (for its
- * metadata; the caller closes it), else the file is closed. On failure
- * *meta_out is NULL. */
-loom_status loom_checkpoint_load(loom_plan *plan, const char *path, loom_checkpoint_report *report,
-                                 loom_safetensors **meta_out);
-/* The same with options; desc NULL = defaults. */
-loom_status loom_checkpoint_load_ex(loom_plan *plan, const char *path, const loom_checkpoint_load_desc *desc,
-                                    loom_checkpoint_report *report, loom_safetensors **meta_out);
-
-/* ---- library-private (the tests and the fuzz target use it) ----
- * Parse and validate a safetensors image of n bytes held in memory. name is
- * used in messages. With take, buf (from malloc) is owned by the result, and
- * freed on failure; without, buf is borrowed and must outlive the result. */
-loom_status loom__safetensors_parse(loom_ctx *ctx, const char *name, uint8_t *buf, size_t n, bool take,
-                                    loom_safetensors **out);
+ * loom_checkpoint_save (or any safetensors file using the same names). desc
+ * NULL (or zeroed) = the defaults: mismatches fail, missing and unexpected
+ * tensors are only reported. Everything is checked before anything is
+ * written: on failure the plan is unchanged (unless the backend itself fails
+ * while writing). report may be NULL; it is filled on failure too. meta_out,
+ * if not NULL, receives the opened file (for its metadata; the caller closes
+ * it), else the file is closed. On failure *meta_out is NULL. */
+loom_status loom_checkpoint_load(loom_plan *plan, const char *path, const loom_checkpoint_load_desc *desc,
+                                 loom_checkpoint_report *report, loom_safetensors **meta_out);
 
 #ifdef __cplusplus
 }

@@ -75,7 +75,7 @@ typedef struct loom_init {
     double a, b;
 } loom_init;
 
-/* Data fed by the host before each run (loom_plan_set_input). */
+/* Data fed by the host before each run (loom_plan_write). */
 loom_tensor *loom_input(loom_graph *g, const char *name, loom_dtype dt, int ndim, const int64_t *dims);
 /* A trainable parameter, initialised from (graph seed, hash of name) with
  * init (NULL = zeros). requires_grad is true unless frozen. Names must be

@@ -1,6 +1,6 @@
 /* loom/plan.h — compiling a graph for a backend and running it.
  *
- * defines: loom_plan, loom_plan_desc, loom_plan_compile/destroy, set_input,
+ * defines: loom_plan, loom_plan_desc, loom_plan_compile/destroy,
  *          run, read/write, memory statistics.
  *
  * Compiling runs the graph passes (dead-node removal, memory planning with
@@ -51,7 +51,6 @@ void loom_plan_destroy(loom_plan *p);
 /* Copy host data (numel * dtype size bytes, the tensor's dtype) into an input,
  * parameter or state. */
 loom_status loom_plan_write(loom_plan *p, const loom_tensor *t, const void *data, size_t bytes);
-#define loom_plan_set_input loom_plan_write
 /* Run every node once. */
 loom_status loom_plan_run(loom_plan *p);
 /* Copy a readable tensor (input, parameter, state, constant, or kept) to the host. */

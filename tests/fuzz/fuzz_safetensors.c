@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "loom/loom.h"
+#include "safetensors_impl.h" /* loom__safetensors_parse */
 
 #define NAME "fuzz-input"
 
