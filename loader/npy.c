@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../core/impl.h"
-#include "loom/loader.h"
+#include "loom/npy.h"
 
 static const struct {
     const char *code;
