@@ -31,7 +31,6 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "../core/backend_impl.h"
 #include "loader_impl.h"
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
@@ -106,24 +105,16 @@ static loom_status slot_alloc(loom_loader *ld, slot *s) {
     size_t xb = align64((size_t)ld->d.batch * ld->rec * sizeof(float)), yb = (size_t)ld->d.batch * sizeof(int32_t);
     loom_backend *be = ld->d.backend;
     memset(s, 0, sizeof *s);
-    if (be && be->vt->host_alloc) {
-        loom_status st = be->vt->host_alloc(be, xb + yb, &s->mem);
-        if (st != LOOM_OK) return st;
-    } else if (!(s->mem = malloc(xb + yb))) {
-        return loom__err(ld->ctx, LOOM_ERR_OOM, "loader: out of memory for a batch slot (%zu bytes)", xb + yb);
-    }
+    loom_status st = loom_backend_host_alloc(be, xb + yb, &s->mem);
+    if (st != LOOM_OK) /* a backend's failure is on its context */
+        return be ? st : loom__err(ld->ctx, st, "loader: out of memory for a batch slot (%zu bytes)", xb + yb);
     s->x = s->mem;
     s->y = (int32_t *)((uint8_t *)s->mem + xb);
     return LOOM_OK;
 }
 
 static void slot_free(loom_loader *ld, slot *s) {
-    if (!s->mem) return;
-    loom_backend *be = ld->d.backend;
-    if (be && be->vt->host_alloc && be->vt->host_free)
-        be->vt->host_free(be, s->mem);
-    else
-        free(s->mem);
+    loom_backend_host_free(ld->d.backend, s->mem);
     s->mem = NULL;
 }
 

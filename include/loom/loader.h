@@ -54,8 +54,9 @@ typedef struct loom_loader_desc {
     int nsteps;
     const float *mean, *std;
     int nstat;
-    /* Where the batch slots live: the backend's pinned/staging host memory
-     * (host_alloc) when it has one, else malloc. NULL = malloc. */
+    /* Where the batch slots live: loom_backend_host_alloc(backend), the
+     * backend's pinned/staging host memory when it has one, else malloc.
+     * NULL = malloc. */
     loom_backend *backend;
     /* true: run every transform step on its own. false (the default): runs
      * of consecutive geometric steps (Resize, crops, flips,
