@@ -199,8 +199,8 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
         }
         int j = fuse ? loom__tf_fuse_end(ctx, steps, n, i, img->h, img->w) : i;
         /* a nearest RandomAffine that can be a tail ends the run: the tail
-         * (exact, ~0.2 ms for 224x224) instead of a bilinear warp of the
-         * whole run (~3 ms) */
+         * (exact, and a small fraction of the cost) instead of a bilinear
+         * warp of the whole run */
         for (int k = i + 1; k < j; k++) {
             bool tt;
             if (tail_len(steps, n, k, out, &tt) > 0) {

@@ -1,6 +1,6 @@
 /* tests/test-loader.c — the threaded prefetching loader (loader/pool.c),
  * its sources (loader/source.c) and per-sample transforms
- * (loader/pipeline.c).
+ * (loader/pipeline*.c).
  *
  * - determinism: 3 epochs of shuffled, augmented (RandomCrop with reflect
  *   padding, flips) batches are bitwise identical for synchronous loading,

@@ -60,7 +60,7 @@ typedef struct loom_loader_desc {
     loom_backend *backend;
     /* true: run every transform step on its own. false (the default): runs
      * of consecutive geometric steps (Resize, crops, flips,
-     * RandomResizedCrop, one RandomAffine) resample once (loader/pipeline.c;
+     * RandomResizedCrop, one RandomAffine) resample once (loader/pipeline_plan.c;
      * bit-exact when at most one resize per axis and no RandomAffine). */
     bool no_fuse;
 } loom_loader_desc;
@@ -95,7 +95,7 @@ typedef struct loom_loader_stats {
  * the ring and starts the workers (they wait for begin). Per-sample
  * randomness: sample i in epoch e draws from Philox (seed, stream
  * "AUGM" + e, counter 16 i + k), one word after another in pipeline order
- * (words past 64 continue in a range no other sample uses: loader/pipeline.c),
+ * (words past 64 continue in a range no other sample uses: loader/pipeline_draw.c),
  * so batches do not depend on the worker count or on timing. */
 loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom_loader **out);
 /* Stops and joins every worker (also mid-epoch), frees the ring. */

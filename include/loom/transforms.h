@@ -7,7 +7,7 @@
  *          loom_tf_adjust_contrast, loom_tf_adjust_saturation,
  *          loom_tf_adjust_hue, loom_tf_affine, loom_tf_erase,
  *          loom_tf_affine_inverse, loom_tf_axis, loom_tf_remap, loom_tf_warp
- *          (the fused geometric pass of loader/pipeline.c);
+ *          (the fused geometric pass of loader/pipeline_plan.c);
  *          loom_tf_kind, loom_pad_mode, loom_tf_step, loom_tf_parse (the
  *          per-sample pipeline's steps: RandomCrop, RandomHorizontalFlip, ...,
  *          run by loom_loader, loom/loader.h).
@@ -128,7 +128,7 @@ loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_imag
 void loom_tf_affine_inverse(double angle, double tx, double ty, double scale, double shear_x, double shear_y,
                             double m[6]);
 
-/* ---- the fused geometric pass (loader/pipeline.c composes the steps) ----
+/* ---- the fused geometric pass (loader/pipeline_plan.c composes the steps) ----
  *
  * loom_tf_remap: a chain of integer crops and flips around at most ONE
  * antialiased resize per axis, in one pass and bit-exact against running
