@@ -94,3 +94,20 @@ void loom_backend_describe(const loom_backend *be, FILE *out) {
     fprintf(out, "backend %s\n", be->vt->name);
     if (be->vt->describe) be->vt->describe(be, out);
 }
+
+/* ---- pinned / staging host memory ---------------------------------------- */
+
+loom_status loom_backend_host_alloc(loom_backend *be, size_t bytes, void **out) {
+    *out = NULL;
+    if (be && be->vt->host_alloc) return be->vt->host_alloc(be, bytes, out);
+    if (!(*out = malloc(bytes ? bytes : 1)))
+        return loom__err(be ? be->ctx : NULL, LOOM_ERR_OOM, "backend %s: out of host memory (%zu bytes)",
+                         be ? be->vt->name : "(none)", bytes);
+    return LOOM_OK;
+}
+
+void loom_backend_host_free(loom_backend *be, void *p) {
+    if (!p) return;
+    if (be && be->vt->host_alloc && be->vt->host_free) be->vt->host_free(be, p);
+    else free(p);
+}

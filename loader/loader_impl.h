@@ -1,6 +1,7 @@
 /* loader/loader_impl.h — library-private pieces shared by the loader's
- * files: the per-sample random stream and the pipeline runner
- * (loader/pipeline.c), used by the worker pool (loader/pool.c). */
+ * files: the per-sample random stream (loader/pipeline_draw.c), the
+ * pipeline's plan and runner (loader/pipeline_plan.c, loader/pipeline.c),
+ * used by the worker pool (loader/pool.c). */
 #ifndef LOOM_LOADER_IMPL_H
 #define LOOM_LOADER_IMPL_H
 
@@ -53,7 +54,7 @@ typedef struct loom__tensor_out {
 /* loom__tf_run with runs of geometric steps fused into one resampling and
  * ColorJitter + nearest RandomAffine (+ ToTensor into out, when out is not
  * NULL and nothing but RandomErasing follows) as one pass (the same draws;
- * see loader/pipeline.c and loader/tail.c for what stays bit-exact). */
+ * see loader/pipeline_plan.c and loader/tail.c for what stays bit-exact). */
 loom_status loom__tf_run_fused(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                                uint8_t *a, uint8_t *b, loom__tensor_out *out);
 /* The part of an (h, w, c) image that loom__tf_run_fused with a copy of rng

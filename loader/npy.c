@@ -15,7 +15,7 @@
 
 #include "../core/impl.h"
 #include "../core/outfile.h"
-#include "loom/loader.h"
+#include "loom/npy.h"
 
 static const struct {
     const char *code;

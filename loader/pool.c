@@ -31,7 +31,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "../core/backend_impl.h"
+#include "autotune.h"
 #include "loader_impl.h"
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
@@ -94,8 +94,7 @@ struct loom_loader {
     /* the caller's side (no lock needed) */
     loom_loader_stats stats;
     double t_begin, t_return;
-    int64_t win_n;
-    double win_wait, win_compute, win_load;
+    loom__autotune tune; /* the auto-tuner's window (loader/autotune.c) */
 };
 
 /* ---- memory --------------------------------------------------------------- */
@@ -106,24 +105,16 @@ static loom_status slot_alloc(loom_loader *ld, slot *s) {
     size_t xb = align64((size_t)ld->d.batch * ld->rec * sizeof(float)), yb = (size_t)ld->d.batch * sizeof(int32_t);
     loom_backend *be = ld->d.backend;
     memset(s, 0, sizeof *s);
-    if (be && be->vt->host_alloc) {
-        loom_status st = be->vt->host_alloc(be, xb + yb, &s->mem);
-        if (st != LOOM_OK) return st;
-    } else if (!(s->mem = malloc(xb + yb))) {
-        return loom__err(ld->ctx, LOOM_ERR_OOM, "loader: out of memory for a batch slot (%zu bytes)", xb + yb);
-    }
+    loom_status st = loom_backend_host_alloc(be, xb + yb, &s->mem);
+    if (st != LOOM_OK) /* a backend's failure is on its context */
+        return be ? st : loom__err(ld->ctx, st, "loader: out of memory for a batch slot (%zu bytes)", xb + yb);
     s->x = s->mem;
     s->y = (int32_t *)((uint8_t *)s->mem + xb);
     return LOOM_OK;
 }
 
 static void slot_free(loom_loader *ld, slot *s) {
-    if (!s->mem) return;
-    loom_backend *be = ld->d.backend;
-    if (be && be->vt->host_alloc && be->vt->host_free)
-        be->vt->host_free(be, s->mem);
-    else
-        free(s->mem);
+    loom_backend_host_free(ld->d.backend, s->mem);
     s->mem = NULL;
 }
 
@@ -351,24 +342,10 @@ static void set_workers(loom_loader *ld, int n) {
     if (n > ld->stats.workers_max) ld->stats.workers_max = n;
 }
 
-/* Auto: after each window of batches, add a worker while the caller waits
- * for data more than 5% of its step and the workers are busy (at least half
- * of their time loading: a wait with idle workers is scheduling latency that
- * more threads would not cure); remove one when the rest would still be at
- * most 75% busy while the caller waits under 1%, or at most 50% busy while
- * the wait is under the 5% that adds one (a loaded machine wakes threads
- * late, so an idle pool may never see a wait under 1%). */
+/* Auto: after each window of batches, the tuner's decision (loader/autotune.h). */
 static void autotune(loom_loader *ld) {
-    int64_t window = 2 * (int64_t)ld->active > 8 ? 2 * (int64_t)ld->active : 8;
-    if (ld->win_n < window) return;
-    double step = ld->win_wait + ld->win_compute, frac = step > 0 ? ld->win_wait / step : 0;
-    double busy = step > 0 ? ld->win_load / step : 0; /* workers kept busy */
-    int n = ld->active;
-    if (frac > 0.05 && n < ld->max_workers && busy >= 0.5 * n)
-        set_workers(ld, n + 1);
-    else if (n > 1 && ((frac < 0.01 && busy <= 0.75 * (n - 1)) || (frac <= 0.05 && busy <= 0.5 * (n - 1))))
-        set_workers(ld, n - 1);
-    ld->win_n = 0, ld->win_wait = ld->win_compute = ld->win_load = 0;
+    int want = loom__autotune_decide(&ld->tune, ld->active, ld->max_workers);
+    if (want != ld->active) set_workers(ld, want);
 }
 
 /* ---- the public calls ------------------------------------------------------ */
@@ -478,7 +455,7 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
     ld->ncores = nc > 0 ? (int)nc : 1;
     ld->sync = desc->workers == LOOM_WORKERS_SYNC;
     ld->prefetch = desc->prefetch ? desc->prefetch : 2;
-    ld->max_workers = ld->sync ? 0 : desc->workers > 0 ? desc->workers : desc->max_workers ? desc->max_workers : 2 * ld->ncores;
+    ld->max_workers = ld->sync ? 0 : desc->workers > 0 ? desc->workers : loom__autotune_limit(ld->ncores, desc->max_workers);
     int first = ld->sync ? 0 : desc->workers > 0 ? desc->workers : ld->ncores < ld->max_workers ? ld->ncores : ld->max_workers;
     ld->cap_slots = ld->sync ? 1 : ld->prefetch * ld->max_workers + 1;
     pthread_mutex_init(&ld->mu, NULL);
@@ -593,15 +570,15 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
     ld->stats.carried = carried;
     ld->t_begin = loom__now_s();
     ld->t_return = 0;
-    ld->win_n = 0, ld->win_wait = ld->win_compute = ld->win_load = 0;
+    loom__autotune_reset(&ld->tune);
 }
 
 loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
-    double t0 = loom__now_s();
+    double t0 = loom__now_s(), compute = 0;
     memset(out, 0, sizeof *out);
     if (ld->t_return > 0) {
-        double c = t0 - ld->t_return;
-        ld->stats.compute_s += c, ld->win_compute += c;
+        compute = t0 - ld->t_return;
+        ld->stats.compute_s += compute;
     }
     ld->t_return = 0;
     pthread_mutex_lock(&ld->mu);
@@ -644,10 +621,10 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
     pthread_mutex_unlock(&ld->mu);
 
     double t1 = loom__now_s();
-    ld->stats.wait_s += t1 - t0, ld->win_wait += t1 - t0;
-    ld->stats.load_s += s->load_s, ld->win_load += s->load_s;
+    ld->stats.wait_s += t1 - t0;
+    ld->stats.load_s += s->load_s;
     if (ld->stats.batches++ == 0) ld->stats.first_batch_s = t1 - ld->t_begin;
-    ld->win_n++;
+    loom__autotune_add(&ld->tune, &(loom__autotune_obs){.wait = t1 - t0, .compute = compute, .load = s->load_s});
     if (s->st != LOOM_OK) return loom__err(ld->ctx, s->st, "%s", s->err);
     out->count = s->count;
     out->index = s->batch;

@@ -7,7 +7,7 @@
  * sampler visits samples in the same order as loom_batch_iter.
  */
 #include "../core/impl.h"
-#include "loom/loader.h"
+#include "loom/sampler.h"
 
 #define STREAM_BUCKET 0x4255434b00000000ull /* "BUCK": samples within a bucket */
 #define STREAM_BATCHES 0x4241544300000000ull /* "BATC": the order of batches */

@@ -157,9 +157,8 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
         /* contrast's mean is of the image before contrast: the adjustments
          * ahead of it over the whole image first, summing the grays; their
          * result kept (in spare) for the row pass below, which then reads
-         * it instead of the image (measured: storing it costs less than
-         * the row pass doing even one adjustment again; the guide's tail
-         * ~4% faster with AVX-512, ~10% with AVX2) */
+         * it instead of the image (storing it costs less than the row pass
+         * doing even one adjustment again) */
         const bool keep = kc > 0;
         STAGES(0, kc, 0.0f)
         r.ns = ns, r.want_gray = true, r.dst = keep ? spare : NULL;

@@ -96,6 +96,26 @@ AVX2 static inline __m256i mask_pd(__m256d lo, __m256d hi) {
     return _mm256_set_m128i(b, a);
 }
 
+/* The colour stages of r on eight pixels; sat_f, sat_g: the saturation's
+ * factors (when it has one). */
+AVX2 static inline void stages8(const loom__tail_rows *r, px8 *p, __m256 sat_f, __m256 sat_g) {
+    for (int k = 0; k < r->ns; k++) {
+        int kind = r->st[k].kind;
+        if (kind == LOOM__TS_LUT) { /* the table's expressions, computed: cheaper than gathers */
+            const loom__tail_stage *q = &r->st[k];
+            for (int j = 0; j < q->nlin; j++) {
+                const __m256 mul = _mm256_set1_ps(q->mul[j]), add = _mm256_set1_ps(q->add[j]);
+                p->r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p->r), mul), add));
+                p->g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p->g), mul), add));
+                p->b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p->b), mul), add));
+            }
+        } else if (kind == LOOM__TS_SAT) {
+            sat8(p, sat_f, sat_g);
+        } else {
+            hue8(p, r->st[k].f);
+        }
+    }
+}
 
 AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     const int64_t H = r->H, W = r->W, hw = H * W, W8 = W & ~(int64_t)7;
@@ -210,22 +230,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
                 p.g = _mm256_blendv_epi8(fill_g, p.g, in);
                 p.b = _mm256_blendv_epi8(fill_b, p.b, in);
             }
-            for (int k = 0; k < r->ns; k++) {
-                int kind = r->st[k].kind;
-                if (kind == LOOM__TS_LUT) { /* the table's expressions, computed: cheaper than gathers */
-                    const loom__tail_stage *q = &r->st[k];
-                    for (int j = 0; j < q->nlin; j++) {
-                        const __m256 mul = _mm256_set1_ps(q->mul[j]), add = _mm256_set1_ps(q->add[j]);
-                        p.r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p.r), mul), add));
-                        p.g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p.g), mul), add));
-                        p.b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p.b), mul), add));
-                    }
-                } else if (kind == LOOM__TS_SAT) {
-                    sat8(&p, sat_f, sat_g);
-                } else {
-                    hue8(&p, r->st[k].f);
-                }
-            }
+            stages8(r, &p, sat_f, sat_g);
             if (r->x) {
                 const __m256 inf = _mm256_castsi256_ps(in);
                 __m256i idx[3] = {p.r, p.g, p.b};

@@ -14,8 +14,8 @@
  * the scalar primitive; ToTensor + Normalize computed (loom__norm: each
  * division a product by the reciprocal corrected by one FMA, checked equal
  * to the loader's table for all 256 values when the loader was made; else
- * the divisions themselves: gathers from the table were ~30% of this pass),
- * or gathered from the table when the caller gives no loom__norm; the
+ * the divisions themselves: gathers from the table cost a large part of
+ * this pass), or gathered from the table when the caller gives no loom__norm; the
  * fill's value where the affine falls outside.
  * tests/test-fuse.c (e) compares it with the scalar steps and the AVX2 path.
  */

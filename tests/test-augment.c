@@ -6,7 +6,7 @@
  *     parameter tables below repeat the script's): resized_crop, adjust_*
  *     and affine within 1 per u8 value (max difference and the count of
  *     differing values printed), erase exact;
- * (b) their random draws (loader/pipeline.c, Philox (seed, "AUGM" + epoch,
+ * (b) their random draws (loader/pipeline_draw.c, Philox (seed, "AUGM" + epoch,
  *     16 i + k)): a function of (seed, epoch, sample) only, inside the
  *     documented ranges, torchvision's fallbacks; the parser; and loader
  *     batches bitwise identical for 0 (synchronous), 2 and 4 workers with

@@ -1,7 +1,7 @@
 /* tests/test-backend.c — the backend interface contract: an op or dtype a
  * backend lacks is a compile-time LOOM_ERR_UNSUPPORTED naming op, dtype and
  * backend (never a silent fallback); the backend registry; thread-count
- * independence of CPU results. */
+ * independence of CPU results; host memory (loom_backend_host_alloc). */
 #include <math.h>
 #include <string.h>
 
@@ -145,10 +145,40 @@ static void test_maxpool_fast_path(void) {
           "NaN wins its window and the first maximum gets the gradient");
 }
 
+/* loom_backend_host_alloc / _free: the CPU backend has no pinned memory,
+ * so blocks come from malloc (as with no backend); they are the caller's to
+ * write and are handed back whole. */
+static void test_host_memory(void) {
+    loom_ctx *ctx;
+    loom_ctx_create(NULL, &ctx);
+    loom_backend *be = NULL;
+    CHECK_OK(ctx, loom_backend_create(ctx, "cpu", NULL, &be));
+    void *p[3] = {NULL, NULL, NULL};
+    size_t sizes[3] = {1000, 1, 0};
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(ctx, loom_backend_host_alloc(be, sizes[k], &p[k]));
+        CHECK(p[k] != NULL, "host_alloc(%zu bytes) gives a pointer", sizes[k]);
+        if (p[k]) memset(p[k], 0x5a + k, sizes[k]);
+    }
+    CHECK(p[0] != p[1] && p[1] != p[2] && p[0] != p[2], "distinct blocks (also for 0 bytes)");
+    int bad = 0;
+    for (size_t i = 0; p[0] && i < sizes[0]; i++) bad += ((unsigned char *)p[0])[i] != 0x5a;
+    CHECK(!bad, "a block keeps what was written (%d bytes differ)", bad);
+    for (int k = 0; k < 3; k++) loom_backend_host_free(be, p[k]);
+    loom_backend_host_free(be, NULL); /* nothing */
+    void *q = NULL;
+    CHECK_OK(ctx, loom_backend_host_alloc(NULL, 64, &q)); /* no backend: malloc */
+    CHECK(q != NULL, "host_alloc without a backend gives a pointer");
+    loom_backend_host_free(NULL, q);
+    loom_backend_destroy(be);
+    loom_ctx_destroy(ctx);
+}
+
 int main(void) {
     test_unsupported();
     test_registry();
     test_threads();
     test_maxpool_fast_path();
+    test_host_memory();
     return tu_summary();
 }

@@ -1,4 +1,4 @@
-/* tests/test-fuse.c — the fused geometric pass (loader/pipeline.c,
+/* tests/test-fuse.c — the fused geometric pass (loader/pipeline_plan.c,
  * loom_tf_remap / loom_tf_warp in loader/transforms.c) against the same
  * steps run one by one, on smooth random 375x500 images (JPEG-like
  * content) for several samples and seeds:

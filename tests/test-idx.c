@@ -250,7 +250,7 @@ static void test_fashion_mnist(void) {
     const char *dir = "/usr/share/datasets/fashion-mnist";
     struct stat sb;
     if (stat(dir, &sb) != 0) {
-        printf("SKIP (this part only): %s is absent (apt-get install dataset-fashion-mnist)\n", dir);
+        fprintf(stderr, "test-idx: SKIP (this part only): %s is absent (apt-get install dataset-fashion-mnist)\n", dir);
         return;
     }
     for (int train = 1; train >= 0; train--) {

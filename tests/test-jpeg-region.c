@@ -1,7 +1,7 @@
 /* tests/test-jpeg-region.c — decoding only the part of a JPEG that the
  * pipeline reads (loom_decode_hint.region; loader/imagefolder.c with
  * libjpeg-turbo's jpeg_skip_scanlines / jpeg_crop_scanline, and
- * loom__tf_region in loader/pipeline.c).
+ * loom__tf_region in loader/pipeline_plan.c).
  *
  * 1. loom_image_decode with a region against the whole decode: every pixel
  *    inside the region the same, for 4:4:4, 4:2:2, 4:2:0, 4:4:0 and gray

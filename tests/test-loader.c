@@ -1,6 +1,6 @@
 /* tests/test-loader.c — the threaded prefetching loader (loader/pool.c),
  * its sources (loader/source.c) and per-sample transforms
- * (loader/pipeline.c).
+ * (loader/pipeline*.c).
  *
  * - determinism: 3 epochs of shuffled, augmented (RandomCrop with reflect
  *   padding, flips) batches are bitwise identical for synchronous loading,
@@ -17,8 +17,8 @@
  *   modes map as numpy/torch pad, p = 1 always flips and p = 0 never
  * - the parser, and its errors; pipeline shape errors
  * - .npy sources: u1 HWC images and f4 records, label checks
- * - auto-tuning: a slow source makes the pool grow, a slow consumer makes it
- *   shrink
+ * - auto-tuning, a tolerant timing smoke test: a slow source makes the pool
+ *   grow, a slow consumer makes it shrink (the rules: tests/test-autotune.c)
  * A watchdog alarm turns any hang into a failure.
  */
 #include <signal.h>
@@ -529,6 +529,13 @@ static loom_status slow_get(const loom_source *src, loom_ctx *c, int64_t i, void
     return LOOM_OK;
 }
 
+/* Auto-tuning, a timing smoke test: the real pool, real threads and sleeps,
+ * checking only that the tuner is wired in (it grows when the caller waits,
+ * sheds idle workers when the caller is slow). Timing-dependent by nature,
+ * so tolerant: growth only needs one worker more, the shrink and the
+ * keep-up check get several windows under load. The decision rules
+ * themselves are tested deterministically, with synthetic timings, in
+ * tests/test-autotune.c. */
 static void test_autotune(void) {
     /* slow samples (1 ms each, batch 4), a consumer that does nothing: grows */
     double ms = 1.0;

@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
     }
     loom_dataset ds;
     if (loom_dataset_load_mnist(ctx, NULL, true, &ds) != LOOM_OK) {
-        printf("%s\n", loom_last_error(ctx));
+        fprintf(stderr, "test-parity: SKIP: no Fashion-MNIST: %s\n", loom_last_error(ctx)); /* names the file */
         loom_ctx_destroy(ctx);
         return tu_skip("Fashion-MNIST is not installed");
     }

@@ -53,6 +53,38 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
+/* The transform steps of --pipeline (or --transform SPEC) for a U8 source
+ * (steps holds 16); *imagenet: normalise with ImageNet's mean / std. */
+static loom_status pipeline_steps(loom_ctx *ctx, const loom_source *src, const char *pipeline, const char *spec,
+                                  loom_tf_step *steps, int *nsteps_out, bool *imagenet) {
+    bool var = src->get_image != NULL; /* images of any size */
+    bool big = var || (src->h >= 224 && src->w >= 224);
+    int nsteps = 0;
+    loom_status st = LOOM_OK;
+    *imagenet = src->c == 3 && (big || !strcmp(pipeline, "guide"));
+    if (spec) {
+        st = loom_tf_parse(ctx, spec, steps, 16, &nsteps);
+    } else if (!strcmp(pipeline, "none")) {
+        if (var) steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = 224, .w = 224};
+    } else if (!strcmp(pipeline, "light") && big) {
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_RESIZED_CROP, .h = 224, .w = 224};
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+    } else if (!strcmp(pipeline, "light")) {
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = src->h, .w = src->w, .pad = {4, 4, 4, 4}};
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+    } else { /* guide */
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = 256, .short_side = true};
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = 224, .w = 224};
+        steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
+        int more = 0;
+        st = loom_tf_parse(ctx, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))",
+                           steps + nsteps, 16 - nsteps, &more);
+        nsteps += more;
+    }
+    *nsteps_out = nsteps;
+    return st;
+}
+
 int loom_cmd_bench_loader(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist", *pipeline = "light", *spec = NULL, *backend = NULL;
     long batch = 64, epochs = 1, prefetch = 2, seed = 1;
@@ -117,31 +149,7 @@ int loom_cmd_bench_loader(int argc, char **argv) {
     }
     if (st == LOOM_OK && backend) st = loom_backend_create(ctx, backend, NULL, &be);
     bool imagenet = false;
-    if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
-        bool var = src->get_image != NULL; /* images of any size */
-        bool big = var || (src->h >= 224 && src->w >= 224);
-        imagenet = src->c == 3 && (big || !strcmp(pipeline, "guide"));
-        if (spec) {
-            st = loom_tf_parse(ctx, spec, steps, 16, &nsteps);
-        } else if (!strcmp(pipeline, "none")) {
-            if (var) steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = 224, .w = 224};
-        } else if (!strcmp(pipeline, "light") && big) {
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_RESIZED_CROP, .h = 224, .w = 224};
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
-        } else if (!strcmp(pipeline, "light")) {
-            steps[nsteps++] =
-                (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = src->h, .w = src->w, .pad = {4, 4, 4, 4}};
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
-        } else { /* guide */
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = 256, .short_side = true};
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_CROP, .h = 224, .w = 224};
-            steps[nsteps++] = (loom_tf_step){.kind = LOOM_TF_RANDOM_HFLIP};
-            int more = 0;
-            st = loom_tf_parse(ctx, "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))",
-                               steps + nsteps, 16 - nsteps, &more);
-            nsteps += more;
-        }
-    }
+    if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) st = pipeline_steps(ctx, src, pipeline, spec, steps, &nsteps, &imagenet);
     float mean[4] = {0.5f, 0.5f, 0.5f, 0.5f}, sd[4] = {0.25f, 0.25f, 0.25f, 0.25f};
     const float in_mean[3] = {0.485f, 0.456f, 0.406f}, in_sd[3] = {0.229f, 0.224f, 0.225f};
     if (imagenet) memcpy(mean, in_mean, sizeof in_mean), memcpy(sd, in_sd, sizeof in_sd);

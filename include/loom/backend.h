@@ -1,7 +1,8 @@
 /* loom/backend.h — choosing and querying a compute backend.
  *
  * defines: loom_backend, loom_backend_desc, loom_backend_create/destroy,
- *          loom_backend_list, loom_backend_describe, loom_backend_supports.
+ *          loom_backend_list, loom_backend_describe, loom_backend_supports,
+ *          loom_backend_host_alloc/free (pinned / staging host memory).
  *
  * Backends are compiled in (CPU always; CUDA, Vulkan, OpenCL when built). A
  * backend instance owns one device and its memory; plans compiled for it run
@@ -75,6 +76,23 @@ bool loom_backend_is_gpu(loom_ctx *ctx, const char *name);
 bool loom_backend_supports(const loom_backend *be, int op, loom_dtype dt);
 /* Human-readable device and capability description. */
 void loom_backend_describe(const loom_backend *be, FILE *out);
+
+/* Host memory that the backend copies to and from fastest: pinned
+ * (page-locked) memory on CUDA, a persistently mapped host-visible buffer on
+ * Vulkan and OpenCL; plain malloc on a backend without such memory (the CPU)
+ * or when be is NULL. The loader puts its batch slots there
+ * (loom_loader_desc.backend). *out gets bytes bytes (at least malloc's
+ * alignment; bytes 0 still gives a distinct pointer), NULL on failure (an
+ * error on the backend's context naming the backend). The block is the
+ * caller's until it hands it back with loom_backend_host_free and the same
+ * be; every block must be freed before loom_backend_destroy(be). Calls on
+ * one backend are not synchronised with each other or with the backend's
+ * other calls: make them from the thread that drives the backend; the
+ * memory itself may be read and written by any thread. */
+loom_status loom_backend_host_alloc(loom_backend *be, size_t bytes, void **out);
+/* Hand back a block of loom_backend_host_alloc(be, ...); p NULL does
+ * nothing. */
+void loom_backend_host_free(loom_backend *be, void *p);
 
 #ifdef __cplusplus
 }

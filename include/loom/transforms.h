@@ -1,4 +1,5 @@
-/* loom/transforms.h — deterministic image transforms of the data loader.
+/* loom/transforms.h — image transforms of the data loader: the
+ * deterministic ops, and the steps of the per-sample pipeline built on them.
  *
  * defines: loom_image, loom_tf_resize_size, loom_tf_resize,
  *          loom_tf_center_crop, loom_tf_hflip, loom_tf_vflip,
@@ -6,7 +7,10 @@
  *          loom_tf_adjust_contrast, loom_tf_adjust_saturation,
  *          loom_tf_adjust_hue, loom_tf_affine, loom_tf_erase,
  *          loom_tf_affine_inverse, loom_tf_axis, loom_tf_remap, loom_tf_warp
- *          (the fused geometric pass of loader/pipeline.c).
+ *          (the fused geometric pass of loader/pipeline_plan.c);
+ *          loom_tf_kind, loom_pad_mode, loom_tf_step, loom_tf_parse (the
+ *          per-sample pipeline's steps: RandomCrop, RandomHorizontalFlip, ...,
+ *          run by loom_loader, loom/loader.h).
  *
  * Images are HWC uint8, C = 1 or 3, rows packed (stride w * c). Parameters
  * mean what they mean in torchvision.transforms.v2.functional on a uint8
@@ -124,7 +128,7 @@ loom_status loom_tf_affine(loom_ctx *ctx, const loom_image *src, const loom_imag
 void loom_tf_affine_inverse(double angle, double tx, double ty, double scale, double shear_x, double shear_y,
                             double m[6]);
 
-/* ---- the fused geometric pass (loader/pipeline.c composes the steps) ----
+/* ---- the fused geometric pass (loader/pipeline_plan.c composes the steps) ----
  *
  * loom_tf_remap: a chain of integer crops and flips around at most ONE
  * antialiased resize per axis, in one pass and bit-exact against running
@@ -168,6 +172,91 @@ loom_status loom_tf_warp(loom_ctx *ctx, const loom_image *src, const loom_image 
  * (nv = 1). The box must lie inside. */
 loom_status loom_tf_erase(loom_ctx *ctx, float *x, int c, int64_t ht, int64_t wd, int64_t i, int64_t j, int64_t h,
                           int64_t w, const float *v, int nv);
+
+/* ---- the per-sample pipeline's steps -------------------------------------- */
+
+/* One step of the per-sample pipeline on U8 HWC images. Parameters mean
+ * what they mean in torchvision.transforms (v2). Random steps draw only from
+ * (seed, epoch, sample index): see loom_loader_desc. */
+typedef enum loom_tf_kind {
+    LOOM_TF_RANDOM_CROP,   /* RandomCrop(size=(h, w), padding=pad, pad_if_needed, fill, padding_mode) */
+    LOOM_TF_RANDOM_HFLIP,  /* RandomHorizontalFlip(p) */
+    LOOM_TF_RANDOM_VFLIP,  /* RandomVerticalFlip(p) */
+    LOOM_TF_CENTER_CROP,   /* CenterCrop(size=(h, w)) (loom_tf_center_crop) */
+    LOOM_TF_RESIZE,        /* Resize(size=(h, w)), bilinear, antialiased (loom_tf_resize) */
+    LOOM_TF_RANDOM_RESIZED_CROP, /* RandomResizedCrop(size=(h, w), scale, ratio) (loom_tf_resized_crop) */
+    LOOM_TF_COLOR_JITTER,  /* ColorJitter(brightness, contrast, saturation, hue) (loom_tf_adjust_*) */
+    LOOM_TF_RANDOM_AFFINE, /* RandomAffine(degrees, translate, scale, shear, interpolation, fill) (loom_tf_affine) */
+    LOOM_TF_RANDOM_ERASING, /* RandomErasing(p, scale, ratio, value) on the normalised tensor (loom_tf_erase) */
+    LOOM_TF_RANDOM_ORDER,  /* RandomOrder([...]): the next `count` steps in a random order */
+} loom_tf_kind;
+
+typedef enum loom_pad_mode {
+    LOOM_PAD_CONSTANT,  /* fill */
+    LOOM_PAD_EDGE,      /* repeat the edge pixel */
+    LOOM_PAD_REFLECT,   /* mirror without repeating the edge: 2 1 | 0 1 2 */
+    LOOM_PAD_SYMMETRIC, /* mirror repeating the edge:         1 0 | 0 1 2 */
+} loom_pad_mode;
+
+typedef struct loom_tf_step {
+    loom_tf_kind kind;
+    int64_t h, w;          /* crop / resize output size */
+    /* Resize: h is torchvision's Resize(int), the shorter side (the longer
+     * becomes int(h * long / short)); w is unused. loom_tf_parse sets it for
+     * Resize(N), as torchvision; Resize((h, w)) sets both sides. */
+    bool short_side;
+    /* RandomCrop: padding left, top, right, bottom (torchvision's 4-tuple
+     * order; an int p is {p, p, p, p}, a pair (a, b) is {a, b, a, b});
+     * pad_if_needed then pads each side by the missing width / height (as
+     * torchvision: both sides, after `pad`). The crop's top-left corner is
+     * uniform over the padded image: i in [0, H - h], j in [0, W - w]. */
+    int64_t pad[4];
+    bool pad_if_needed;
+    loom_pad_mode pad_mode;
+    uint8_t fill;          /* constant padding value, every channel */
+    double p;              /* flip / erasing probability; 0 = 0.5 (torchvision's default); < 0 = never */
+    /* RandomResizedCrop: the crop's area as a fraction of the image's, and
+     * its aspect ratio w / h (drawn log-uniform); {0, 0} = torchvision's
+     * defaults (0.08, 1) and (3/4, 4/3). 10 attempts, then the centre crop
+     * of the largest box within `ratio`. RandomErasing: the erased box's,
+     * defaults (0.02, 0.33) and (0.3, 3.3); 10 attempts, then no erasing. */
+    double scale[2], ratio[2];
+    /* ColorJitter: factor ranges [lo, hi] of brightness, contrast,
+     * saturation (>= 0) and hue (in [-0.5, 0.5]); jitter_on[k] false = that
+     * adjustment is not applied (torchvision's None). The four run in a
+     * random order per sample. */
+    double jitter[4][2];
+    bool jitter_on[4];
+    /* RandomAffine: angle uniform in degrees[0..1]; translate (fractions of
+     * the width, height; has_translate), tx = round(uniform(-a W, a W));
+     * scale uniform in ascale (has_ascale); shear x uniform in shear[0..1],
+     * y in shear[2..3] (nshear 0, 2 or 4); nearest (the parser's default,
+     * torchvision's) or bilinear; afill per channel for the area outside. */
+    double degrees[2], translate[2], ascale[2], shear[4];
+    bool has_translate, has_ascale, nearest;
+    int nshear;
+    uint8_t afill[3];
+    /* RandomErasing: the erased value per channel (nvalue 1 or c), in the
+     * normalised tensor's units. Erasing steps end the pipeline (they act
+     * after ToTensor + Normalize). */
+    float value[3];
+    int nvalue;
+    int count;             /* RandomOrder: how many of the following steps it orders */
+} loom_tf_step;
+
+/* Parse a torchvision-like list, steps separated by ';' or top-level ',':
+ *   RandomCrop(28, padding=4, pad_if_needed=True, fill=0, padding_mode=reflect)
+ *   RandomCrop((24, 20), padding=(2, 4))     RandomHorizontalFlip(p=0.5)
+ *   RandomVerticalFlip()   CenterCrop(24)   Resize((32, 32))
+ *   RandomResizedCrop(224, scale=(0.08, 1.0), ratio=(0.75, 1.3333))
+ *   ColorJitter(0.2, 0.2, 0.2, 0.05)   ColorJitter(brightness=(0.5, 1.5), hue=0.1)
+ *   RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=(-5, 5, -5, 5),
+ *                interpolation=bilinear, fill=0)
+ *   RandomOrder([RandomHorizontalFlip(), ColorJitter(0.4)])
+ *   RandomErasing(p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)
+ * (names are case-insensitive; "hflip" and "vflip" are short names). Up to
+ * max steps; *n gets the count. Errors name the step and the problem. */
+loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n);
 
 #ifdef __cplusplus
 }
