@@ -202,15 +202,15 @@ static void test_pack_and_read(loom_ctx *ctx, char *shard, size_t n_shard) {
     struct stat sb;
     CHECK(stat(bad, &sb) != 0, "a failed pack left %s behind", bad);
     /* no temp file of the writer ("<path>.tmp.<pid>.<k>") is left either */
-    char dir[512], prefix[600];
-    snprintf(dir, sizeof dir, "%s", bad);
-    char *slash = strrchr(dir, '/');
+    char folder[512], prefix[600];
+    snprintf(folder, sizeof folder, "%s", bad);
+    char *slash = strrchr(folder, '/');
     *slash = 0;
     snprintf(prefix, sizeof prefix, "%s.tmp", slash + 1);
-    DIR *d = opendir(dir);
-    CHECK(d != NULL, "opendir %s", dir);
+    DIR *d = opendir(folder);
+    CHECK(d != NULL, "opendir %s", folder);
     for (struct dirent *e; d && (e = readdir(d));)
-        CHECK(strncmp(e->d_name, prefix, strlen(prefix)) != 0, "a failed pack left %s/%s behind", dir, e->d_name);
+        CHECK(strncmp(e->d_name, prefix, strlen(prefix)) != 0, "a failed pack left %s/%s behind", folder, e->d_name);
     if (d) closedir(d);
     loom_source_destroy(ifs);
 }
