@@ -251,7 +251,7 @@ loom_status loom_lr_find_write_svg(loom_ctx *ctx, const loom_lr_find_result *res
 
 /* ---- logs ----
  * TensorBoard event files written directly (TFRecord framing, Event and
- * Summary protobufs; see core/logs.c): readable by TensorBoard and its
+ * Summary protobufs; see train/logs.c): readable by TensorBoard and its
  * Python event reader. loom_train writes them with desc.tensorboard_dir. */
 typedef struct loom_tb_writer loom_tb_writer;
 /* Create dir if needed and a new events.out.tfevents.<time>.<host>.<pid>.loom file in it. */

@@ -1,4 +1,4 @@
-/* core/train.c — the training loop behind `loom train` (see loom/train.h). */
+/* train/train.c — the training loop behind `loom train` (see loom/train.h). */
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>

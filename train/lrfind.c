@@ -1,4 +1,4 @@
-/* core/lrfind.c — the LR range test (see loom/train.h: loom_lr_find_plan)
+/* train/lrfind.c — the LR range test (see loom/train.h: loom_lr_find_plan)
  * and its CSV / SVG output. */
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
-/* core/train_impl.h — library-private helpers shared by the training loop
- * (core/train.c) and the LR finder (core/lrfind.c). */
-#ifndef LOOM_CORE_TRAIN_IMPL_H
-#define LOOM_CORE_TRAIN_IMPL_H
+/* train/train_impl.h — library-private helpers shared by the training loop
+ * (train/train.c) and the LR finder (train/lrfind.c). */
+#ifndef LOOM_TRAIN_TRAIN_IMPL_H
+#define LOOM_TRAIN_TRAIN_IMPL_H
 
 #include "impl.h"
 #include "loom/train.h"
