@@ -1,5 +1,5 @@
-/* train/lrfind.c — the LR range test (see loom/train.h: loom_lr_find_plan)
- * and its CSV / SVG output. */
+/* train/lrfind.c — the LR range test on a trainer (see loom/train.h:
+ * loom_trainer_lr_find, loom_lr_find) and its CSV / SVG output. */
 #include <errno.h>
 #include <math.h>
 
@@ -30,13 +30,7 @@ static int steepest(const loom_lr_find_result *r, int skip_start, int skip_end) 
     return best;
 }
 
-loom_status loom_lr_find_plan(loom_plan *plan, loom_optimizer *opt, loom_tensor *x, loom_tensor *y, loom_tensor *loss,
-                              loom_batch_iter *it, const loom_lr_find_desc *desc, loom_lr_find_result *r) {
-    loom_graph *g = x->g;
-    loom_ctx *ctx = g->ctx;
-    memset(r, 0, sizeof *r);
-    r->suggestion_index = -1;
-    r->suggestion = NAN;
+static loom_status check_desc(loom_ctx *ctx, const loom_lr_find_desc *desc, loom_lr_find_desc *out) {
     loom_lr_find_desc d = desc ? *desc : (loom_lr_find_desc){0};
     if (d.start_lr == 0) d.start_lr = 1e-7;
     if (d.end_lr == 0) d.end_lr = 10;
@@ -47,77 +41,116 @@ loom_status loom_lr_find_plan(loom_plan *plan, loom_optimizer *opt, loom_tensor 
     if (d.skip_end == 0) d.skip_end = 5;
     if (d.skip_start < 0) d.skip_start = 0;
     if (d.skip_end < 0) d.skip_end = 0;
+    *out = d;
     if (!(d.start_lr > 0 && d.end_lr > d.start_lr && isfinite(d.end_lr)) || d.steps < 2 || !(d.beta >= 0 && d.beta < 1) ||
         !(d.diverge > 1))
         return loom__err(ctx, LOOM_ERR_INVALID_ARG,
                          "lr-find: need 0 < start_lr %g < end_lr %g, steps %d >= 2, beta %g in [0, 1), diverge %g > 1",
                          d.start_lr, d.end_lr, d.steps, d.beta, d.diverge);
-    int64_t batch = loom_tensor_dim(x, 0);
-    size_t per = (size_t)(loom_tensor_numel(x) / batch);
-    float *xb = malloc((size_t)batch * per * sizeof *xb);
-    int32_t *yb = malloc((size_t)batch * sizeof *yb);
-    r->lr = malloc((size_t)d.steps * sizeof *r->lr);
-    r->loss = malloc((size_t)d.steps * sizeof *r->loss);
-    r->smooth = malloc((size_t)d.steps * sizeof *r->smooth);
-    loom__snapshot snap = {0};
-    loom_status st = LOOM_OK;
-    if (!xb || !yb || !r->lr || !r->loss || !r->smooth) {
-        st = loom__err(ctx, LOOM_ERR_OOM, "lr-find: out of memory");
-        goto done;
-    }
-    /* everything the sweep changes, to put back bitwise */
-    if ((st = loom__snapshot_take(&snap, plan, g, false)) != LOOM_OK) goto done;
-    uint64_t plan_step = loom_plan_step(plan);
-    int64_t osteps = loom_optimizer_steps(opt), omicro = loom_optimizer_micro_steps(opt);
-    int64_t epoch = 0, pos = loom_batch_iter_pos(it);
+    return LOOM_OK;
+}
 
+/* The sweep itself: one batch per point from the trainer's loader, epochs
+ * from the trainer's current one; full batches only. */
+static loom_status sweep(loom_trainer *t, const loom_lr_find_desc *d, loom_lr_find_result *r) {
+    const int batch = t->d.data.batch;
+    loom_plan *plan = t->tr.plan;
+    int64_t epoch = t->epoch;
+    loom_status st = LOOM_OK;
+    loom_loader_begin(t->loader, epoch, 0, 0);
     double avg = 0, best = INFINITY;
-    for (int i = 0; i < d.steps; i++) {
-        double lr = d.start_lr * pow(d.end_lr / d.start_lr, (double)i / (double)(d.steps - 1));
-        int n = loom_batch_iter_next(it, xb, yb);
-        if (n < batch) { /* a new epoch: batches are always full */
-            loom_batch_iter_begin(it, ++epoch);
-            n = loom_batch_iter_next(it, xb, yb);
-            if (n < batch) {
-                st = loom__err(ctx, LOOM_ERR_INVALID_ARG, "lr-find: the data has fewer samples than one batch (%lld)",
-                               (long long)batch);
+    for (int i = 0; i < d->steps; i++) {
+        double lr = d->start_lr * pow(d->end_lr / d->start_lr, (double)i / (double)(d->steps - 1));
+        loom_loader_batch lb;
+        if ((st = loom_loader_next(t->loader, &lb)) != LOOM_OK) break;
+        if (lb.count < batch) { /* a new epoch: batches are always full */
+            loom_loader_begin(t->loader, ++epoch, 0, 0);
+            if ((st = loom_loader_next(t->loader, &lb)) != LOOM_OK) break;
+            if (lb.count < batch) {
+                st = loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "lr-find: the data has fewer samples than one batch (%d)", batch);
                 break;
             }
         }
         float l;
-        if ((st = loom_plan_write(plan, x, xb, (size_t)batch * per * sizeof *xb)) != LOOM_OK ||
-            (st = loom_plan_write(plan, y, yb, (size_t)batch * sizeof *yb)) != LOOM_OK ||
-            (st = loom_optimizer_begin_step(opt, plan, lr)) != LOOM_OK || (st = loom_plan_run(plan)) != LOOM_OK ||
-            (st = loom_plan_read(plan, loss, &l, sizeof l)) != LOOM_OK)
+        if ((st = loom_plan_write(plan, t->tr.x, lb.x, (size_t)batch * t->per * sizeof *lb.x)) != LOOM_OK ||
+            (st = loom_plan_write(plan, t->tr.y, lb.y, (size_t)batch * sizeof *lb.y)) != LOOM_OK ||
+            (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom_plan_run(plan)) != LOOM_OK ||
+            (st = loom_plan_read(plan, t->tr.loss, &l, sizeof l)) != LOOM_OK)
             break;
         if (!isfinite(l)) {
             r->diverged = true;
             break;
         }
-        avg = d.beta * avg + (1 - d.beta) * (double)l;
-        double sm = avg / (1 - pow(d.beta, (double)(i + 1)));
+        avg = d->beta * avg + (1 - d->beta) * (double)l;
+        double sm = avg / (1 - pow(d->beta, (double)(i + 1)));
         r->lr[r->n] = lr, r->loss[r->n] = l, r->smooth[r->n] = sm;
         r->n++;
         if (sm < best) best = sm, r->best_index = i;
-        if (i > 0 && sm > d.diverge * best) {
+        if (i > 0 && sm > d->diverge * best) {
             r->diverged = true;
             break;
         }
     }
-    /* put everything back, even after a failure */
+    return st;
+}
+
+loom_status loom_trainer_lr_find(loom_trainer *t, const loom_lr_find_desc *desc, loom_lr_find_result *r) {
+    memset(r, 0, sizeof *r);
+    r->suggestion_index = -1;
+    r->suggestion = NAN;
+    r->backend = t->res.backend;
+    loom_lr_find_desc d;
+    loom_status st = check_desc(t->ctx, desc, &d);
+    if (st != LOOM_OK) return st;
+    loom_plan *plan = t->tr.plan;
+    r->lr = malloc((size_t)d.steps * sizeof *r->lr);
+    r->loss = malloc((size_t)d.steps * sizeof *r->loss);
+    r->smooth = malloc((size_t)d.steps * sizeof *r->smooth);
+    loom__snapshot snap = {0};
+    if (!r->lr || !r->loss || !r->smooth) {
+        st = loom__err(t->ctx, LOOM_ERR_OOM, "lr-find: out of memory");
+        goto done;
+    }
+    /* everything the sweep changes, to put back bitwise */
+    if ((st = loom__snapshot_take(&snap, plan, t->tr.g, false)) != LOOM_OK) goto done;
+    uint64_t plan_step = loom_plan_step(plan);
+    int64_t osteps = loom_optimizer_steps(t->opt), omicro = loom_optimizer_micro_steps(t->opt);
+    st = sweep(t, &d, r);
+    /* put everything back, even after a failure; the next step repositions the loader */
     loom_status st2 = loom__snapshot_restore(&snap, plan);
     if (st == LOOM_OK) st = st2;
     loom_plan_set_step(plan, plan_step);
-    loom_optimizer_set_counters(opt, osteps, omicro);
-    loom_batch_iter_begin(it, 0);
-    loom_batch_iter_seek(it, pos);
+    loom_optimizer_set_counters(t->opt, osteps, omicro);
+    t->reposition = true;
     if (st != LOOM_OK) goto done;
     r->suggestion_index = steepest(r, d.skip_start, d.skip_end);
     if (r->suggestion_index >= 0) r->suggestion = r->lr[r->suggestion_index];
 done:
     loom__snapshot_free(&snap);
-    free(xb), free(yb);
     if (st != LOOM_OK) loom_lr_find_result_free(r);
+    return st;
+}
+
+/* ---- the LR range test for a training description ---- */
+loom_status loom_lr_find(loom_ctx *ctx, const loom_trainer_desc *desc, const loom_lr_find_desc *fd, loom_lr_find_result *r) {
+    memset(r, 0, sizeof *r);
+    r->suggestion_index = -1;
+    r->suggestion = NAN;
+    /* the model, data, optimizer and backend of the desc; nothing evaluated, logged or saved */
+    loom_trainer_desc d = *desc;
+    d.data.test = d.data.val = NULL;
+    d.data.val_split = 0;
+    d.data.train_source = NULL, d.data.train_steps = NULL, d.data.train_nsteps = 0;
+    d.optim.plateau = NULL;
+    d.run.save_path = d.run.resume_path = NULL;
+    d.run.early_stop = 0, d.run.max_steps = 0, d.run.profile = false;
+    d.transfer.frozen_16bit = false;
+    d.log = (loom_train_log){0};
+    loom_trainer *t;
+    loom_status st = loom_trainer_create(ctx, &d, &t);
+    if (st != LOOM_OK) return st;
+    st = loom_trainer_lr_find(t, fd, r);
+    loom_trainer_destroy(t);
     return st;
 }
 
