@@ -56,7 +56,7 @@ static int64_t count_correct(const float *logits, const int32_t *y, int n, int c
 /* Evaluate on ds: mean loss and accuracy. Batches come from a synchronous
  * loader in the dataset's order; the last partial batch is padded with
  * ignored rows (label -100), which neither the loss nor the count sees. */
-loom_status loom__trainer_evaluate(loom_trainer *t, const loom_dataset *ds, double *loss, double *acc) {
+static loom_status evaluate(loom_trainer *t, const loom_dataset *ds, double *loss, double *acc) {
     loom__model_graph *m = &t->ev;
     const loom_train_data *dd = &t->d.data;
     loom_source *src = NULL;
@@ -218,9 +218,9 @@ loom_status loom_trainer_epoch_end(loom_trainer *t, loom_epoch_stats *out) {
     t->in_epoch = t->epoch_over = false;
     if (st != LOOM_OK) return st;
     int e = t->epoch;
-    if (val && (st = loom__trainer_evaluate(t, val, &es.val_loss, &es.val_acc)) != LOOM_OK) return st;
+    if (val && (st = evaluate(t, val, &es.val_loss, &es.val_acc)) != LOOM_OK) return st;
     bool eval_now = test && ((e + 1) % d->run.eval_every == 0 || e + 1 == d->run.epochs);
-    if (eval_now && (st = loom__trainer_evaluate(t, test, &es.test_loss, &es.test_acc)) != LOOM_OK) return st;
+    if (eval_now && (st = evaluate(t, test, &es.test_loss, &es.test_acc)) != LOOM_OK) return st;
     res->epochs_run = e + 1;
     res->train_loss = es.train_loss;
     if (eval_now) res->test_loss = es.test_loss, res->test_acc = es.test_acc;
@@ -257,8 +257,8 @@ loom_status loom_trainer_finish(loom_trainer *t, loom_train_result *out) {
     /* early stopping: back to the best epoch's weights, measured again */
     if (d->run.early_stop > 0 && !d->run.keep_last && t->best.n && res->best_epoch != res->epochs_run) {
         if ((st = loom__snapshot_restore(&t->best, t->tr.plan)) != LOOM_OK ||
-            (st = loom__trainer_evaluate(t, d->data.val, &res->val_loss, &res->val_acc)) != LOOM_OK ||
-            (d->data.test && (st = loom__trainer_evaluate(t, d->data.test, &res->test_loss, &res->test_acc)) != LOOM_OK))
+            (st = evaluate(t, d->data.val, &res->val_loss, &res->val_acc)) != LOOM_OK ||
+            (d->data.test && (st = evaluate(t, d->data.test, &res->test_loss, &res->test_acc)) != LOOM_OK))
             return st;
         res->restored_best = true;
     }

@@ -76,10 +76,6 @@ struct loom_trainer {
     loom_train_result res;
 };
 
-/* Evaluate the ev graph on ds: mean loss and accuracy (NaN when no sample
- * was seen). */
-loom_status loom__trainer_evaluate(loom_trainer *t, const loom_dataset *ds, double *loss, double *acc);
-
 /* The built-in observers, attached by loom_trainer_create: the CSV log
  * (append: a resumed run, no header) and the TensorBoard writer. */
 loom_status loom__csv_observer(loom_ctx *ctx, const char *path, bool append, loom_train_observer *out);
