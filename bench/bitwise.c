@@ -45,11 +45,18 @@ int main(int argc, char **argv) {
     loom_ctx *ctx; loom_ctx_create(NULL, &ctx);
     loom_dataset ds;
     if (loom_dataset_load_mnist(ctx, NULL, true, &ds)) { printf("%s\n", loom_last_error(ctx)); return 1; }
-    loom_batch_iter *it;
-    loom_batch_iter_create(ctx, &ds, &(loom_batch_iter_desc){.batch = BATCH, .shuffle = true, .drop_last = true, .seed = 5, .mean = 0.2860f, .std = 0.3530f}, &it);
+    const float mean = 0.2860f, sd = 0.3530f;
+    loom_source *src; loom_loader *ld;
+    if (loom_source_wrap(ctx, &ds, &src) || loom_loader_create(ctx, &(loom_loader_desc){.src = src, .batch = BATCH, .shuffle = true, .drop_last = true, .seed = 5, .workers = LOOM_WORKERS_SYNC, .mean = &mean, .std = &sd, .nstat = 1}, &ld)) { printf("%s\n", loom_last_error(ctx)); return 1; }
     size_t per = (size_t)BATCH * 28 * 28;
     float *xs = malloc(steps * per * 4); int32_t *ys = malloc(steps * BATCH * 4);
-    for (int s = 0; s < steps; s++) loom_batch_iter_next(it, xs + s * per, ys + s * BATCH);
+    loom_loader_begin(ld, 0, 0, 0);
+    for (int s = 0; s < steps; s++) {
+        loom_loader_batch lb;
+        if (loom_loader_next(ld, &lb) || lb.count != BATCH) { printf("loader: %s\n", loom_last_error(ctx)); return 1; }
+        memcpy(xs + s * per, lb.x, per * 4), memcpy(ys + s * BATCH, lb.y, BATCH * 4);
+    }
+    loom_loader_destroy(ld); loom_source_destroy(src);
     loom_optimizer_desc od = adam ? (loom_optimizer_desc){.kind = LOOM_OPT_ADAMW, .weight_decay = 0.01} : (loom_optimizer_desc){.kind = LOOM_OPT_SGD, .momentum = 0.9};
     double lr = adam ? 0.001 : 0.01;
     run a, b;

@@ -3,8 +3,8 @@
  *
  * Every order is a pure function of (seed, epoch[, bucket]): Fisher-Yates
  * driven by Philox draws keyed by (seed, stream). The shuffled sampler's
- * stream is the one loader/batch_iter.c uses, so a one-process shuffled
- * sampler visits samples in the same order as loom_batch_iter.
+ * stream is LOOM__STREAM_EPOCH_ORDER, so a one-process shuffled sampler
+ * visits samples in the order the trainer always has.
  */
 #include "../core/impl.h"
 #include "loom/sampler.h"

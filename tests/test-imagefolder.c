@@ -384,7 +384,7 @@ static void test_decode_and_dir(loom_ctx *ctx) {
 }
 
 /* loom_train on an ImageFolder source through random transforms drawn anew
- * each epoch (desc.train_source): it trains (finite loss, the steps it
+ * each epoch (desc.data.train_source): it trains (finite loss, the steps it
  * should), is reproducible for a seed, and a dataset that does not match the
  * source's output shape is a clear error */
 static void test_train_source(loom_ctx *ctx) {
@@ -407,9 +407,10 @@ static void test_train_source(loom_ctx *ctx) {
     ds.pixels = calloc(8 * 3 * 8 * 8, 1), ds.labels = calloc(8, sizeof *ds.labels);
     double loss[2];
     for (int r = 0; r < 2; r++) {
-        loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = &ds, .epochs = 3, .batch = 4,
-                             .seed = 5, .mean = 0.5f, .std = 0.25f, .workers = r ? 2 : LOOM_WORKERS_SYNC,
-                             .train_source = src, .train_steps = steps, .train_nsteps = ns};
+        loom_trainer_desc d = {.data = {.train = &ds, .batch = 4, .mean = 0.5f, .std = 0.25f,
+                                        .workers = r ? 2 : LOOM_WORKERS_SYNC, .train_source = src, .train_steps = steps,
+                                        .train_nsteps = ns},
+                               .model.net.arch = "mlp", .run = {.backend = "cpu", .epochs = 3, .seed = 5}};
         loom_train_result res;
         CHECK_OK(ctx, loom_train(ctx, &d, &res));
         loss[r] = res.train_loss;
@@ -419,8 +420,8 @@ static void test_train_source(loom_ctx *ctx) {
     CHECK(loss[0] == loss[1], "the same seed gives the same training with 0 and 2 workers (%.9g vs %.9g)", loss[0],
           loss[1]);
     ds.h = ds.w = 10;
-    loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = &ds, .epochs = 1, .batch = 4,
-                         .train_source = src, .train_steps = steps, .train_nsteps = ns};
+    loom_trainer_desc d = {.data = {.train = &ds, .batch = 4, .train_source = src, .train_steps = steps, .train_nsteps = ns},
+                           .model.net.arch = "mlp", .run = {.backend = "cpu", .epochs = 1}};
     loom_train_result res;
     CHECK(loom_train(ctx, &d, &res) == LOOM_ERR_SHAPE && strstr(loom_last_error(ctx), "3x8x8"),
           "a dataset shaped unlike the source's output is refused: %s", loom_last_error(ctx));

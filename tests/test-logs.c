@@ -58,10 +58,11 @@ int main(void) {
     loom_dataset data;
     make_data(&data, 320);
     system("rm -rf logs-tb");
-    loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = &data, .epochs = 2, .batch = 32,
-                         .opt = {.momentum = 0.9}, .sched = {.lr = 0.05}, .seed = 1, .val_split = 0.2, .mean = 0.3f,
-                         .std = 0.3f, .log_csv = "logs.csv", .tensorboard_dir = "logs-tb",
-                         .amp = LOOM_F16}; /* mixed precision: the loss scale is logged too */
+    loom_trainer_desc d = {.data = {.train = &data, .batch = 32, .val_split = 0.2, .mean = 0.3f, .std = 0.3f},
+                           .model = {.net.arch = "mlp", .amp = LOOM_F16}, /* mixed precision: the loss scale is logged too */
+                           .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 0.05}},
+                           .run = {.backend = "cpu", .epochs = 2, .seed = 1},
+                           .log = {.csv = "logs.csv", .tensorboard_dir = "logs-tb"}};
     loom_train_result r;
     CHECK_OK(ctx, loom_train(ctx, &d, &r));
     /* CSV: header, 8 step rows and an epoch row per epoch */
@@ -78,7 +79,7 @@ int main(void) {
     CHECK(header && steps == 16 && epochs == 2, "CSV: header %d, %d step rows (16), %d epoch rows (2)", header, steps, epochs);
     remove("logs.csv");
     /* errors name the path */
-    d.log_csv = "/nonexistent-dir/x.csv";
+    d.log.csv = "/nonexistent-dir/x.csv";
     CHECK(loom_train(ctx, &d, &r) == LOOM_ERR_IO && strstr(loom_last_error(ctx), "/nonexistent-dir/x.csv"),
           "unwritable CSV log: '%s'", loom_last_error(ctx));
     loom_dataset_free(&data);

@@ -138,17 +138,30 @@ int main(int argc, char **argv) {
         return tu_skip("Fashion-MNIST is not installed");
     }
     /* STEPS shuffled batches, normalised as loom train does */
-    loom_batch_iter *it;
-    CHECK_OK(ctx, loom_batch_iter_create(ctx, &ds, &(loom_batch_iter_desc){.batch = BATCH, .shuffle = true,
-                                                     .drop_last = true, .seed = 5, .mean = 0.2860f, .std = 0.3530f},
-                                         &it));
+    const float mean = 0.2860f, sd = 0.3530f;
+    loom_source *src = NULL;
+    loom_loader *ld = NULL;
+    CHECK_OK(ctx, loom_source_wrap(ctx, &ds, &src));
+    CHECK_OK(ctx, loom_loader_create(ctx, &(loom_loader_desc){.src = src, .batch = BATCH, .shuffle = true, .drop_last = true,
+                                                              .seed = 5, .workers = LOOM_WORKERS_SYNC, .mean = &mean,
+                                                              .std = &sd, .nstat = 1},
+                                     &ld));
+    if (!ld) return 1;
     size_t per = (size_t)BATCH * 28 * 28;
     float *xs = malloc((size_t)STEPS * per * sizeof *xs), *ref = malloc((size_t)STEPS * sizeof *ref);
     float *got = malloc((size_t)STEPS * sizeof *got);
     int32_t *ys = malloc((size_t)STEPS * BATCH * sizeof *ys);
     if (!xs || !ys || !ref || !got) return 1;
-    for (int s = 0; s < STEPS; s++) loom_batch_iter_next(it, xs + s * per, ys + s * BATCH);
-    loom_batch_iter_destroy(it);
+    loom_loader_begin(ld, 0, 0, 0);
+    for (int s = 0; s < STEPS; s++) {
+        loom_loader_batch b;
+        CHECK_OK(ctx, loom_loader_next(ld, &b));
+        if (b.count != BATCH) return 1;
+        memcpy(xs + s * per, b.x, per * sizeof *xs);
+        memcpy(ys + s * BATCH, b.y, BATCH * sizeof *ys);
+    }
+    loom_loader_destroy(ld);
+    loom_source_destroy(src);
 
     struct {
         const char *name;

@@ -80,19 +80,22 @@ typedef struct epochs_seen {
     bool best[16];
 } epochs_seen;
 
-static void on_epoch(void *user, const loom_epoch_stats *s) {
+static loom_status on_epoch(void *user, const loom_epoch_stats *s) {
     epochs_seen *e = user;
     if (e->n < 16) e->val_loss[e->n] = s->val_loss, e->best[e->n] = s->best;
     e->n++;
+    return LOOM_OK;
 }
 
 static void early_stop_e2e(loom_ctx *ctx, const loom_dataset *data) {
     /* min_delta 10: only epoch 1 counts as an improvement, so patience 2
      * stops after epoch 3 and restores epoch 1's weights */
     epochs_seen seen = {0};
-    loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = data, .epochs = 6, .batch = 32,
-                         .opt = {.momentum = 0.9}, .sched = {.lr = 0.05}, .seed = 5, .val_split = 0.25, .early_stop = 2,
-                         .min_delta = 10, .mean = 0.3f, .std = 0.3f, .on_epoch = on_epoch, .user = &seen};
+    loom_train_observer obs = {.user = &seen, .on_epoch = on_epoch};
+    loom_trainer_desc d = {.data = {.train = data, .batch = 32, .val_split = 0.25, .mean = 0.3f, .std = 0.3f},
+                           .model.net.arch = "mlp", .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 0.05}},
+                           .run = {.backend = "cpu", .epochs = 6, .seed = 5, .early_stop = 2, .min_delta = 10},
+                           .log = {.observers = &obs, .nobservers = 1}};
     loom_train_result r;
     CHECK_OK(ctx, loom_train(ctx, &d, &r));
     printf("early stop: %d epochs run, best %d, val loss per epoch %.4f %.4f %.4f, restored %.4f (val n %lld)\n",
@@ -106,7 +109,7 @@ static void early_stop_e2e(loom_ctx *ctx, const loom_dataset *data) {
           seen.val_loss[0]);
     CHECK(seen.val_loss[2] != seen.val_loss[0], "the last epoch's weights differ (%.9g)", seen.val_loss[2]);
     /* keep_last: no restore */
-    d.keep_last = true;
+    d.run.keep_last = true;
     seen.n = 0;
     CHECK_OK(ctx, loom_train(ctx, &d, &r));
     CHECK(!r.restored_best && r.val_loss == seen.val_loss[2], "keep_last: last weights kept (%.9g vs %.9g)", r.val_loss,
@@ -115,20 +118,21 @@ static void early_stop_e2e(loom_ctx *ctx, const loom_dataset *data) {
      * patience 0: the LR halves after every epoch from the second on */
     loom_plateau pl = {.factor = 0.5, .patience = -1, .threshold = 100, .abs_threshold = true};
     loom_plateau_init(&pl, 0.05);
-    loom_train_desc dp = d;
-    dp.early_stop = 0, dp.epochs = 3, dp.plateau = &pl, dp.on_epoch = NULL, dp.opt.weight_decay = 1e-4;
+    loom_trainer_desc dp = d;
+    dp.run.early_stop = 0, dp.run.epochs = 3, dp.optim.plateau = &pl, dp.log.nobservers = 0;
+    dp.optim.opt.weight_decay = 1e-4;
     CHECK_OK(ctx, loom_train(ctx, &dp, &r));
     CHECK(pl.reductions == 2 && pl.lr == 0.0125, "plateau: %d reductions, lr %g (want 2, 0.0125)", pl.reductions, pl.lr);
     CHECK(r.decayed == 3 && r.not_decayed == 3, "weight decay on the 3 mlp weights, not the 3 biases (%d, %d)", r.decayed,
           r.not_decayed);
-    dp.opt.decay_all = true, dp.plateau = NULL;
+    dp.optim.opt.decay_all = true, dp.optim.plateau = NULL;
     CHECK_OK(ctx, loom_train(ctx, &dp, &r));
     CHECK(r.decayed == 6 && r.not_decayed == 0, "decay_all: 6 decayed (%d, %d)", r.decayed, r.not_decayed);
     /* errors */
-    d.val_split = 0;
+    d.data.val_split = 0;
     CHECK(loom_train(ctx, &d, &r) == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "validation"),
           "early stopping without a validation set: '%s'", loom_last_error(ctx));
-    d.val_split = 0.999;
+    d.data.val_split = 0.999;
     CHECK(loom_train(ctx, &d, &r) == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "split"),
           "split leaving less than a batch: '%s'", loom_last_error(ctx));
 }
@@ -160,37 +164,19 @@ static bool svg_ok(const char *s) {
 }
 
 static void lr_find(loom_ctx *ctx, const loom_dataset *data) {
-    /* a plan trained a few steps with SGD + momentum (so the optimizer state is not zero) */
-    loom_backend *be;
-    loom_graph *g;
-    CHECK_OK(ctx, loom_backend_create(ctx, "cpu", NULL, &be));
-    CHECK_OK(ctx, loom_graph_create(ctx, &(loom_graph_desc){.seed = 7}, &g));
-    loom_tensor *x = loom_input(g, "x", LOOM_F32, 4, (int64_t[]){32, 1, 8, 8});
-    loom_tensor *y = loom_input(g, "y", LOOM_I32, 1, (int64_t[]){32}), *logits;
-    CHECK_OK(ctx, loom_model_build(g, &(loom_model_desc){.arch = "mlp", .num_classes = 4}, x, true, &logits));
-    loom_tensor *loss = loom_cross_entropy(g, logits, y, 0, -100);
-    loom_keep(loss);
-    loom_optimizer *opt;
-    loom_plan *plan;
-    CHECK_OK(ctx, loom_backward(g, loss));
-    CHECK_OK(ctx, loom_optimizer_create(g, &(loom_optimizer_desc){.momentum = 0.9}, &opt));
-    CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &plan));
-    loom_batch_iter *it;
-    CHECK_OK(ctx, loom_batch_iter_create(ctx, data, &(loom_batch_iter_desc){.batch = 32, .shuffle = true, .drop_last = true,
-                                                                          .seed = 1, .mean = 0.3f, .std = 0.3f},
-                                         &it));
-    float xb[32 * 64];
-    int32_t yb[32];
-    for (int i = 0; i < 3; i++) {
-        loom_batch_iter_next(it, xb, yb);
-        loom_plan_write(plan, x, xb, sizeof xb), loom_plan_write(plan, y, yb, sizeof yb);
-        loom_optimizer_begin_step(opt, plan, 1e-3);
-        CHECK_OK(ctx, loom_plan_run(plan));
-    }
+    /* a trainer stepped a few times with SGD + momentum (so the optimizer state is not zero) */
+    loom_trainer_desc td = {.data = {.train = data, .batch = 32, .mean = 0.3f, .std = 0.3f}, .model.net.arch = "mlp",
+                            .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 1e-3}}, .run = {.backend = "cpu", .seed = 7}};
+    loom_trainer *t;
+    CHECK_OK(ctx, loom_trainer_create(ctx, &td, &t));
+    for (int i = 0; i < 3; i++) CHECK_OK(ctx, loom_trainer_step(t, NULL));
+    loom_plan *plan = loom_trainer_plan(t);
+    loom_optimizer *opt = loom_trainer_optimizer(t);
     CHECK_OK(ctx, loom_checkpoint_save(plan, "lrfind-before.safetensors", NULL));
     int64_t steps0 = loom_optimizer_steps(opt);
     loom_lr_find_result r;
-    CHECK_OK(ctx, loom_lr_find_plan(plan, opt, x, y, loss, it, &(loom_lr_find_desc){.steps = 100}, &r));
+    /* up to lr 100: far enough for this small problem to diverge */
+    CHECK_OK(ctx, loom_trainer_lr_find(t, &(loom_lr_find_desc){.steps = 100, .end_lr = 100}, &r));
     CHECK_OK(ctx, loom_checkpoint_save(plan, "lrfind-after.safetensors", NULL));
     size_t na, nb;
     unsigned char *a = slurp("lrfind-before.safetensors", &na), *b = slurp("lrfind-after.safetensors", &nb);
@@ -212,15 +198,11 @@ static void lr_find(loom_ctx *ctx, const loom_dataset *data) {
               r.smooth[0], si, r.best_index);
     }
     loom_lr_find_result_free(&r);
-    loom_batch_iter_destroy(it);
-    loom_plan_destroy(plan);
-    loom_optimizer_destroy(opt);
-    loom_graph_destroy(g);
-    loom_backend_destroy(be);
+    loom_trainer_destroy(t);
 
     /* the whole thing from a training description, with the files */
-    loom_train_desc d = {.backend = "cpu", .model = {.arch = "mlp"}, .train = data, .batch = 32,
-                         .opt = {.momentum = 0.9}, .seed = 2, .mean = 0.3f, .std = 0.3f};
+    loom_trainer_desc d = {.data = {.train = data, .batch = 32, .mean = 0.3f, .std = 0.3f}, .model.net.arch = "mlp",
+                           .optim.opt = {.momentum = 0.9}, .run = {.backend = "cpu", .seed = 2}};
     CHECK_OK(ctx, loom_lr_find(ctx, &d, &(loom_lr_find_desc){.steps = 60}, &r));
     CHECK(r.n > 10 && isfinite(r.suggestion), "lr_find from a train desc: %d points, suggestion %g", r.n, r.suggestion);
     CHECK_OK(ctx, loom_lr_find_write_csv(ctx, &r, "lrfind.csv"));

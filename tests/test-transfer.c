@@ -118,13 +118,15 @@ static bool bytes_equal(const loom_st_tensor *a, const loom_st_tensor *b) {
 
 static const char *const frozen_pats[] = {"conv*", "bn*", NULL};
 
-static loom_train_desc phase2_desc(const loom_dataset *test) {
+static loom_trainer_desc phase2_desc(const loom_dataset *test) {
     /* reproducible mode (core/repro.h): the same numbers on every machine, whatever GEMM kernels
      * OpenBLAS picks for the CPU (with OpenBLAS's own the margin below moved by 4 points) */
-    return (loom_train_desc){.backend = "cpu", .backend_desc = {.threads = 2, .reproducible = true},
-                             .model = {.arch = "cnn", .num_classes = 10}, .train = &train_set, .test = test,
-                             .epochs = 1, .max_steps = quick ? 10 : 150, .opt = {.momentum = 0.9},
-                             .sched = {.lr = 0.02}, .seed = 5, .freeze = frozen_pats, .backbone_lr_mult = 0.5};
+    return (loom_trainer_desc){.data = {.train = &train_set, .test = test, .mean = 0.2860f, .std = 0.3530f},
+                               .model.net = {.arch = "cnn", .num_classes = 10},
+                               .transfer = {.freeze = frozen_pats, .backbone_lr_mult = 0.5},
+                               .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 0.02}},
+                               .run = {.backend = "cpu", .backend_desc = {.threads = 2, .reproducible = true}, .epochs = 1,
+                                       .max_steps = quick ? 10 : 150, .seed = 5}};
 }
 
 static void acceptance(loom_ctx *ctx) {
@@ -143,22 +145,23 @@ static void acceptance(loom_ctx *ctx) {
     loom_dataset test = test_set;
     if (quick) test.n = 500; /* a view of the first 500 */
     const char *pre = "transfer-pre.safetensors", *post = "transfer-post.safetensors";
-    loom_train_desc d1 = {.backend = "cpu", .backend_desc = {.threads = 2, .reproducible = true}, .model = {.arch = "cnn"}, .train = &five,
-                          .epochs = 1, .max_steps = quick ? 20 : 120,
-                          .opt = {.momentum = 0.9}, .sched = {.lr = 0.02}, .seed = 4, .save_path = pre};
+    loom_trainer_desc d1 = {.data = {.train = &five, .mean = 0.2860f, .std = 0.3530f}, .model.net.arch = "cnn",
+                            .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 0.02}},
+                            .run = {.backend = "cpu", .backend_desc = {.threads = 2, .reproducible = true}, .epochs = 1,
+                                    .max_steps = quick ? 20 : 120, .seed = 4, .save_path = pre}};
     loom_train_result r1, r2, r3;
     CHECK_OK(ctx, loom_train(ctx, &d1, &r1));
     printf("pre-training on %lld samples of classes 0-4: train loss %.3f\n", (long long)five.n, r1.train_loss);
 
-    loom_train_desc d2 = phase2_desc(&test);
-    d2.init_from = pre;
-    d2.save_path = post;
+    loom_trainer_desc d2 = phase2_desc(&test);
+    d2.transfer.init_from = pre;
+    d2.run.save_path = post;
     CHECK_OK(ctx, loom_train(ctx, &d2, &r2));
-    loom_train_desc d3 = phase2_desc(&test);
+    loom_trainer_desc d3 = phase2_desc(&test);
     if (!quick) CHECK_OK(ctx, loom_train(ctx, &d3, &r3));
     if (quick) r3.test_acc = 0;
     printf("10 classes, conv/bn frozen, %lld steps: test acc %.2f%% from the 5-class features, %.2f%% from random ones%s\n",
-           (long long)d2.max_steps, 100 * r2.test_acc, 100 * r3.test_acc, quick ? " (not run: sanitizer build)" : "");
+           (long long)d2.run.max_steps, 100 * r2.test_acc, 100 * r3.test_acc, quick ? " (not run: sanitizer build)" : "");
     printf("init report: loaded %d, missing %d, unexpected %d, mismatched %d (%s, %s), ignored %d\n", r2.init.loaded,
            r2.init.missing, r2.init.unexpected, r2.init.mismatched, r2.init.mismatched_names[0],
            r2.init.mismatched_names[1], r2.init.ignored);
@@ -166,12 +169,12 @@ static void acceptance(loom_ctx *ctx) {
 
     /* frozen_16bit (mixed precision): the frozen parameters keep only their 16-bit copy, loaded
      * from the f32 file by rounding: the same losses as with f32 masters, less parameter memory */
-    loom_train_desc d5 = phase2_desc(&test);
-    d5.backend_desc.reproducible = false; /* the mode is f32 only; both runs here are ordinary */
-    d5.init_from = pre, d5.amp = LOOM_F16, d5.max_steps = 20, d5.backbone_lr_mult = 0;
+    loom_trainer_desc d5 = phase2_desc(&test);
+    d5.run.backend_desc.reproducible = false; /* the mode is f32 only; both runs here are ordinary */
+    d5.transfer.init_from = pre, d5.model.amp = LOOM_F16, d5.run.max_steps = 20, d5.transfer.backbone_lr_mult = 0;
     loom_train_result r5a, r5b;
     CHECK_OK(ctx, loom_train(ctx, &d5, &r5a));
-    d5.frozen_16bit = true;
+    d5.transfer.frozen_16bit = true;
     CHECK_OK(ctx, loom_train(ctx, &d5, &r5b));
     printf("frozen_16bit: %d of %d frozen tensors in 16 bits only; parameters %zu -> %zu bytes; train loss %.6f vs %.6f\n",
            r5b.frozen_16bit, r5b.frozen, r5a.train_memory.param_bytes, r5b.train_memory.param_bytes, r5a.train_loss,
@@ -185,7 +188,7 @@ static void acceptance(loom_ctx *ctx) {
     CHECK(r5a.train_loss == r5b.train_loss && r5a.test_loss == r5b.test_loss,
           "the same losses with and without frozen_16bit (%.9g / %.9g vs %.9g / %.9g)", r5a.train_loss, r5a.test_loss,
           r5b.train_loss, r5b.test_loss);
-    d5.amp = LOOM_F32;
+    d5.model.amp = LOOM_F32;
     CHECK(loom_train(ctx, &d5, &r5b) == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "needs amp"),
           "frozen_16bit without amp is an error: %s", loom_last_error(ctx));
     /* the head was replaced: fc2 mismatched (5 vs 10 classes), everything else loaded */
@@ -228,9 +231,9 @@ static void acceptance(loom_ctx *ctx) {
     loom_safetensors_close(b);
 
     /* a name map: fc1 -> other (then missing), the rest kept */
-    loom_train_desc d4 = phase2_desc(&test);
+    loom_trainer_desc d4 = phase2_desc(&test);
     const char *const map[] = {"fc1.*", "old_fc1.*", NULL};
-    d4.init_from = pre, d4.init_map = map, d4.max_steps = 1, d4.test = NULL;
+    d4.transfer.init_from = pre, d4.transfer.init_map = map, d4.run.max_steps = 1, d4.data.test = NULL;
     loom_train_result r4;
     CHECK_OK(ctx, loom_train(ctx, &d4, &r4));
     CHECK(r4.init.loaded == 10 && r4.init.missing == 2 && r4.init.unexpected == 2 && r4.init.renamed == 4 &&
@@ -241,25 +244,25 @@ static void acceptance(loom_ctx *ctx) {
     /* errors */
     loom_status st;
     const char *const nothing[] = {"conv*", "encoder.*", NULL};
-    d4 = phase2_desc(NULL), d4.freeze = nothing;
+    d4 = phase2_desc(NULL), d4.transfer.freeze = nothing;
     st = loom_train(ctx, &d4, &r4);
     CHECK(st == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "'encoder.*'"), "freeze pattern matching nothing: %s",
           loom_last_error(ctx));
-    d4 = phase2_desc(NULL), d4.head = "classifier.*";
+    d4 = phase2_desc(NULL), d4.transfer.head = "classifier.*";
     st = loom_train(ctx, &d4, &r4);
     CHECK(st == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "'classifier.*'"), "head pattern matching nothing: %s",
           loom_last_error(ctx));
     const char *const malformed[] = {"a*b", "c*", NULL};
-    d4 = phase2_desc(NULL), d4.init_from = pre, d4.init_map = malformed;
+    d4 = phase2_desc(NULL), d4.transfer.init_from = pre, d4.transfer.init_map = malformed;
     st = loom_train(ctx, &d4, &r4);
     CHECK(st == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "malformed"), "malformed name map: %s",
           loom_last_error(ctx));
     const char *const collide[] = {"fc1.*", "fc2.*", NULL};
-    d4.init_map = collide;
+    d4.transfer.init_map = collide;
     st = loom_train(ctx, &d4, &r4);
     CHECK(st == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "renames both"), "colliding name map: %s",
           loom_last_error(ctx));
-    d4 = phase2_desc(NULL), d4.init_from = "transfer-no-such.safetensors";
+    d4 = phase2_desc(NULL), d4.transfer.init_from = "transfer-no-such.safetensors";
     st = loom_train(ctx, &d4, &r4);
     CHECK(st == LOOM_ERR_IO && strstr(loom_last_error(ctx), "transfer-no-such.safetensors"), "missing init file: %s",
           loom_last_error(ctx));

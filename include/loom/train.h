@@ -1,39 +1,49 @@
-/* loom/train.h — the training loop: a model on a dataset, end to end.
+/* loom/train.h — the training floor: a model on a dataset, end to end.
  *
- * defines: loom_train_desc, loom_train_progress, loom_epoch_stats,
- *          loom_train_result, loom_train, loom_pick_backend,
- *          loom_early_stop (the early-stopping rule, a pure state machine),
- *          loom_lr_find / loom_lr_find_plan (the LR range test).
+ * defines: loom_trainer (setup, step, epoch end, finish as separate calls),
+ *          loom_trainer_desc (data / model / transfer / optim / run / log),
+ *          loom_train_observer (CSV, TensorBoard and progress lines attach
+ *          to a trainer as observers), loom_step_result, loom_epoch_stats,
+ *          loom_train_result, loom_train (a loop over the trainer),
+ *          loom_pick_backend, loom_early_stop (the early-stopping rule, a
+ *          pure state machine), the LR range test (loom_trainer_lr_find,
+ *          loom_lr_find) and the TensorBoard writer.
  *
- * loom_train builds the training graph (model, cross-entropy with label
- * smoothing, backward, optimizer) and an evaluation graph sharing its
- * weights, compiles both for the backend, and runs epochs: one plan run per
- * micro-batch, the learning rate from the schedule each step, evaluation on
- * the test set, checkpoints after each epoch (atomic), resume from a
- * checkpoint. With the same seed a resumed run continues bitwise as an
- * uninterrupted one would on the CPU backend.
+ * loom_trainer_create builds the training graph (model, cross-entropy with
+ * label smoothing, backward, optimizer) and an evaluation graph sharing its
+ * weights, compiles both for the backend and opens the training batches'
+ * loader. loom_trainer_step runs one micro-batch (one plan run, the learning
+ * rate from the schedule): a host application can call it once per frame.
+ * loom_trainer_epoch_end evaluates on the validation and test sets, steps
+ * reduce-on-plateau and early stopping and writes the checkpoint (atomic);
+ * loom_trainer_finish restores the best epoch's weights when early stopping
+ * asks for it and fills the result. A run resumed from a checkpoint
+ * continues bitwise as an uninterrupted one would on the CPU backend, with
+ * the same seed.
  *
- * Validation and early stopping: with a validation set (desc.val, or
- * desc.val_split holding out a seeded fraction of the training set) the model
- * is evaluated on it after every epoch; with desc.early_stop = PATIENCE,
- * training stops once the monitored metric (validation loss or accuracy) has
- * not improved by more than min_delta for PATIENCE epochs, and the weights
- * (parameters and batch-norm statistics) of the best epoch are restored at
- * the end, from a host copy taken whenever the metric improves.
+ * Validation and early stopping: with a validation set (data.val, or
+ * data.val_split holding out a seeded fraction of the training set) the
+ * model is evaluated on it after every epoch; with run.early_stop =
+ * PATIENCE, training stops once the monitored metric (validation loss or
+ * accuracy) has not improved by more than min_delta for PATIENCE epochs,
+ * and the weights (parameters and batch-norm statistics) of the best epoch
+ * are restored at the end, from a host copy taken whenever the metric
+ * improves.
  *
- * Transfer learning: desc.init_from loads the model's parameters and
+ * Transfer learning: transfer.init_from loads the model's parameters and
  * batch-norm statistics by name from a safetensors file (a loom checkpoint
- * or any file with the same names; desc.init_map renames the file's tensors
- * first) before training. Tensors whose shape differs (a classifier head
- * for another class count) are skipped and keep their fresh initialisation:
- * that replaces the head. The file's optimizer state and step counters are
- * not loaded; result.init reports loaded / missing / unexpected /
- * mismatched tensors. desc.freeze freezes parameters by name pattern
- * (fnmatch): they get no gradient, no update op and no optimizer state.
- * Batch-norm layers whose gamma and beta are frozen still update their
- * running statistics in training mode, as torch does for a module left in
- * train() mode. desc.backbone_lr_mult scales the LR of every trained
- * parameter outside the head (desc.head, by default the last fc layer).
+ * or any file with the same names; transfer.init_map renames the file's
+ * tensors first) before training. Tensors whose shape differs (a classifier
+ * head for another class count) are skipped and keep their fresh
+ * initialisation: that replaces the head. The file's optimizer state and
+ * step counters are not loaded; result.init reports loaded / missing /
+ * unexpected / mismatched tensors. transfer.freeze freezes parameters by
+ * name pattern (fnmatch): they get no gradient, no update op and no
+ * optimizer state. Batch-norm layers whose gamma and beta are frozen still
+ * update their running statistics in training mode, as torch does for a
+ * module left in train() mode. transfer.backbone_lr_mult scales the LR of
+ * every trained parameter outside the head (transfer.head, by default the
+ * last fc layer).
  */
 #ifndef LOOM_TRAIN_H
 #define LOOM_TRAIN_H
@@ -48,15 +58,6 @@
 extern "C" {
 #endif
 
-typedef struct loom_train_progress {
-    int epoch, epochs;         /* 1-based epoch */
-    int64_t step, steps;       /* batches done / per epoch */
-    double loss;               /* running mean of this epoch's training loss */
-    double samples_per_s;
-    double eta_s;              /* this epoch */
-    double lr;
-} loom_train_progress;
-
 typedef struct loom_epoch_stats {
     int epoch, epochs;
     double train_loss;         /* mean over the epoch's batches */
@@ -70,11 +71,26 @@ typedef struct loom_epoch_stats {
     double load_ms;            /* worker time to load one batch */
     double compute_ms;         /* time per step outside the loader (write, run, read, logs) */
     int workers;               /* loader threads at the end of the epoch (0 = none: synchronous) */
-    /* dynamic loss scaling (desc.amp): the scale at the end of the epoch
+    /* dynamic loss scaling (model.amp): the scale at the end of the epoch
      * (NaN when off) and the optimizer steps it skipped in this epoch */
     double loss_scale;
     int64_t skipped_steps;
+    int64_t global_step;       /* optimizer micro-steps so far (the logs' x axis) */
+    bool last;                 /* no epoch follows: the epochs are done or early stopping ended the run */
 } loom_epoch_stats;
+
+/* One micro-batch of loom_trainer_step. */
+typedef struct loom_step_result {
+    int epoch, epochs;         /* 1-based epoch */
+    int64_t step, steps;       /* batches done in this epoch / per epoch */
+    int64_t global_step;       /* optimizer micro-steps so far (the logs' x axis) */
+    int count;                 /* samples in the batch; 0 = no batch was left (epoch_done) */
+    double loss, accuracy;     /* of this batch (train mode) */
+    double mean_loss;          /* running mean of this epoch's training loss */
+    double lr;
+    double elapsed_s, samples_per_s, eta_s; /* this epoch */
+    bool epoch_done;           /* the epoch's batches are done: call loom_trainer_epoch_end */
+} loom_step_result;
 
 /* ---- early stopping ----
  * The rule (Keras' EarlyStopping): a value improves on the best if it is
@@ -98,55 +114,32 @@ void loom_early_stop_init(loom_early_stop *es, int patience, double min_delta, b
 bool loom_early_stop_update(loom_early_stop *es, double value);
 
 
-typedef struct loom_train_desc {
-    const char *backend;           /* NULL or "auto" = loom_pick_backend */
-    loom_backend_desc backend_desc;
-    loom_model_desc model;         /* in_c/h/w and num_classes default to the data's */
-    const loom_dataset *train, *test; /* test may be NULL */
-    int epochs;                    /* 0 = 1 */
+typedef struct loom_train_result loom_train_result;
+
+/* Something that follows a run: each callback may be NULL; a status other
+ * than LOOM_OK stops the run with that error. on_close is called once by
+ * loom_trainer_destroy (free what user holds). The trainer calls its
+ * observers in the order they were attached: the CSV log, the TensorBoard
+ * writer, then log.observers in order. */
+typedef struct loom_train_observer {
+    void *user;
+    loom_status (*on_step)(void *user, const loom_step_result *s);   /* after every batch */
+    loom_status (*on_epoch)(void *user, const loom_epoch_stats *s);  /* after the epoch's checkpoint */
+    loom_status (*on_finish)(void *user, const loom_train_result *r);
+    void (*on_close)(void *user);
+} loom_train_observer;
+
+/* What is trained on and how its batches are made. */
+typedef struct loom_train_data {
+    const loom_dataset *train;     /* required */
+    const loom_dataset *test;      /* NULL = none */
+    const loom_dataset *val;       /* validation set, evaluated every epoch; NULL = none (or val_split) */
+    double val_split;              /* no val and > 0: hold out this fraction of train (seeded by run.seed) */
+    /* the dataset's input normalisation, x = (pixel / 255 - mean) / std;
+     * std 0 = none (mean 0, std 1): the caller describes its data */
+    float mean, std;
     int batch;                     /* 0 = 64 */
     int eval_batch;                /* 0 = 256 */
-    loom_optimizer_desc opt;
-    loom_schedule sched;           /* sched.lr is the base LR (0 = 0.01); times in optimizer steps */
-    double label_smoothing;
-    uint64_t seed;                 /* fixes init, data order, validation split, dropout */
-    bool deterministic;            /* deterministic kernels (see loom_backend_desc.deterministic); set
-                                      here or in backend_desc: either turns them on */
-    int eval_every;                /* evaluate every N epochs (and after the last); 0 = 1 */
-    int64_t max_steps;             /* > 0: stop each epoch after this many batches (short runs) */
-    int64_t max_eval;              /* > 0: evaluate on the first batches covering this many samples (short runs) */
-    const char *save_path;         /* checkpoint after every epoch (atomic), NULL = none */
-    const char *resume_path;       /* continue from this checkpoint, NULL = fresh start */
-    float mean, std;               /* input normalisation; std 0 = Fashion-MNIST's (0.2860, 0.3530) */
-    bool profile;                  /* time every op of the training step (result.profile) */
-    const loom_dataset *val;       /* validation set, evaluated every epoch; NULL = none (or val_split) */
-    double val_split;              /* no val and > 0: hold out this fraction of train (seeded by seed) */
-    int early_stop;                /* patience in epochs; 0 = off (needs a validation set) */
-    double min_delta;              /* early stopping: smallest improvement that counts */
-    loom_monitor monitor;          /* early stopping: val loss (default) or val accuracy */
-    bool keep_last;                /* early stopping: keep the last weights instead of the best */
-    const char *log_csv;           /* CSV log: a "step" row per batch, an "epoch" row per epoch; NULL = none */
-    const char *tensorboard_dir;   /* TensorBoard scalars (train/..., epoch/...); NULL = none */
-    loom_plateau *plateau;         /* reduce-on-plateau, stepped with the val loss (test loss without a
-                                      val set) after each evaluation; it scales the schedule's LR */
-    void (*on_progress)(void *user, const loom_train_progress *p); /* after every batch */
-    void (*on_epoch)(void *user, const loom_epoch_stats *s);
-    void *user;
-    /* transfer learning (see the top of this file) */
-    const char *init_from;         /* safetensors file to initialise the model from; NULL = none; ignored
-                                      when resuming (the checkpoint has everything) */
-    const char *const *init_map;   /* name map for init_from: pairs "old", "new", ..., NULL (see
-                                      loom_checkpoint_load_desc.name_map: exact names or "prefix.*") */
-    const char *const *freeze;     /* NULL-terminated fnmatch patterns of parameter names to freeze;
-                                      a pattern that matches no parameter is LOOM_ERR_INVALID_ARG */
-    bool frozen_16bit;             /* with amp and freeze: frozen parameters keep only their 16-bit copy
-                                      (no f32 master; loaded from f32 files by rounding); the parameters
-                                      that have any f32 use stay f32. res->frozen_16bit counts them */
-    const char *head;              /* fnmatch pattern of the head's parameters; NULL = the last fc layer
-                                      of the model ("fc2.*" for cnn, "fc3.*" for mlp) */
-    double backbone_lr_mult;       /* > 0: LR multiplier for the trained parameters outside the head
-                                      (0 = 1: one LR for all); it overrides opt.lr_mult */
-    void (*on_init)(void *user, const loom_checkpoint_report *r); /* after init_from is loaded */
     /* the training batches' loader (loom/loader.h): worker threads
      * (LOOM_WORKERS_AUTO = 0, the default; LOOM_WORKERS_SYNC; N) and batch
      * slots per worker (0 = 2). Batches are bitwise the same for all. */
@@ -161,6 +154,12 @@ typedef struct loom_train_desc {
     loom_source *train_source;
     const loom_tf_step *train_steps;
     int train_nsteps;
+} loom_train_data;
+
+/* The network and its loss. */
+typedef struct loom_train_model {
+    loom_model_desc net;           /* in_c/h/w and num_classes default to the data's */
+    double label_smoothing;
     /* mixed precision: LOOM_F32 (0, the default) = off; LOOM_F16 or LOOM_BF16
      * builds the model under autocast (loom_graph_set_autocast) with f32
      * master weights. F16 adds dynamic loss scaling (loss_scale; zero =
@@ -169,9 +168,74 @@ typedef struct loom_train_desc {
     loom_dtype amp;
     loom_loss_scale_desc loss_scale;
     bool bf16_loss_scaling;
-} loom_train_desc;
+} loom_train_model;
 
-typedef struct loom_train_result {
+/* Transfer learning (see the top of this file). */
+typedef struct loom_train_transfer {
+    const char *init_from;         /* safetensors file to initialise the model from; NULL = none; ignored
+                                      when resuming (the checkpoint has everything) */
+    const char *const *init_map;   /* name map for init_from: pairs "old", "new", ..., NULL (see
+                                      loom_checkpoint_load_desc.name_map: exact names or "prefix.*") */
+    const char *const *freeze;     /* NULL-terminated fnmatch patterns of parameter names to freeze;
+                                      a pattern that matches no parameter is LOOM_ERR_INVALID_ARG */
+    bool frozen_16bit;             /* with amp and freeze: frozen parameters keep only their 16-bit copy
+                                      (no f32 master; loaded from f32 files by rounding); the parameters
+                                      that have any f32 use stay f32. res->frozen_16bit counts them */
+    const char *head;              /* fnmatch pattern of the head's parameters; NULL = the last fc layer
+                                      of the model ("fc2.*" for cnn, "fc3.*" for mlp) */
+    double backbone_lr_mult;       /* > 0: LR multiplier for the trained parameters outside the head
+                                      (0 = 1: one LR for all); it overrides opt.lr_mult */
+    void (*on_init)(void *user, const loom_checkpoint_report *r); /* after init_from is loaded */
+    void *user;
+} loom_train_transfer;
+
+/* The optimizer and its learning rate. */
+typedef struct loom_train_optim {
+    loom_optimizer_desc opt;
+    loom_schedule sched;           /* sched.lr is the base LR (0 = 0.01); times in optimizer steps */
+    loom_plateau *plateau;         /* reduce-on-plateau, stepped with the val loss (test loss without a
+                                      val set) after each evaluation; it scales the schedule's LR */
+} loom_train_optim;
+
+/* Where and how long it runs, and what it keeps. */
+typedef struct loom_train_run {
+    const char *backend;           /* NULL or "auto" = loom_pick_backend */
+    loom_backend_desc backend_desc;
+    bool deterministic;            /* deterministic kernels (see loom_backend_desc.deterministic); set
+                                      here or in backend_desc: either turns them on */
+    uint64_t seed;                 /* fixes init, data order, validation split, dropout */
+    int epochs;                    /* 0 = 1 */
+    int eval_every;                /* evaluate on the test set every N epochs (and after the last); 0 = 1 */
+    int64_t max_steps;             /* > 0: stop each epoch after this many batches (short runs) */
+    int64_t max_eval;              /* > 0: evaluate on the first batches covering this many samples (short runs) */
+    const char *save_path;         /* checkpoint after every epoch (atomic), NULL = none */
+    const char *resume_path;       /* continue from this checkpoint, NULL = fresh start */
+    int early_stop;                /* patience in epochs; 0 = off (needs a validation set) */
+    double min_delta;              /* early stopping: smallest improvement that counts */
+    loom_monitor monitor;          /* early stopping: val loss (default) or val accuracy */
+    bool keep_last;                /* early stopping: keep the last weights instead of the best */
+    bool profile;                  /* time every op of the training step (result.profile) */
+} loom_train_run;
+
+/* Who follows the run. */
+typedef struct loom_train_log {
+    const char *csv;               /* CSV log: a "step" row per batch, an "epoch" row per epoch; NULL = none */
+    const char *tensorboard_dir;   /* TensorBoard scalars (train/..., epoch/...); NULL = none */
+    const loom_train_observer *observers; /* nobservers more (copied at create) */
+    int nobservers;
+} loom_train_log;
+
+/* Zero-initialised fields take defaults. */
+typedef struct loom_trainer_desc {
+    loom_train_data data;
+    loom_train_model model;
+    loom_train_transfer transfer;
+    loom_train_optim optim;
+    loom_train_run run;
+    loom_train_log log;
+} loom_trainer_desc;
+
+struct loom_train_result {
     const char *backend;   /* static name */
     int epochs_run;        /* including resumed ones */
     double train_loss, test_loss, test_acc;
@@ -180,24 +244,50 @@ typedef struct loom_train_result {
     size_t peak_bytes;     /* planned device memory: train + eval plans */
     loom_plan_memory train_memory; /* the training plan's breakdown (params, state, activations, arena) */
     int64_t steps;         /* optimizer steps */
-    loom_op_time profile[16]; /* with desc.profile: the top ops of the training step by time */
+    loom_op_time profile[16]; /* with run.profile: the top ops of the training step by time */
     int n_profile;
     double val_loss, val_acc; /* of the final weights (the best epoch's when restored); NaN without val */
     int best_epoch;        /* early stopping: the best epoch (1-based), 0 = off */
-    bool stopped_early;    /* early stopping ended the run before desc.epochs */
+    bool stopped_early;    /* early stopping ended the run before run.epochs */
     bool restored_best;    /* the best epoch's weights were restored at the end */
     int64_t val_n;         /* validation samples (after val_split) */
     int decayed, not_decayed; /* parameter tensors with / without weight decay */
     loom_checkpoint_report init; /* init_from: what the load found */
-    int frozen;            /* parameter tensors frozen by desc.freeze */
+    int frozen;            /* parameter tensors frozen by transfer.freeze */
     int64_t frozen_numel;  /* their elements */
-    int frozen_16bit;      /* frozen parameters stored in 16 bits only (desc.frozen_16bit) */
+    int frozen_16bit;      /* frozen parameters stored in 16 bits only (transfer.frozen_16bit) */
     int64_t frozen_16bit_saved_bytes; /* parameter memory that saved (f32 master replaced by the 16-bit copy) */
     int trained;           /* parameter tensors updated by the optimizer */
     int head_params;       /* with backbone_lr_mult: trained parameter tensors of the head (LR x 1) */
-} loom_train_result;
+};
 
-loom_status loom_train(loom_ctx *ctx, const loom_train_desc *desc, loom_train_result *result);
+typedef struct loom_trainer loom_trainer;
+
+/* Set up a run: checks the desc, splits off the validation set, creates the
+ * backend, builds and compiles the training and evaluation graphs, loads
+ * init_from or the checkpoint to resume, opens the loader and the logs. */
+loom_status loom_trainer_create(loom_ctx *ctx, const loom_trainer_desc *desc, loom_trainer **out);
+/* Attach one more observer (copied). */
+loom_status loom_trainer_observe(loom_trainer *tr, const loom_train_observer *obs);
+/* One optimizer (micro-)step on the next training batch; the epoch begins
+ * at its first step. out may be NULL. After out->epoch_done, call
+ * loom_trainer_epoch_end before the next step. */
+loom_status loom_trainer_step(loom_trainer *tr, loom_step_result *out);
+/* The end of the epoch: evaluation, plateau and early stopping, the
+ * checkpoint, the observers' on_epoch. out may be NULL. */
+loom_status loom_trainer_epoch_end(loom_trainer *tr, loom_epoch_stats *out);
+/* true when no epoch is left to run (all done, or early stopping ended the run). */
+bool loom_trainer_done(const loom_trainer *tr);
+/* After the last epoch: restores the best epoch's weights when early
+ * stopping asks for it (measured again), fills *res, runs on_finish. */
+loom_status loom_trainer_finish(loom_trainer *tr, loom_train_result *res);
+void loom_trainer_destroy(loom_trainer *tr);
+/* The compiled training plan and its optimizer (owned by the trainer). */
+loom_plan *loom_trainer_plan(const loom_trainer *tr);
+loom_optimizer *loom_trainer_optimizer(const loom_trainer *tr);
+
+/* create, steps and epoch ends until done, finish, destroy. */
+loom_status loom_train(loom_ctx *ctx, const loom_trainer_desc *desc, loom_train_result *result);
 
 /* "auto": the fastest real device available — CUDA, then a Vulkan or OpenCL
  * device that is a real GPU, then the CPU. Returns the backend name and, in
@@ -234,14 +324,14 @@ typedef struct loom_lr_find_result {
     const char *backend;     /* loom_lr_find: static name */
 } loom_lr_find_result;
 
-/* On a compiled training plan: x (N, C, H, W) f32 and y (N) i32 are the
- * plan's inputs, loss its kept loss, opt the graph's optimizer; batches come
- * from it (restarted at the end of an epoch). */
-loom_status loom_lr_find_plan(loom_plan *plan, loom_optimizer *opt, loom_tensor *x, loom_tensor *y, loom_tensor *loss,
-                              loom_batch_iter *it, const loom_lr_find_desc *desc, loom_lr_find_result *res);
-/* The range test for the model, data (train), batch, optimizer, seed and
- * backend of a training description (the schedule is ignored). */
-loom_status loom_lr_find(loom_ctx *ctx, const loom_train_desc *train, const loom_lr_find_desc *desc,
+/* On a trainer: one training batch per point from its loader (epochs from
+ * the trainer's current one, restarted at their end), with its plan and
+ * optimizer; the trainer's next step continues where it left off. */
+loom_status loom_trainer_lr_find(loom_trainer *tr, const loom_lr_find_desc *desc, loom_lr_find_result *res);
+/* The range test for the model, data (data.train, without transforms),
+ * batch, optimizer, seed and backend of a training description (the
+ * schedule, evaluation sets, logs and checkpoints are ignored). */
+loom_status loom_lr_find(loom_ctx *ctx, const loom_trainer_desc *train, const loom_lr_find_desc *desc,
                          loom_lr_find_result *res);
 void loom_lr_find_result_free(loom_lr_find_result *res);
 /* "step,lr,loss,smoothed_loss" rows; atomic enough for a log (plain write). */
@@ -251,8 +341,8 @@ loom_status loom_lr_find_write_svg(loom_ctx *ctx, const loom_lr_find_result *res
 
 /* ---- logs ----
  * TensorBoard event files written directly (TFRecord framing, Event and
- * Summary protobufs; see core/logs.c): readable by TensorBoard and its
- * Python event reader. loom_train writes them with desc.tensorboard_dir. */
+ * Summary protobufs; see train/logs.c): readable by TensorBoard and its
+ * Python event reader. A trainer writes them with log.tensorboard_dir. */
 typedef struct loom_tb_writer loom_tb_writer;
 /* Create dir if needed and a new events.out.tfevents.<time>.<host>.<pid>.loom file in it. */
 loom_status loom_tb_open(loom_ctx *ctx, const char *dir, loom_tb_writer **out);

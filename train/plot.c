@@ -1,4 +1,4 @@
-/* core/plot.c — SVG line charts (see loom/plot.h). */
+/* train/plot.c — SVG line charts (see loom/plot.h). */
 #include <errno.h>
 #include <math.h>
 

@@ -1,4 +1,4 @@
-/* core/logs.c — training logs: TensorBoard event files written by hand
+/* train/logs.c — training logs: TensorBoard event files written by hand
  * (see loom/train.h: loom_tb_writer).
  *
  * An event file is a sequence of TFRecords:

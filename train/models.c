@@ -1,4 +1,4 @@
-/* core/models.c — the built-in model builders (mlp, cnn), with PyTorch's
+/* train/models.c — the built-in model builders (mlp, cnn), with PyTorch's
  * parameter names and default initialisation. */
 #include <math.h>
 

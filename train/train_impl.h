@@ -1,0 +1,84 @@
+/* train/train_impl.h — library-private parts of the training floor shared by
+ * its files: the trainer's state (set up in train/setup.c, driven by
+ * train/train.c and train/lrfind.c), the host snapshots of a plan's
+ * parameters and states (train/snapshot.c) and the built-in observers
+ * (train/observers.c). */
+#ifndef LOOM_TRAIN_TRAIN_IMPL_H
+#define LOOM_TRAIN_TRAIN_IMPL_H
+
+#include "impl.h"
+#include "loom/train.h"
+
+/* A host copy of every parameter and state of a graph (weights, batch-norm
+ * statistics, optimizer state) as stored in a plan, in their own dtypes. */
+typedef struct loom__snapshot {
+    int n;
+    loom_tensor **t;
+    void **data;
+} loom__snapshot;
+
+/* Take (or refresh: same graph) the copy; params_only skips optimizer state
+ * (states named after a parameter with an optimizer suffix are still
+ * states: params_only keeps parameters and batch-norm statistics, i.e. every
+ * state whose name does not end in an optimizer suffix). */
+loom_status loom__snapshot_take(loom__snapshot *s, loom_plan *plan, loom_graph *g, bool params_only);
+loom_status loom__snapshot_restore(const loom__snapshot *s, loom_plan *plan);
+void loom__snapshot_free(loom__snapshot *s);
+
+/* A model's graph: its inputs, outputs and compiled plan. */
+typedef struct loom__model_graph {
+    loom_graph *g;
+    loom_tensor *x, *y, *logits, *loss;
+    loom_tensor *scaled_loss; /* what loom_backward starts from: loss, or loss * the loss scale (amp) */
+    loom_plan *plan;
+    int batch;
+} loom__model_graph;
+
+/* The head's LR group (transfer.backbone_lr_mult). */
+typedef struct loom__head_rule {
+    char pattern[80];
+    double mult;
+    int head; /* parameters the pattern matched (counted by the optimizer's calls) */
+} loom__head_rule;
+
+enum { LOOM__MAX_OBSERVERS = 16 };
+
+struct loom_trainer {
+    loom_ctx *ctx;
+    loom_trainer_desc d;        /* defaults resolved; data.train/val point at the split when there is one */
+    loom_model_desc md;         /* the network, shapes and classes filled from the data */
+    loom_dataset split_train, split_val;
+    loom_safetensors *ck;       /* the checkpoint to resume from */
+    loom_backend *be;
+    loom__model_graph tr, ev;   /* training and evaluation graphs (ev.plan NULL: nothing to evaluate) */
+    loom_optimizer *opt;
+    loom__head_rule hr;
+    loom_source *tsrc;          /* data.train wrapped as a source (no train_source) */
+    loom_loader *loader;        /* the training batches */
+    float *xbuf, *logits;       /* host buffers for the larger of the two batches */
+    int32_t *ybuf;
+    size_t per;                 /* values per sample */
+    int64_t steps;              /* training batches per epoch */
+    loom_train_observer obs[LOOM__MAX_OBSERVERS];
+    int nobs;
+    /* the run */
+    int start_epoch, epoch;     /* 0-based: the first epoch of this run, the current one */
+    bool in_epoch, epoch_over, reposition, stopped;
+    int64_t s, correct;         /* batches done in the epoch, correct predictions among them */
+    double t0, loss_sum, lr;
+    double t_all;               /* training seconds over the epochs run here */
+    int64_t samples_all;
+    double plateau_scale;
+    bool scaling;               /* dynamic loss scaling */
+    int64_t skipped0;           /* the scaler's skipped-step count at the start of the epoch */
+    loom_early_stop stopper;
+    loom__snapshot best;
+    loom_train_result res;
+};
+
+/* The built-in observers, attached by loom_trainer_create: the CSV log
+ * (append: a resumed run, no header) and the TensorBoard writer. */
+loom_status loom__csv_observer(loom_ctx *ctx, const char *path, bool append, loom_train_observer *out);
+loom_status loom__tb_observer(loom_ctx *ctx, const char *dir, loom_train_observer *out);
+
+#endif
