@@ -13,6 +13,7 @@
 #define LOOM_CORE_BACKEND_IMPL_H
 
 #include "impl.h"
+#include "params.h"
 
 typedef void (*loom__fnptr)(void);
 typedef struct loom__kernel {
@@ -102,6 +103,10 @@ struct loom_plan {
  * either way). On error nothing changes and buf is still the caller's. The
  * caller checks size and alignment (backend rules). */
 loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what);
+
+/* The pool geometry table (LOOM_G_POOL_LEN values, layout LOOM_G_POOL_*) of
+ * pool node t or its gradient, from x's dims xd and y's dims yd (core/ops/pool2d.c). */
+void loom__pool_geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd, int64_t *g);
 
 /* The backends compiled in (NULL-terminated). */
 extern const loom__backend_vtbl *const loom__backends[];

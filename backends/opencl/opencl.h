@@ -239,7 +239,7 @@ extern const loom__kernel loom__cl_kernels[LOOM_OP_COUNT];
  * whose kernels are canonical in a -DLOOM_REPRO program or exact anyway). */
 extern const loom__cl_fn loom__cl_repro_kernels[LOOM_OP_COUNT];
 
-#define LOOM_OP(e, stem, bw, fl) loom_status loom__cl_##stem(loom__cl_op *o);
+#define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__cl_##stem(loom__cl_op *o);
 #include "../../core/ops.def"
 #undef LOOM_OP
 

@@ -392,7 +392,7 @@ loom__buffer *loom__vk_buffer_of(const loom_plan *p, const loom_tensor *t);
 #define LOOM__VK_ALL (LOOM__VK_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
 extern const loom__kernel loom__vk_kernels[LOOM_OP_COUNT];
 
-#define LOOM_OP(e, stem, bw, fl) loom_status loom__vk_##stem(loom__vk_op *o);
+#define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__vk_##stem(loom__vk_op *o);
 #include "../../core/ops.def"
 #undef LOOM_OP
 

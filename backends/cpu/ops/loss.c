@@ -117,8 +117,8 @@ static void ce_init(cejob *j, const loom__cpu_args *a) {
     j->C = logits->dims[1];
     j->x = a->x[0];
     j->t = a->x[1];
-    j->ignore = (int32_t)a->node->p[0];
-    j->eps = a->node->f[0];
+    j->ignore = (int32_t)a->node->p[LOOM_P_CE_IGNORE];
+    j->eps = a->node->f[LOOM_F_CE_EPS];
 }
 
 /* logits (N, C), targets (N) i32 -> scalar */

@@ -14,7 +14,7 @@ static void gemm(const loom__cpu_args *a, bool ta, bool tb, int64_t M, int64_t N
 /* y (batch..., M, N) = op(a) (batch_a..., M, K) x op(b) (batch_b..., K, N) */
 loom_status loom__cpu_matmul(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *A = y->src[0], *B = y->src[1];
-    bool ta = y->p[0], tb = y->p[1];
+    bool ta = y->p[LOOM_P_MATMUL_TRANS_A], tb = y->p[LOOM_P_MATMUL_TRANS_B];
     int nd = y->ndim, nb = nd - 2;
     int64_t M = y->dims[nd - 2], N = y->dims[nd - 1];
     int64_t K = A->dims[A->ndim - (ta ? 2 : 1)];
@@ -55,7 +55,7 @@ loom_status loom__cpu_matmul(const loom__cpu_args *a) {
 loom_status loom__cpu_linear(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *w = y->src[1];
     int64_t out = w->dims[0], in = w->dims[1], rows = loom_tensor_numel(y) / out;
-    bool bias = y->p[0];
+    bool bias = y->p[LOOM_P_LINEAR_BIAS];
     if (bias) {
         size_t es = loom_dtype_size(a->dt);
         for (int64_t r = 0; r < rows; r++) memcpy((char *)a->y + (size_t)(r * out) * es, a->x[2], (size_t)out * es);

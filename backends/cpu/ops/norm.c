@@ -8,9 +8,6 @@
 
 #include "../cpu_impl.h"
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
-
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
     if (idx < 0) return NULL;
     LOOM__ASSERT(idx < a->node->nsrc && a->xdt[idx] == a->dt);
@@ -35,15 +32,15 @@ typedef struct bn_job {
 static void bn_job_init(bn_job *j, const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
     j->N = x->dims[0], j->C = x->dims[1], j->S = loom__numel(x->ndim - 2, x->dims + 2);
-    j->train = t->p[BN_TRAIN] != 0;
-    j->eps = t->f[0], j->momentum = t->f[1];
+    j->train = t->p[LOOM_P_BN_TRAIN] != 0;
+    j->eps = t->f[LOOM_F_BN_EPS], j->momentum = t->f[LOOM_F_BN_MOMENTUM];
     j->x = a->x[0];
-    j->gamma = opt_src(a, t->p[BN_GAMMA]);
-    j->beta = opt_src(a, t->p[BN_BETA]);
-    j->rmean = opt_src(a, t->p[BN_RMEAN]);
-    j->rvar = opt_src(a, t->p[BN_RVAR]);
-    j->dy = opt_src(a, t->p[BN_DY]);
-    j->stats = opt_src(a, t->p[BN_STATS]);
+    j->gamma = opt_src(a, t->p[LOOM_P_BN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_BN_BETA]);
+    j->rmean = opt_src(a, t->p[LOOM_P_BN_RMEAN]);
+    j->rvar = opt_src(a, t->p[LOOM_P_BN_RVAR]);
+    j->dy = opt_src(a, t->p[LOOM_P_BN_DY]);
+    j->stats = opt_src(a, t->p[LOOM_P_BN_STATS]);
     j->y = a->y;
 }
 
@@ -146,17 +143,17 @@ static void bn_dx_ref(void *v, int64_t c0, int64_t c1) {
 
 /* One-pass sums are taken of x - K, K a value of the channel (its first), so
  * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std.
- * Sums run in float over blocks of BN_BLOCK elements (8 independent lanes,
+ * Sums run in float over blocks of STAT_BLOCK elements (8 independent lanes,
  * so the loop vectorises without reassociation: each lane adds at most 32
  * values) and the block sums are added in double. Float lanes do four
  * elements per SSE instruction and need no conversions: about 3x the double
  * lanes' speed, at a relative error near 1e-7 for any channel size. */
-#define BN_BLOCK 256
+#define STAT_BLOCK 256
 
 /* s += sum(x - K), q += sum((x - K)^2) over n floats */
 static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
-    for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {
-        int64_t i1 = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n, i = i0;
+    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
+        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
         float a[8] = {0}, b[8] = {0};
         for (; i + 8 <= i1; i += 8)
             for (int k = 0; k < 8; k++) {
@@ -173,8 +170,8 @@ static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
 /* s += sum(dy), p += sum(dy (x - K)) (and, if sx, sx += sum(x - K), sq += sum((x - K)^2)) */
 static void sum_dy(const float *x, const float *dy, int64_t n, float K, double *s, double *p, double *sx,
                    double *sq) {
-    for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {
-        int64_t i1 = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n, i = i0;
+    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
+        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
         float a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
         for (; i + 8 <= i1; i += 8)
             for (int k = 0; k < 8; k++) {
@@ -292,14 +289,14 @@ typedef struct ln_job {
 
 static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
-    int nd = (int)t->p[LN_DIMS];
+    int nd = (int)t->p[LOOM_P_LN_DIMS];
     j->D = loom__numel(nd, x->dims + x->ndim - nd);
     j->R = loom_tensor_numel(x) / j->D;
-    j->eps = t->f[0];
+    j->eps = t->f[LOOM_F_LN_EPS];
     j->x = a->x[0];
-    j->gamma = opt_src(a, t->p[LN_GAMMA]);
-    j->beta = opt_src(a, t->p[LN_BETA]);
-    j->dy = opt_src(a, t->p[LN_DY]);
+    j->gamma = opt_src(a, t->p[LOOM_P_LN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_LN_BETA]);
+    j->dy = opt_src(a, t->p[LOOM_P_LN_DY]);
     j->y = a->y;
     j->mean = j->invstd = NULL;
 }

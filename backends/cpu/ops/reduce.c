@@ -59,7 +59,7 @@ static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
     for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
     j.rcount = 1;
     for (int i = 0; i < x->ndim; i++) {
-        if (y->p[0] & (1u << i)) {
+        if (y->p[LOOM_P_REDUCE_MASK] & (1u << i)) {
             j.rdims[j.nred] = x->dims[i], j.rstr[j.nred++] = strides[i];
             j.rcount *= x->dims[i];
         } else {

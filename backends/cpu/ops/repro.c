@@ -43,7 +43,7 @@ static loom_status oom(const loom__cpu_args *a) {
 static loom_status repro_matmul(const loom__cpu_args *a) {
     loom__mm_geom m = loom__matmul_geom_of(a->node);
     const loom_tensor *y = a->node;
-    bool ta = y->p[0], tb = y->p[1];
+    bool ta = y->p[LOOM_P_MATMUL_TRANS_A], tb = y->p[LOOM_P_MATMUL_TRANS_B];
     for (int64_t b0 = 0; b0 < m.batch[0]; b0++)
         for (int64_t b1 = 0; b1 < m.batch[1]; b1++)
             for (int64_t b2 = 0; b2 < m.batch[2]; b2++) {
@@ -60,7 +60,7 @@ static loom_status repro_matmul(const loom__cpu_args *a) {
 static loom_status repro_linear(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *w = y->src[1];
     int64_t out = w->dims[0], in = w->dims[1], rows = loom_tensor_numel(y) / out;
-    bool bias = y->p[0];
+    bool bias = y->p[LOOM_P_LINEAR_BIAS];
     float *Y = a->y;
     if (bias)
         for (int64_t r = 0; r < rows; r++) memcpy(Y + r * out, a->x[2], (size_t)out * sizeof *Y);
@@ -251,8 +251,6 @@ static loom_status repro_mean(const loom__cpu_args *a) { return repro_reduce(a, 
 
 /* ---- batch norm: one channel per task, elements in (n, s) order ---- */
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-
 typedef struct bn {
     int64_t N, C, S;
     bool train;
@@ -266,17 +264,18 @@ static const float *opt_src(const loom__cpu_args *a, int64_t idx) { return idx <
 static void bn_init(bn *j, const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
     j->N = x->dims[0], j->C = x->dims[1], j->S = loom__numel(x->ndim - 2, x->dims + 2);
-    j->train = t->p[BN_TRAIN] != 0;
+    j->train = t->p[LOOM_P_BN_TRAIN] != 0;
     double M = (double)(j->N * j->S);
-    j->eps = (float)t->f[0], j->mo_a = (float)(1.0 - t->f[1]), j->mo_b = (float)t->f[1];
+    j->eps = (float)t->f[LOOM_F_BN_EPS], j->mo_a = (float)(1.0 - t->f[LOOM_F_BN_MOMENTUM]),
+    j->mo_b = (float)t->f[LOOM_F_BN_MOMENTUM];
     j->unbias = M > 1 ? (float)(M / (M - 1)) : 1.0f;
     j->x = a->x[0];
-    j->gamma = opt_src(a, t->p[BN_GAMMA]);
-    j->beta = opt_src(a, t->p[BN_BETA]);
-    j->rmean = (float *)opt_src(a, t->p[BN_RMEAN]);
-    j->rvar = (float *)opt_src(a, t->p[BN_RVAR]);
-    j->dy = opt_src(a, t->p[BN_DY]);
-    j->stats = t->op == LOOM_OP_BATCH_NORM_GRAD ? opt_src(a, t->p[BN_STATS]) : NULL;
+    j->gamma = opt_src(a, t->p[LOOM_P_BN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_BN_BETA]);
+    j->rmean = (float *)opt_src(a, t->p[LOOM_P_BN_RMEAN]);
+    j->rvar = (float *)opt_src(a, t->p[LOOM_P_BN_RVAR]);
+    j->dy = opt_src(a, t->p[LOOM_P_BN_DY]);
+    j->stats = t->op == LOOM_OP_BATCH_NORM_GRAD ? opt_src(a, t->p[LOOM_P_BN_STATS]) : NULL;
     j->y = a->y;
 }
 
@@ -386,10 +385,10 @@ static void ce_row(const float *x, int64_t C, float *m, float *se) {
 static loom_status repro_cross_entropy(const loom__cpu_args *a) {
     const loom_tensor *lg = a->node->src[0];
     int64_t N = lg->dims[0], C = lg->dims[1], count = 0;
-    int32_t ignore = (int32_t)a->node->p[0];
+    int32_t ignore = (int32_t)a->node->p[LOOM_P_CE_IGNORE];
     loom_status st = ce_targets(a, N, C, ignore, &count);
     if (st != LOOM_OK) return st;
-    double eps = a->node->f[0];
+    double eps = a->node->f[LOOM_F_CE_EPS];
     float a1 = (float)(1.0 - eps), a2 = (float)eps, Cf = (float)C;
     const float *X = a->x[0];
     const int32_t *T = a->x[1];
@@ -441,10 +440,10 @@ static void ce_grad_rows(void *v, int64_t r0, int64_t r1) {
 static loom_status repro_cross_entropy_grad(const loom__cpu_args *a) {
     const loom_tensor *lg = a->node->src[0];
     int64_t N = lg->dims[0], C = lg->dims[1], count = 0;
-    int32_t ignore = (int32_t)a->node->p[0];
+    int32_t ignore = (int32_t)a->node->p[LOOM_P_CE_IGNORE];
     loom_status st = ce_targets(a, N, C, ignore, &count);
     if (st != LOOM_OK) return st;
-    double eps = a->node->f[0];
+    double eps = a->node->f[LOOM_F_CE_EPS];
     cejob j = {C, ignore, (float)(1.0 - eps + eps / (double)C), (float)(eps / (double)C), 0.0f, a->x[0], a->x[1], a->y};
     j.scale = count ? *(const float *)a->x[2] / (float)count : 0.0f;
     loom__cpu_parallel(a->cpu, N, 1 + 4096 / (C + 1), ce_grad_rows, &j);

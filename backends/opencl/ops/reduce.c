@@ -1,4 +1,4 @@
-/* backends/opencl/ops/reduce.c — host side of sum and mean (p[0] = axes
+/* backends/opencl/ops/reduce.c — host side of sum and mean (p[LOOM_P_REDUCE_MASK] = axes
  * mask): the geometry table for kernels/reduce.cl, one work-group per output. */
 #include "../opencl.h"
 

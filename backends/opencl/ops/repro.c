@@ -37,7 +37,6 @@ static loom_status repro_sum(loom__cl_op *o) { return repro_reduce(o, false); }
 static loom_status repro_mean(loom__cl_op *o) { return repro_reduce(o, true); }
 
 /* ---- batch norm (indices into node->p: core/ops/norm.c) ---- */
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5 };
 
 static const loom_tensor *opt(const loom_tensor *t, int64_t idx) { return idx >= 0 ? t->src[idx] : t->src[0]; }
 
@@ -55,13 +54,15 @@ static loom_status repro_batch_norm(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[BN_GAMMA])), loom__cl_arg_t(&a, opt(y, y->p[BN_BETA]));
-    loom__cl_arg_t(&a, opt(y, y->p[BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[BN_RVAR])), loom__cl_arg_t(&a, y);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
-    loom__cl_arg_i32(&a, y->p[BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[BN_GAMMA] >= 0);
-    loom__cl_arg_i32(&a, y->p[BN_BETA] >= 0), loom__cl_arg_i32(&a, y->p[BN_RMEAN] >= 0);
-    loom__cl_arg_f32(&a, (float)y->f[0]), loom__cl_arg_f32(&a, (float)(1.0 - y->f[1]));
-    loom__cl_arg_f32(&a, (float)y->f[1]), loom__cl_arg_f32(&a, M > 1 ? (float)(M / (M - 1)) : 1.0f);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_RMEAN] >= 0);
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]), loom__cl_arg_f32(&a, (float)(1.0 - y->f[LOOM_F_BN_MOMENTUM]));
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_MOMENTUM]), loom__cl_arg_f32(&a, M > 1 ? (float)(M / (M - 1)) : 1.0f);
     loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, C, local);
@@ -76,10 +77,11 @@ static loom_status repro_batch_norm_grad_params(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm_grad_params", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[BN_DY]));
-    loom__cl_arg_t(&a, opt(y, y->p[BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[BN_RVAR])), loom__cl_arg_t(&a, y);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
-    loom__cl_arg_i32(&a, y->p[BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[0]);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]);
     loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, C, local);
@@ -97,14 +99,14 @@ static loom_status ce_check(loom__cl *cl, const loom_plan *p, const loom_tensor 
     return loom__err(cl->ctx, LOOM_ERR_INVALID_ARG,
                      "%s (node '%s'): target %d at row %lld is outside [0, %lld) and is not ignore_index %d",
                      loom_op_name(t->op), t->name, (int)v, (long long)row, (long long)t->src[0]->dims[1],
-                     (int)t->p[0]);
+                     (int)t->p[LOOM_P_CE_IGNORE]);
 }
 
 /* per-row losses into scratch (one group per row), then one item sums them in row order */
 static loom_status repro_cross_entropy(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1];
     int64_t N = x->dims[0], C = x->dims[1];
-    double eps = y->f[0];
+    double eps = y->f[LOOM_F_CE_EPS];
     int slot;
     loom__cl_err_slot(o, &slot);
     o->node->check = ce_check;
@@ -118,12 +120,13 @@ static loom_status repro_cross_entropy(loom__cl_op *o) {
     size_t lr = chunk_local(o->cl, C);
     loom__cl_args a = loom__cl_args_begin(o, k1);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, tg), loom__cl_arg_mem(&a, part), loom__cl_arg_i64(&a, C);
-    loom__cl_arg_i32(&a, (int32_t)y->p[0]), loom__cl_arg_f32(&a, (float)(1.0 - eps)), loom__cl_arg_f32(&a, (float)eps);
+    loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]), loom__cl_arg_f32(&a, (float)(1.0 - eps)),
+        loom__cl_arg_f32(&a, (float)eps);
     loom__cl_arg_mem(&a, o->err_buf), loom__cl_arg_i32(&a, slot), loom__cl_arg_local(&a, lr * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     a = loom__cl_args_begin(o, k2);
     loom__cl_arg_mem(&a, part), loom__cl_arg_t(&a, tg), loom__cl_arg_t(&a, y), loom__cl_arg_i64(&a, N);
-    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[0]);
+    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_groups(o, k1, N, lr)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k2, 1, 1);
@@ -133,7 +136,7 @@ static loom_status repro_cross_entropy(loom__cl_op *o) {
 static loom_status repro_cross_entropy_grad(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
     int64_t N = x->dims[0], C = x->dims[1];
-    double eps = y->f[0];
+    double eps = y->f[LOOM_F_CE_EPS];
     int slot;
     loom__cl_err_slot(o, &slot);
     o->node->check = ce_check;
@@ -147,11 +150,12 @@ static loom_status repro_cross_entropy_grad(loom__cl_op *o) {
     size_t lr = chunk_local(o->cl, C), lf = loom__cl_reduce_local(o->cl, N);
     loom__cl_args a = loom__cl_args_begin(o, k1);
     loom__cl_arg_t(&a, tg), loom__cl_arg_t(&a, dl), loom__cl_arg_mem(&a, scale), loom__cl_arg_i64(&a, N);
-    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[0]), loom__cl_arg_local(&a, lf * sizeof(float));
+    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]),
+        loom__cl_arg_local(&a, lf * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     a = loom__cl_args_begin(o, k2);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, tg), loom__cl_arg_mem(&a, scale), loom__cl_arg_t(&a, y);
-    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[0]);
+    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     loom__cl_arg_f32(&a, (float)(1.0 - eps + eps / (double)C)), loom__cl_arg_f32(&a, (float)(eps / (double)C));
     loom__cl_arg_mem(&a, o->err_buf), loom__cl_arg_i32(&a, slot), loom__cl_arg_local(&a, lr * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;

@@ -1,4 +1,4 @@
-/* backends/vulkan/ops/reduce.c — host side of sum and mean (p[0] = axes
+/* backends/vulkan/ops/reduce.c — host side of sum and mean (p[LOOM_P_REDUCE_MASK] = axes
  * mask): the geometry table for shaders/reduce.comp, one work-group per
  * output element (parameters: core/ops/reduce.c); in reproducible mode the
  * same table feeds shaders/repro.comp's K_SUM. */
