@@ -176,6 +176,9 @@
 #define LOOM_G_HYPER_FIRST 5 /* 1 on the first step */
 #define LOOM_G_HYPER_LEN 8
 
+/* ---- reproducible mode (core/repro.h): the chunk of every csum / cdot ---- */
+#define LOOM_K_REPRO_CHUNK 1024
+
 /* ---- amp_scaler_update (core/ops/amp.c) ---- */
 #define LOOM_P_AMP_INTERVAL 0
 #define LOOM_F_AMP_GROWTH 0

@@ -6,6 +6,7 @@
  * (see core/ops/norm.c). */
 #include <math.h>
 
+#include "../../../core/repro.h"
 #include "../cpu_impl.h"
 
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
@@ -400,3 +401,107 @@ loom_status loom__cpu_layer_norm_grad_params(const loom__cpu_args *a) {
     free(j.mean);
     return LOOM_OK;
 }
+
+/* ---- reproducible mode (core/repro.h): batch norm, one channel per task, elements in (n, s) order ---- */
+
+typedef struct bn {
+    int64_t N, C, S;
+    bool train;
+    float eps, mo_a, mo_b, unbias; /* (float)eps, (float)(1 - momentum), (float)momentum, (float)(M / (M - 1)) */
+    const float *x, *gamma, *beta, *dy, *stats;
+    float *rmean, *rvar, *y;
+} bn;
+
+static void bn_init(bn *j, const loom__cpu_args *a) {
+    const loom_tensor *t = a->node, *x = t->src[0];
+    j->N = x->dims[0], j->C = x->dims[1], j->S = loom__numel(x->ndim - 2, x->dims + 2);
+    j->train = t->p[LOOM_P_BN_TRAIN] != 0;
+    double M = (double)(j->N * j->S);
+    j->eps = (float)t->f[LOOM_F_BN_EPS], j->mo_a = (float)(1.0 - t->f[LOOM_F_BN_MOMENTUM]),
+    j->mo_b = (float)t->f[LOOM_F_BN_MOMENTUM];
+    j->unbias = M > 1 ? (float)(M / (M - 1)) : 1.0f;
+    j->x = a->x[0];
+    j->gamma = opt_src(a, t->p[LOOM_P_BN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_BN_BETA]);
+    j->rmean = (float *)opt_src(a, t->p[LOOM_P_BN_RMEAN]);
+    j->rvar = (float *)opt_src(a, t->p[LOOM_P_BN_RVAR]);
+    j->dy = opt_src(a, t->p[LOOM_P_BN_DY]);
+    j->stats = t->op == LOOM_OP_BATCH_NORM_GRAD ? opt_src(a, t->p[LOOM_P_BN_STATS]) : NULL;
+    j->y = a->y;
+}
+
+#define BN_FOR(j, c, k) \
+    for (int64_t n_ = 0; n_ < (j)->N; n_++) \
+        for (int64_t s_ = 0, k = (n_ * (j)->C + (c)) * (j)->S; s_ < (j)->S; s_++, k++)
+
+/* the batch mean and biased variance of channel c; invstd */
+static void bn_stats(const bn *j, int64_t c, float *mean, float *var, float *invstd) {
+    float Mf = (float)(j->N * j->S);
+    if (j->train) {
+        loom__csum s = {0}, q = {0};
+        BN_FOR(j, c, k) loom__csum_add(&s, j->x[k]);
+        float m = loom__csum_total(&s) / Mf;
+        BN_FOR(j, c, k) {
+            float d = j->x[k] - m;
+            loom__csum_dot(&q, d, d);
+        }
+        *mean = m, *var = loom__csum_total(&q) / Mf;
+    } else {
+        *mean = j->rmean[c], *var = j->rvar[c];
+    }
+    *invstd = 1.0f / sqrtf(*var + j->eps);
+}
+
+static void bn_fwd(void *v, int64_t c0, int64_t c1) {
+    const bn *j = v;
+    for (int64_t c = c0; c < c1; c++) {
+        float mean, var, invstd;
+        bn_stats(j, c, &mean, &var, &invstd);
+        if (j->train && j->rmean) {
+            j->rmean[c] = j->mo_a * j->rmean[c] + j->mo_b * mean;
+            j->rvar[c] = j->mo_a * j->rvar[c] + j->mo_b * (var * j->unbias);
+        }
+        float g = j->gamma ? j->gamma[c] : 1.0f, b = j->beta ? j->beta[c] : 0.0f;
+        BN_FOR(j, c, k) j->y[k] = ((j->x[k] - mean) * invstd) * g + b;
+    }
+}
+
+static void bn_dstats(void *v, int64_t c0, int64_t c1) {
+    const bn *j = v;
+    for (int64_t c = c0; c < c1; c++) {
+        float mean, var, invstd;
+        bn_stats(j, c, &mean, &var, &invstd);
+        loom__csum sdx = {0}, sdy = {0};
+        BN_FOR(j, c, k) {
+            loom__csum_dot(&sdx, j->dy[k], (j->x[k] - mean) * invstd);
+            loom__csum_add(&sdy, j->dy[k]);
+        }
+        j->y[c] = loom__csum_total(&sdx), j->y[j->C + c] = loom__csum_total(&sdy);
+        j->y[2 * j->C + c] = mean, j->y[3 * j->C + c] = invstd;
+    }
+}
+
+static void bn_dx(void *v, int64_t c0, int64_t c1) {
+    const bn *j = v;
+    float Mf = (float)(j->N * j->S);
+    for (int64_t c = c0; c < c1; c++) {
+        float sdx = j->stats[c], sdy = j->stats[j->C + c], mean = j->stats[2 * j->C + c];
+        float invstd = j->stats[3 * j->C + c], gi = (j->gamma ? j->gamma[c] : 1.0f) * invstd;
+        float a1 = sdy / Mf, a2 = sdx / Mf;
+        if (j->train) {
+            BN_FOR(j, c, k) j->y[k] = gi * ((j->dy[k] - a1) - ((j->x[k] - mean) * invstd) * a2);
+        } else {
+            BN_FOR(j, c, k) j->y[k] = gi * j->dy[k];
+        }
+    }
+}
+
+static loom_status bn_go(const loom__cpu_args *a, loom__cpu_range_fn fn) {
+    bn j;
+    bn_init(&j, a);
+    loom__cpu_parallel(a->cpu, j.C, 1, fn, &j);
+    return LOOM_OK;
+}
+loom_status loom__cpu_batch_norm_repro(const loom__cpu_args *a) { return bn_go(a, bn_fwd); }
+loom_status loom__cpu_batch_norm_grad_params_repro(const loom__cpu_args *a) { return bn_go(a, bn_dstats); }
+loom_status loom__cpu_batch_norm_grad_repro(const loom__cpu_args *a) { return bn_go(a, bn_dx); }

@@ -144,3 +144,49 @@ loom_status loom__cl_layer_norm_grad_params(loom__cl_op *o) {
     if ((st = loom__cl_launch_groups(o, k1, R, lrow)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k2, D, lcol);
 }
+
+/* ---- reproducible mode (core/repro.h; kernels/repro.cl, built only into
+ * -DLOOM_REPRO programs): the canonical chunked sums ---- */
+
+loom_status loom__cl_batch_norm_repro(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    double M = (double)(N * S);
+    size_t local = loom__cl_chunk_local(o->cl, N * S);
+    cl_kernel k;
+    loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm", &k);
+    if (st != LOOM_OK) return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
+    loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_RMEAN] >= 0);
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]), loom__cl_arg_f32(&a, (float)(1.0 - y->f[LOOM_F_BN_MOMENTUM]));
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_MOMENTUM]), loom__cl_arg_f32(&a, M > 1 ? (float)(M / (M - 1)) : 1.0f);
+    loom__cl_arg_local(&a, local * sizeof(float));
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_groups(o, k, C, local);
+}
+
+loom_status loom__cl_batch_norm_grad_params_repro(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    size_t local = loom__cl_chunk_local(o->cl, N * S);
+    cl_kernel k;
+    loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm_grad_params", &k);
+    if (st != LOOM_OK) return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
+    loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]);
+    loom__cl_arg_local(&a, local * sizeof(float));
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_groups(o, k, C, local);
+}

@@ -23,7 +23,6 @@ loom_status loom__vk_cross_entropy(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1];
     int64_t N = x->dims[0], C = x->dims[1];
     o->node->check = ce_check;
-    if (o->vk->reproducible) return loom__vk_repro_cross_entropy(o);
     loom__buffer *part;
     loom_status st = loom__vk_scratch(o, (size_t)(N ? N : 1) * sizeof(float), &part);
     if (st != LOOM_OK) return st;
@@ -48,7 +47,6 @@ loom_status loom__vk_cross_entropy_grad(loom__vk_op *o) {
     int64_t N = x->dims[0], C = x->dims[1];
     double eps = y->f[LOOM_F_CE_EPS];
     o->node->check = ce_check;
-    if (o->vk->reproducible) return loom__vk_repro_cross_entropy_grad(o);
     loom__buffer *scale;
     loom_status st = loom__vk_scratch(o, sizeof(float), &scale);
     if (st != LOOM_OK) return st;
@@ -78,4 +76,51 @@ loom_status loom__vk_mse(loom__vk_op *o) {
     loom__vk_in(&c, y->src[0]), loom__vk_in(&c, y->src[1]), loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)n);
     return loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, n));
+}
+
+/* ---- reproducible mode (core/repro.h; shaders/repro.comp), f32 only: the
+ * kernel table's repro variants; bindings and push constants follow the
+ * PUSH blocks of shaders/repro.comp ---- */
+
+loom_status loom__vk_cross_entropy_repro(loom__vk_op *o) {
+    o->node->check = ce_check;
+    const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1];
+    int64_t N = x->dims[0], C = x->dims[1];
+    double eps = y->f[LOOM_F_CE_EPS];
+    loom__buffer *part;
+    loom_status st = loom__vk_scratch(o, (size_t)(N ? N : 1) * sizeof(float), &part);
+    if (st != LOOM_OK) return st;
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_ce_rows", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, part, LOOM__VK_W);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    loom__vk_f32(&c, (float)(1.0 - eps)), loom__vk_f32(&c, (float)eps);
+    loom__vk_err(&c);
+    if ((st = loom__vk_run_1d(&c, N)) != LOOM_OK) return st;
+    loom__vk_begin(o, &c, "repro_ce_final", LOOM_F32);
+    loom__vk_buf(&c, part, LOOM__VK_R), loom__vk_in(&c, tg), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    return loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, (N + 1023) / 1024));
+}
+
+loom_status loom__vk_cross_entropy_grad_repro(loom__vk_op *o) {
+    o->node->check = ce_check;
+    const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
+    int64_t N = x->dims[0], C = x->dims[1];
+    double eps = y->f[LOOM_F_CE_EPS];
+    loom__buffer *scale;
+    loom_status st = loom__vk_scratch(o, sizeof(float), &scale);
+    if (st != LOOM_OK) return st;
+    /* scale = dloss / (float)count: ops/loss.c's ce_scale (an exact count, one division) */
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "ce_scale", LOOM_F32);
+    loom__vk_in(&c, tg), loom__vk_in(&c, dl), loom__vk_buf(&c, scale, LOOM__VK_W);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    if ((st = loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, N))) != LOOM_OK) return st;
+    loom__vk_begin(o, &c, "repro_ce_grad_rows", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, scale, LOOM__VK_R), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    loom__vk_f32(&c, (float)(1.0 - eps + eps / (double)C)), loom__vk_f32(&c, (float)(eps / (double)C));
+    loom__vk_err(&c);
+    return loom__vk_run_1d(&c, N);
 }

@@ -19,7 +19,6 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
 }
 
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
-    if (o->vk->reproducible) return loom__vk_repro_batch_norm(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
@@ -40,7 +39,6 @@ loom_status loom__vk_batch_norm(loom__vk_op *o) {
 }
 
 loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
-    if (o->vk->reproducible) return loom__vk_repro_batch_norm_grad_params(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
@@ -54,7 +52,6 @@ loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
 }
 
 loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
-    if (o->vk->reproducible) return loom__vk_repro_batch_norm_grad(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
@@ -121,4 +118,58 @@ loom_status loom__vk_layer_norm_grad_params(loom__vk_op *o) {
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
     return loom__vk_run_groups(&c, D, loom__vk_reduce_local(o->vk, R));
+}
+
+/* ---- reproducible mode (core/repro.h; shaders/repro.comp), f32 only: the
+ * kernel table's repro variants; bindings and push constants follow the
+ * PUSH blocks of shaders/repro.comp ---- */
+
+loom_status loom__vk_batch_norm_repro(loom__vk_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
+    double M = (double)(N * S);
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_bn_fwd", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_BETA]));
+    if (train && run)
+        loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
+    else
+        loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
+    loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_i32(&c, train), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_BN_BETA] >= 0);
+    loom__vk_i32(&c, run);
+    /* the host-side constants of core/repro.h, rounded as the CPU rounds them */
+    loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]), loom__vk_f32(&c, (float)(1.0 - y->f[LOOM_F_BN_MOMENTUM])),
+        loom__vk_f32(&c, (float)y->f[LOOM_F_BN_MOMENTUM]);
+    loom__vk_f32(&c, M > 1 ? (float)(M / (M - 1)) : 1.0f);
+    return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, N * S));
+}
+
+loom_status loom__vk_batch_norm_grad_params_repro(loom__vk_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_bn_dstats", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]);
+    return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, (N * S + 1023) / 1024));
+}
+
+loom_status loom__vk_batch_norm_grad_repro(loom__vk_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_bn_dx", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
+    return loom__vk_run_1d(&c, N * C * S);
 }
