@@ -2,7 +2,8 @@
  * casts it inserts while a graph is built with autocast on
  * (loom_graph_set_autocast(g, LOOM_F16 or LOOM_BF16)).
  *
- * Policy, per op (the rest keep their inputs' dtype):
+ * Policy, per op (the autocast column of core/ops.def; the rest keep their
+ * inputs' dtype):
  *   LOWP  matmul, linear, conv2d: float inputs are cast to the 16-bit dtype;
  *         every backend accumulates them in f32.
  *   F32   softmax, log_softmax, cross_entropy, mse, sum, mean, layer_norm:
@@ -23,26 +24,12 @@
 
 typedef enum { AC_NONE, AC_LOWP, AC_F32, AC_PROMOTE, AC_FOLLOW } ac_class;
 
-static ac_class policy(int op) {
-    switch (op) {
-    case LOOM_OP_MATMUL:
-    case LOOM_OP_LINEAR:
-    case LOOM_OP_CONV2D: return AC_LOWP;
-    case LOOM_OP_SOFTMAX:
-    case LOOM_OP_LOG_SOFTMAX:
-    case LOOM_OP_CROSS_ENTROPY:
-    case LOOM_OP_MSE:
-    case LOOM_OP_SUM:
-    case LOOM_OP_MEAN:
-    case LOOM_OP_LAYER_NORM: return AC_F32;
-    case LOOM_OP_ADD:
-    case LOOM_OP_SUB:
-    case LOOM_OP_MUL:
-    case LOOM_OP_DIV: return AC_PROMOTE;
-    case LOOM_OP_BATCH_NORM: return AC_FOLLOW;
-    default: return AC_NONE;
-    }
-}
+/* the autocast column of core/ops.def */
+static const unsigned char POLICY[LOOM_OP_COUNT] = {
+#define LOOM_OP(e, stem, bw, fl, ac) AC_##ac,
+#include "ops.def"
+#undef LOOM_OP
+};
 
 loom_status loom_graph_set_autocast(loom_graph *g, loom_dtype dt) {
     if (dt != LOOM_F32 && dt != LOOM_F16 && dt != LOOM_BF16)
@@ -71,7 +58,7 @@ static int width(loom_dtype dt) { return dt == LOOM_F64 ? 3 : dt == LOOM_F32 ? 2
 
 void loom__autocast(loom_graph *g, int op, int n, loom_tensor **srcs) {
     if (!g || g->autocast == LOOM_F32 || g->status != LOOM_OK) return;
-    ac_class c = policy(op);
+    ac_class c = (ac_class)POLICY[op];
     if (c == AC_NONE) return;
     if (c == AC_LOWP || c == AC_F32) {
         loom_dtype to = c == AC_LOWP ? g->autocast : LOOM_F32;

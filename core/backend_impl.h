@@ -8,17 +8,31 @@
  * op; an entry with fn == NULL, or without the dtype's bit in `dtypes`, means
  * "unsupported": there is no second list. The kernel function's type is the
  * backend's own (the core never calls it); the core only reads the mask.
+ *
+ * Reproducible mode (core/repro.h) is a variant of an entry, not a second
+ * table: `repro` is the kernel that computes the op in the canonical order,
+ * beside the ordinary `fn`; NULL where `fn` is already exact by construction.
+ * Every backend's dispatcher picks the variant through loom__kernel_variant,
+ * and ordinary kernels never test the mode.
  */
 #ifndef LOOM_CORE_BACKEND_IMPL_H
 #define LOOM_CORE_BACKEND_IMPL_H
 
 #include "impl.h"
+#include "params.h"
 
 typedef void (*loom__fnptr)(void);
 typedef struct loom__kernel {
-    loom__fnptr fn;  /* backend-specific kernel (or recorder); NULL = unsupported */
-    uint32_t dtypes; /* bit (1u << loom_dtype) per supported output dtype */
+    loom__fnptr fn;    /* backend-specific kernel (or recorder); NULL = unsupported */
+    uint32_t dtypes;   /* bit (1u << loom_dtype) per supported output dtype */
+    loom__fnptr repro; /* reproducible mode's variant of fn; NULL = fn serves both */
 } loom__kernel;
+
+/* The kernel to run for entry k: its reproducible variant when the backend
+ * runs in reproducible mode and the entry has one, else the ordinary one. */
+static inline loom__fnptr loom__kernel_variant(const loom__kernel *k, bool reproducible) {
+    return reproducible && k->repro ? k->repro : k->fn;
+}
 
 #define LOOM__DT(d) (1u << LOOM_##d)
 #define LOOM__DT_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16) | LOOM__DT(F64))
@@ -102,6 +116,10 @@ struct loom_plan {
  * either way). On error nothing changes and buf is still the caller's. The
  * caller checks size and alignment (backend rules). */
 loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what);
+
+/* The pool geometry table (LOOM_G_POOL_LEN values, layout LOOM_G_POOL_*) of
+ * pool node t or its gradient, from x's dims xd and y's dims yd (core/ops/pool2d.c). */
+void loom__pool_geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd, int64_t *g);
 
 /* The backends compiled in, NULL-terminated: defined by backends/registry.c,
  * where each backend that is built adds its table. The core reads the list

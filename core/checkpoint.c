@@ -162,7 +162,8 @@ static void mark_optimizer_states(loader *L) {
     for (int i = 0; i < g->n; i++) {
         const loom_tensor *t = g->nodes[i];
         int lo = 0, hi = -1;
-        if (t->op == LOOM_OP_SGD_STEP && t->p[0]) lo = hi = 3;
+        if (t->op == LOOM_OP_SGD_STEP && t->p[LOOM_P_SGD_BUF])
+            lo = hi = 3;
         else if (t->op == LOOM_OP_ADAM_STEP) lo = 3, hi = 4;
         else if (t->op == LOOM_OP_ACCUMULATE) lo = hi = 0;
         for (int k = lo; k <= hi && k < t->nsrc; k++)

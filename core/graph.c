@@ -4,7 +4,7 @@
 #include "impl.h"
 
 const loom__op_info loom__ops[LOOM_OP_COUNT] = {
-#define LOOM_OP(e, stem, bw, fl) {#stem, bw, fl},
+#define LOOM_OP(e, stem, bw, fl, ac) {#stem, bw, fl},
 #include "ops.def"
 #undef LOOM_OP
 };

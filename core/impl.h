@@ -22,7 +22,7 @@
 
 typedef enum loom__op {
     LOOM__OP_LEAF = -1, /* inputs, params, states, constants */
-#define LOOM_OP(e, name, bw, fl) LOOM_OP_##e,
+#define LOOM_OP(e, name, bw, fl, ac) LOOM_OP_##e,
 #include "ops.def"
 #undef LOOM_OP
     LOOM_OP_COUNT
@@ -41,7 +41,7 @@ typedef struct loom__op_info {
 
 extern const loom__op_info loom__ops[LOOM_OP_COUNT];
 
-#define LOOM_OP(e, name, bw, fl) loom_status bw(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx);
+#define LOOM_OP(e, name, bw, fl, ac) loom_status bw(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx);
 #include "ops.def"
 #undef LOOM_OP
 

@@ -4,9 +4,18 @@
 #define LOOM_CORE_OPTIM_IMPL_H
 
 #include "impl.h"
+#include "params.h"
 
-#define LOOM__HYPER_LEN 8
-enum { LOOM__H_LR, LOOM__H_BC1, LOOM__H_BC2, LOOM__H_APPLY, LOOM__H_GMULT, LOOM__H_FIRST };
+/* the hyper tensor's layout: core/params.h (LOOM_G_HYPER_*) */
+#define LOOM__HYPER_LEN LOOM_G_HYPER_LEN
+enum {
+    LOOM__H_LR = LOOM_G_HYPER_LR,
+    LOOM__H_BC1 = LOOM_G_HYPER_BC1,
+    LOOM__H_BC2 = LOOM_G_HYPER_BC2,
+    LOOM__H_APPLY = LOOM_G_HYPER_APPLY,
+    LOOM__H_GMULT = LOOM_G_HYPER_GMULT,
+    LOOM__H_FIRST = LOOM_G_HYPER_FIRST
+};
 
 typedef struct loom__sgd_params {
     double momentum, dampening, weight_decay;

@@ -2,8 +2,15 @@
  * backend follows when loom_backend_desc.reproducible is set, so that the
  * same graph gives the same bits on the CPU, Vulkan and OpenCL backends.
  *
- * defines: LOOM__REPRO_CHUNK, loom__repro_exp, loom__repro_log,
- *          loom__repro_op_ok.
+ * defines: LOOM__REPRO_CHUNK, loom__repro_exp, loom__repro_log, and the
+ *          sequential csum / cdot accumulator loom__csum.
+ *
+ * One source for C and OpenCL C: the C backends include this header, and
+ * backends/opencl/embed.cmake prepends it to the OpenCL program (after
+ * core/params.h), so the chunk size and the exp / log steps are the same
+ * text on both. Only the bit casts and the floor differ, by macro. GLSL
+ * cannot include it (no C casts, and names with "__" are reserved there):
+ * shaders/repro.comp keeps its own copy, step for step.
  *
  * Ordinary kernels reassociate sums (OpenBLAS's blocking, work-group trees,
  * vector lanes) and call the platform's exp and log, so backends agree to a
@@ -65,12 +72,24 @@
 #ifndef LOOM_CORE_REPRO_H
 #define LOOM_CORE_REPRO_H
 
+#ifdef __OPENCL_VERSION__
+#pragma OPENCL FP_CONTRACT OFF /* every product and sum rounds on its own */
+#define LOOM__REPRO_FN inline
+typedef uint loom__repro_u32;
+typedef int loom__repro_i32;
+#define loom__repro_bits_f(u) as_float(u)
+#define loom__repro_f_bits(f) as_uint(f)
+#define LOOM__REPRO_FLOOR(x) floor(x)
+#else
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#define LOOM__REPRO_CHUNK 1024
+#include "params.h"
 
+#define LOOM__REPRO_FN static inline
+typedef uint32_t loom__repro_u32;
+typedef int32_t loom__repro_i32;
 static inline float loom__repro_bits_f(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
@@ -81,16 +100,20 @@ static inline uint32_t loom__repro_f_bits(float f) {
     memcpy(&u, &f, sizeof u);
     return u;
 }
+#define LOOM__REPRO_FLOOR(x) floorf(x)
+#endif
+
+#define LOOM__REPRO_CHUNK LOOM_K_REPRO_CHUNK /* core/params.h: GLSL reads it there too */
 
 /* exp(x): k = floor(x log2(e) + 1/2), r = x - k ln2 (in two parts; k *
  * 0.693359375 is exact), p = 1 + r + r^2 q(r) (degree-5 q, Horner), 2^k
  * applied as two exact power-of-two factors; x > 88.72283 -> inf, results
  * < FLT_MIN -> 0. Max error ~1.5 ulp. */
-static inline float loom__repro_exp(float x) {
+LOOM__REPRO_FN float loom__repro_exp(float x) {
     if (x != x) return x;
     if (x > 88.72283f) return INFINITY;
     if (x < -87.33654f) return 0.0f;
-    float k = floorf(x * 1.44269504f + 0.5f);
+    float k = LOOM__REPRO_FLOOR(x * 1.44269504f + 0.5f);
     float r = x - k * 0.693359375f;
     r = r + k * 2.12194440e-4f;
     float q = 1.9875691500e-4f;
@@ -102,21 +125,21 @@ static inline float loom__repro_exp(float x) {
     float r2 = r * r;
     float p = q * r2 + r;
     p = p + 1.0f;
-    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
-    float y = p * loom__repro_bits_f((uint32_t)(k1 + 127) << 23);
-    y = y * loom__repro_bits_f((uint32_t)(k2 + 127) << 23);
+    loom__repro_i32 ki = (loom__repro_i32)k, k1 = ki >> 1, k2 = ki - k1;
+    float y = p * loom__repro_bits_f((loom__repro_u32)(k1 + 127) << 23);
+    y = y * loom__repro_bits_f((loom__repro_u32)(k2 + 127) << 23);
     return y < 1.17549435e-38f ? 0.0f : y;
 }
 
 /* log(x): x = m 2^e with m in [sqrt(1/2), sqrt(2)), f = m - 1,
  * log = f + (f^3 q(f) - e*2.12194440e-4 - f^2/2) + e*0.693359375 (degree-8
  * q, Horner); 0 and values below FLT_MIN -> -inf, x < 0 -> NaN. */
-static inline float loom__repro_log(float x) {
+LOOM__REPRO_FN float loom__repro_log(float x) {
     if (x != x || x == INFINITY) return x;
     if (x < 0.0f) return NAN;
     if (x < 1.17549435e-38f) return -INFINITY;
-    uint32_t u = loom__repro_f_bits(x);
-    float e = (float)((int32_t)(u >> 23) - 126);
+    loom__repro_u32 u = loom__repro_f_bits(x);
+    float e = (float)((loom__repro_i32)(u >> 23) - 126);
     float m = loom__repro_bits_f((u & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
     if (m < 0.707106781f) {
         e = e - 1.0f;
@@ -141,6 +164,31 @@ static inline float loom__repro_log(float x) {
     y = y - z * 0.5f;
     float r = m + y;
     return r + e * 0.693359375f;
+}
+
+/* csum / cdot, one value at a time: s = {0}; loom__csum_add (or _dot) per
+ * element in order; loom__csum_total. */
+typedef struct loom__csum {
+    float t, p;
+    int n;   /* values in the open chunk */
+    int any; /* a chunk was closed */
+} loom__csum;
+
+LOOM__REPRO_FN void loom__csum_close(loom__csum *s) {
+    s->t = s->any ? s->t + s->p : s->p;
+    s->any = 1, s->p = 0.0f, s->n = 0;
+}
+LOOM__REPRO_FN void loom__csum_add(loom__csum *s, float v) {
+    s->p = s->p + v;
+    if (++s->n == LOOM__REPRO_CHUNK) loom__csum_close(s);
+}
+LOOM__REPRO_FN void loom__csum_dot(loom__csum *s, float a, float b) {
+    s->p = s->p + a * b;
+    if (++s->n == LOOM__REPRO_CHUNK) loom__csum_close(s);
+}
+LOOM__REPRO_FN float loom__csum_total(loom__csum *s) {
+    if (s->n > 0 || !s->any) loom__csum_close(s);
+    return s->t;
 }
 
 #endif

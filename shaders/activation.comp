@@ -8,19 +8,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-#define A_RELU 0
-#define A_LEAKY 1
-#define A_GELU 2
-#define A_SILU 3
-#define A_TANH 4
-#define A_SIGMOID 5
-#define G_RELU 6
-#define G_LEAKY 7
-#define G_GELU 8
-#define G_SILU 9
-#define G_TANH 10
-#define G_SIGMOID 11
-
 /* erf(a) for float, max error about 1 ulp: N. Juffa's minimax polynomials
  * (stackoverflow.com/a/35148199, as used by MLX and PyTorch's Metal
  * kernels); the fma's are part of the approximation. */
@@ -74,27 +61,27 @@ void main() {
     float v = LD(x, pc.xo + i);
     precise float r;
     switch (pc.kind) {
-    case A_RELU: r = v > 0.0 ? v : 0.0; break;
-    case A_LEAKY: r = v > 0.0 ? v : pc.slope * v; break;
-    case A_GELU: r = half_ * v * (one + erf_f(v * rsqrt2)); break; /* 0.5 x (1 + erf(x / sqrt 2)) */
-    case A_SILU: r = v * sigmoid_f(v); break;
-    case A_TANH: r = tanh_f(v); break;
-    case A_SIGMOID: r = sigmoid_f(v); break;
-    case G_RELU: r = v > 0.0 ? LD(dy, pc.dyo + i) : 0.0; break;
-    case G_LEAKY: r = v > 0.0 ? LD(dy, pc.dyo + i) : pc.slope * LD(dy, pc.dyo + i); break;
-    case G_GELU: { /* Phi(x) + x phi(x) */
+    case LOOM_K_ACT_RELU: r = v > 0.0 ? v : 0.0; break;
+    case LOOM_K_ACT_LEAKY: r = v > 0.0 ? v : pc.slope * v; break;
+    case LOOM_K_ACT_GELU: r = half_ * v * (one + erf_f(v * rsqrt2)); break; /* 0.5 x (1 + erf(x / sqrt 2)) */
+    case LOOM_K_ACT_SILU: r = v * sigmoid_f(v); break;
+    case LOOM_K_ACT_TANH: r = tanh_f(v); break;
+    case LOOM_K_ACT_SIGMOID: r = sigmoid_f(v); break;
+    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 ? LD(dy, pc.dyo + i) : 0.0; break;
+    case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0 ? LD(dy, pc.dyo + i) : pc.slope * LD(dy, pc.dyo + i); break;
+    case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
         precise float cdf = half_ * (one + erf_f(v * rsqrt2));
         precise float pdf = rsqrt2pi * exp(-half_ * v * v);
         r = LD(dy, pc.dyo + i) * (cdf + v * pdf);
         break;
     }
-    case G_SILU: { /* s (1 + x (1 - s)) */
+    case LOOM_K_ACT_SILU_GRAD: { /* s (1 + x (1 - s)) */
         float s = sigmoid_f(v);
         r = LD(dy, pc.dyo + i) * s * (one + v * (one - s));
         break;
     }
-    case G_TANH: r = LD(dy, pc.dyo + i) * (one - v * v); break;   /* x is the forward output */
-    case G_SIGMOID: r = LD(dy, pc.dyo + i) * v * (one - v); break; /* x is the forward output */
+    case LOOM_K_ACT_TANH_GRAD: r = LD(dy, pc.dyo + i) * (one - v * v); break;   /* x is the forward output */
+    case LOOM_K_ACT_SIGMOID_GRAD: r = LD(dy, pc.dyo + i) * v * (one - v); break; /* x is the forward output */
     default: r = 0.0;
     }
     ST(y, pc.yo + i, r);

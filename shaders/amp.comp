@@ -7,9 +7,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-#define H_APPLY 3
-#define H_GMULT 4
-
 bool nonfinite(float v) { return (floatBitsToUint(v) & 0x7f800000u) == 0x7f800000u; }
 
 #if defined(K_AMP_FOUND_INIT)
@@ -50,8 +47,8 @@ void main() {
     uint i = loom_gid();
     if (i >= 8u) return;
     float v = hy[pc.ho + i];
-    if (i == H_GMULT) v = v / scale[pc.so];
-    if (i == H_APPLY && found[pc.fo] != 0.0 && v != 0.0) v = -1.0;
+    if (i == LOOM_G_HYPER_GMULT) v = v / scale[pc.so];
+    if (i == LOOM_G_HYPER_APPLY && found[pc.fo] != 0.0 && v != 0.0) v = -1.0;
     y[pc.yo + i] = v;
 }
 
@@ -68,7 +65,7 @@ PUSH { uint so, to, ko, fo, ho, yo; float growth, backoff, interval; } pc;
 void main() {
     if (loom_gid() != 0u) return;
     y[pc.yo] = 0.0;
-    if (hy[pc.ho + H_APPLY] == 0.0) return;
+    if (hy[pc.ho + LOOM_G_HYPER_APPLY] == 0.0) return;
     if (found[pc.fo] != 0.0) {
         scale[pc.so] = scale[pc.so] * pc.backoff;
         tracker[pc.to] = 0.0;

@@ -6,18 +6,12 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-#define B_ADD 0
-#define B_SUB 1
-#define B_MUL 2
-#define B_DIV 3
-#define B_COPY 4
-
 float bin_op(int kind, float a, float b) {
     switch (kind) {
-    case B_ADD: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    case B_DIV: return a / b;
+    case LOOM_K_BIN_ADD: return a + b;
+    case LOOM_K_BIN_SUB: return a - b;
+    case LOOM_K_BIN_MUL: return a * b;
+    case LOOM_K_BIN_DIV: return a / b;
     default: return a;
     }
 }
@@ -38,7 +32,7 @@ void main() {
 #elif defined(K_BINARY_BCAST)
 /* y (g[1..nd]) = a op b with broadcasting; g = {nd, dims[5], sa[5], sb[5]}
  * (int32 meta table): element strides of a and b per y axis (0 on broadcast
- * axes). For expand (B_COPY) b is a again and unused. */
+ * axes). For expand (LOOM_K_BIN_COPY) b is a again and unused. */
 TENSOR_IN(0, int, g);
 TENSOR_IN(1, T, a);
 TENSOR_IN(2, T, b);
@@ -57,7 +51,7 @@ void main() {
         oa += k * uint(g[6 + d]);
         ob += k * uint(g[11 + d]);
     }
-    ST(y, pc.yo + i, bin_op(pc.kind, LD(a, pc.ao + oa), pc.kind == B_COPY ? 0.0 : LD(b, pc.bo + ob)));
+    ST(y, pc.yo + i, bin_op(pc.kind, LD(a, pc.ao + oa), pc.kind == LOOM_K_BIN_COPY ? 0.0 : LD(b, pc.bo + ob)));
 }
 
 #elif defined(K_SCALE)

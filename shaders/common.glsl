@@ -31,13 +31,8 @@ layout(local_size_x_id = 0) in;
 
 #define LOOM_MAX_LOCAL 256
 
-/* dtype codes = enum loom_dtype (include/loom/tensor.h) */
-#define DT_F32 0
-#define DT_F16 1
-#define DT_BF16 2
-#define DT_F64 3
-#define DT_I32 4
-#define DT_U8 5
+/* slot indices, kind codes and dtype codes shared with the C side (glslang -I core) */
+#include "params.h"
 
 /* ---- conversions (core/dtype.c) ---- */
 /* loom_f16_to_f32, bit for bit (unpackHalf2x16 would quiet signaling NaNs) */

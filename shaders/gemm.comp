@@ -65,7 +65,7 @@
 #define RN 8
 #endif
 #define NT ((BM / RM) * (BN / RN))
-#define REPRO_CHUNK 1024u /* LOOM__REPRO_CHUNK (core/repro.h) */
+#define REPRO_CHUNK uint(LOOM_K_REPRO_CHUNK) /* core/params.h, as core/repro.h */
 #define RM4 (RM / 4)
 #define RN4 (RN / 4)
 

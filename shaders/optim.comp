@@ -15,15 +15,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-#define H_LR 0
-#define H_BC1 1
-#define H_BC2 2
-#define H_APPLY 3
-#define H_GMULT 4
-#define H_FIRST 5
-
 #if defined(K_SGD_STEP)
-/* flags: 1 momentum buffer, 2 nesterov, 4 zero grad, 8 coef given */
+/* flags (LOOM_K_OPT_*): momentum buffer, nesterov, zero grad, coef given */
 TENSOR_OUT(0, float, p);
 TENSOR_OUT(1, float, gr);
 TENSOR_IN(2, float, hy);
@@ -36,24 +29,24 @@ void main() {
     uint i = loom_gid();
     if (i == 0u) y[pc.yo] = 0.0;
     if (i >= pc.n) return;
-    if (hy[pc.ho + H_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+    if (hy[pc.ho + LOOM_G_HYPER_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[pc.go + i] = 0.0;
         return;
     }
-    if (hy[pc.ho + H_APPLY] == 0.0) return;
-    float lr = hy[pc.ho + H_LR];
-    precise float mult = hy[pc.ho + H_GMULT] * ((pc.flags & 8u) != 0u ? cf[pc.co] : 1.0);
-    bool first = hy[pc.ho + H_FIRST] != 0.0;
+    if (hy[pc.ho + LOOM_G_HYPER_APPLY] == 0.0) return;
+    float lr = hy[pc.ho + LOOM_G_HYPER_LR];
+    precise float mult = hy[pc.ho + LOOM_G_HYPER_GMULT] * ((pc.flags & uint(LOOM_K_OPT_COEF)) != 0u ? cf[pc.co] : 1.0);
+    bool first = hy[pc.ho + LOOM_G_HYPER_FIRST] != 0.0;
     precise float g = gr[pc.go + i] * mult;
     if (pc.wd != 0.0) g = g + pc.wd * p[pc.po + i];
-    if ((pc.flags & 1u) != 0u) {
+    if ((pc.flags & uint(LOOM_K_OPT_BUF)) != 0u) {
         precise float b = first ? g : pc.mom * buf[pc.bo + i] + pc.damp1 * g;
         buf[pc.bo + i] = b;
-        g = (pc.flags & 2u) != 0u ? g + pc.mom * b : b;
+        g = (pc.flags & uint(LOOM_K_OPT_NESTEROV)) != 0u ? g + pc.mom * b : b;
     }
     precise float np = p[pc.po + i] - lr * g;
     p[pc.po + i] = np;
-    if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+    if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[pc.go + i] = 0.0;
 }
 
 #elif defined(K_ADAM_STEP)
@@ -68,7 +61,7 @@ float one_minus_prod(float lr, float wd_hi, float wd_lo) {
     return r;
 }
 
-/* flags: 1 decoupled (AdamW), 4 zero grad, 8 coef given */
+/* flags (LOOM_K_OPT_*): BUF = decoupled weight decay (AdamW), zero grad, coef given */
 TENSOR_OUT(0, float, p);
 TENSOR_OUT(1, float, gr);
 TENSOR_IN(2, float, hy);
@@ -85,20 +78,20 @@ void main() {
     uint i = loom_gid();
     if (i == 0u) y[pc.yo] = 0.0;
     if (i >= pc.n) return;
-    if (hy[pc.ho + H_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+    if (hy[pc.ho + LOOM_G_HYPER_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[pc.go + i] = 0.0;
         return;
     }
-    if (hy[pc.ho + H_APPLY] == 0.0) return;
-    float lr = hy[pc.ho + H_LR];
-    precise float mult = hy[pc.ho + H_GMULT] * ((pc.flags & 8u) != 0u ? cf[pc.co] : 1.0);
+    if (hy[pc.ho + LOOM_G_HYPER_APPLY] == 0.0) return;
+    float lr = hy[pc.ho + LOOM_G_HYPER_LR];
+    precise float mult = hy[pc.ho + LOOM_G_HYPER_GMULT] * ((pc.flags & uint(LOOM_K_OPT_COEF)) != 0u ? cf[pc.co] : 1.0);
     float decay = one_minus_prod(lr, pc.wd_hi, pc.wd_lo);
-    precise float step = lr / hy[pc.ho + H_BC1];
-    precise float bc2s = sqrt(hy[pc.ho + H_BC2]);
+    precise float step = lr / hy[pc.ho + LOOM_G_HYPER_BC1];
+    precise float bc2s = sqrt(hy[pc.ho + LOOM_G_HYPER_BC2]);
     precise float g = gr[pc.go + i] * mult;
     precise float pv = p[pc.po + i];
     if (pc.wd != 0.0) {
-        if ((pc.flags & 1u) != 0u) pv = pv * decay;
+        if ((pc.flags & uint(LOOM_K_OPT_BUF)) != 0u) pv = pv * decay;
         else g = g + pc.wd * pv;
     }
     precise float mv = pc.b1 * m[pc.mo + i] + pc.omb1 * g;
@@ -107,7 +100,7 @@ void main() {
     v[pc.vo + i] = vv;
     precise float np = pv - step * mv / (sqrt(vv) / bc2s + pc.eps);
     p[pc.po + i] = np;
-    if ((pc.flags & 4u) != 0u) gr[pc.go + i] = 0.0;
+    if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[pc.go + i] = 0.0;
 }
 
 #elif defined(K_ACCUMULATE)
@@ -127,7 +120,7 @@ void main() {
 
 #elif defined(K_CLIP_COEF)
 /* y () = min(1, max_norm / (sqrt(sumsq) * hyper[GMULT] + 1e-6)); sumsq () of
- * dtype sdt (DT_F32 / DT_F16 / DT_BF16) read as 32-bit words (the CPU forms
+ * dtype sdt (LOOM_K_DT_F32 / LOOM_K_DT_F16 / LOOM_K_DT_BF16) read as 32-bit words (the CPU forms
  * this in double; float here, as OpenCL) */
 TENSOR_IN(0, uint, ss);
 TENSOR_IN(1, float, hy);
@@ -137,13 +130,13 @@ PUSH { uint so, ho, yo, sdt; float max_norm; } pc;
 void main() {
     if (loom_gid() != 0u) return;
     float s;
-    if (pc.sdt == uint(DT_F32)) {
+    if (pc.sdt == uint(LOOM_K_DT_F32)) {
         s = uintBitsToFloat(ss[pc.so]);
     } else {
         uint h = (ss[pc.so >> 1] >> ((pc.so & 1u) * 16u)) & 0xffffu;
-        s = pc.sdt == uint(DT_F16) ? f16_to_f32(h) : bf16_to_f32(h);
+        s = pc.sdt == uint(LOOM_K_DT_F16) ? f16_to_f32(h) : bf16_to_f32(h);
     }
-    precise float c = pc.max_norm / (sqrt(s) * hy[pc.ho + H_GMULT] + 1e-6);
+    precise float c = pc.max_norm / (sqrt(s) * hy[pc.ho + LOOM_G_HYPER_GMULT] + 1e-6);
     y[pc.yo] = c < 1.0 ? c : 1.0;
 }
 

@@ -6,27 +6,10 @@
  * gradient recomputes each covering window's argmax exactly as the forward
  * does: the first maximum wins, NaN propagates.
  *
- * Geometry table g (int32 meta, loom__vk_meta): */
+ * Geometry table g (int32 meta, loom__vk_meta): LOOM_G_POOL_* (core/params.h). */
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-
-#define PG_PLANES 0 /* N * C */
-#define PG_H 1
-#define PG_W 2
-#define PG_OH 3
-#define PG_OW 4
-#define PG_KH 5
-#define PG_KW 6
-#define PG_SH 7
-#define PG_SW 8
-#define PG_PH 9
-#define PG_PW 10
-#define PG_INCL 11 /* count_include_pad */
-
-#define PK_MAX 0
-#define PK_AVG 1
-#define PK_ADAPTIVE 2
 
 #if defined(K_POOL2D)
 /* x (P, H, W) -> y (P, OH, OW) */
@@ -49,18 +32,19 @@ PUSH { uint xo, dyo, dxo; int kind; } pc;
 /* window of output (i, j) clipped to x: rows [h0, h1), cols [w0, w1);
  * returns torch's avg divisor (as window() in the CPU file) */
 int pool_window(int i, int j, out int h0, out int h1, out int w0, out int w1) {
-    int H = g[PG_H], W = g[PG_W];
-    int hs = i * g[PG_SH] - g[PG_PH], ws = j * g[PG_SW] - g[PG_PW];
-    int he = min(hs + g[PG_KH], H + g[PG_PH]), we = min(ws + g[PG_KW], W + g[PG_PW]);
+    int H = g[LOOM_G_POOL_H], W = g[LOOM_G_POOL_W];
+    int hs = i * g[LOOM_G_POOL_SH] - g[LOOM_G_POOL_PH], ws = j * g[LOOM_G_POOL_SW] - g[LOOM_G_POOL_PW];
+    int he = min(hs + g[LOOM_G_POOL_KH], H + g[LOOM_G_POOL_PH]);
+    int we = min(ws + g[LOOM_G_POOL_KW], W + g[LOOM_G_POOL_PW]);
     int padded = (he - hs) * (we - ws);
     h0 = max(hs, 0), w0 = max(ws, 0);
     h1 = min(he, H), w1 = min(we, W);
-    return g[PG_INCL] != 0 ? padded : (h1 - h0) * (w1 - w0);
+    return g[LOOM_G_POOL_INCL] != 0 ? padded : (h1 - h0) * (w1 - w0);
 }
 
 /* index in plane `base` of x (H, W) of window (i, j)'s first maximum; NaN wins */
 int pool_argmax(uint base, int i, int j) {
-    int h0, h1, w0, w1, W = g[PG_W];
+    int h0, h1, w0, w1, W = g[LOOM_G_POOL_W];
     pool_window(i, j, h0, h1, w0, w1);
     int best = h0 * W + w0;
     float m = uintBitsToFloat(0xff800000u); /* -inf */
@@ -81,18 +65,18 @@ int pool_bin_end(int i, int n, int o) { return ((i + 1) * n + o - 1) / o; }
 
 #if defined(K_POOL2D)
 void main() {
-    int OH = g[PG_OH], OW = g[PG_OW], H = g[PG_H], W = g[PG_W];
+    int OH = g[LOOM_G_POOL_OH], OW = g[LOOM_G_POOL_OW], H = g[LOOM_G_POOL_H], W = g[LOOM_G_POOL_W];
     uint k = loom_gid();
-    if (k >= uint(g[PG_PLANES] * OH * OW)) return;
+    if (k >= uint(g[LOOM_G_POOL_PLANES] * OH * OW)) return;
     int j = int(k % uint(OW)), i = int((k / uint(OW)) % uint(OH));
     uint p = k / uint(OH * OW);
     uint base = pc.xo + p * uint(H * W);
-    if (pc.kind == PK_MAX) {
+    if (pc.kind == LOOM_K_POOL_MAX) {
         ST(y, pc.yo + k, LD(x, base + uint(pool_argmax(base, i, j))));
         return;
     }
     int h0, h1, w0, w1, div;
-    if (pc.kind == PK_AVG) {
+    if (pc.kind == LOOM_K_POOL_AVG) {
         div = pool_window(i, j, h0, h1, w0, w1);
     } else {
         h0 = pool_bin_start(i, H, OH), h1 = pool_bin_end(i, H, OH);
@@ -114,14 +98,14 @@ void pool_cover(int h, int k, int s, int p, int O, out int i0, out int i1) {
 }
 
 void main() {
-    int OH = g[PG_OH], OW = g[PG_OW], H = g[PG_H], W = g[PG_W];
+    int OH = g[LOOM_G_POOL_OH], OW = g[LOOM_G_POOL_OW], H = g[LOOM_G_POOL_H], W = g[LOOM_G_POOL_W];
     uint k = loom_gid();
-    if (k >= uint(g[PG_PLANES] * H * W)) return;
+    if (k >= uint(g[LOOM_G_POOL_PLANES] * H * W)) return;
     int w = int(k % uint(W)), h = int((k / uint(W)) % uint(H));
     uint p = k / uint(H * W);
     uint dbase = pc.dyo + p * uint(OH * OW);
     float acc = 0.0;
-    if (pc.kind == PK_ADAPTIVE) {
+    if (pc.kind == LOOM_K_POOL_ADAPTIVE) {
         /* bins containing h: i in [floor(h*OH/H), ceil((h+1)*OH/H)), checked */
         int i0 = max(h * OH / H - 1, 0), i1 = min(((h + 1) * OH + H - 1) / H + 1, OH);
         int j0 = max(w * OW / W - 1, 0), j1 = min(((w + 1) * OW + W - 1) / W + 1, OW);
@@ -136,12 +120,12 @@ void main() {
         }
     } else {
         int i0, i1, j0, j1;
-        pool_cover(h, g[PG_KH], g[PG_SH], g[PG_PH], OH, i0, i1);
-        pool_cover(w, g[PG_KW], g[PG_SW], g[PG_PW], OW, j0, j1);
+        pool_cover(h, g[LOOM_G_POOL_KH], g[LOOM_G_POOL_SH], g[LOOM_G_POOL_PH], OH, i0, i1);
+        pool_cover(w, g[LOOM_G_POOL_KW], g[LOOM_G_POOL_SW], g[LOOM_G_POOL_PW], OW, j0, j1);
         uint xbase = pc.xo + p * uint(H * W);
         for (int i = i0; i < i1; i++)
             for (int j = j0; j < j1; j++) {
-                if (pc.kind == PK_MAX) {
+                if (pc.kind == LOOM_K_POOL_MAX) {
                     if (pool_argmax(xbase, i, j) == h * W + w) acc += LD(dy, dbase + uint(i * OW + j));
                 } else {
                     int h0, h1, w0, w1, div = pool_window(i, j, h0, h1, w0, w1);

@@ -1,8 +1,9 @@
 /* shaders/repro.comp — reproducible mode's canonical kernels (f32 only) for
  * the reductions: sum/mean, batch norm and its gradients, cross-entropy and
  * its gradient, in exactly the order and arithmetic of core/repro.h (the
- * CPU's backends/cpu/ops/repro.c is the reference; the GEMM is gemm.comp
- * with REPRO). Host: backends/vulkan/ops/repro.c.
+ * CPU's loom__cpu_*_repro kernels are the reference; the GEMM is gemm.comp
+ * with REPRO). Host: the *_repro variants in backends/vulkan/ops/norm.c,
+ * loss.c and reduce.c.
  *
  * A csum over n values runs as chunks of RCH = LOOM__REPRO_CHUNK values: the
  * work-group's invocation l sums chunk cb + l alone, in order, from 0; then
@@ -14,11 +15,13 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-#define RCH 1024u
+#define RCH uint(LOOM_K_REPRO_CHUNK)
 
 shared float rp_part[LOOM_MAX_LOCAL];
 
-/* loom__repro_exp / loom__repro_log of core/repro.h, step for step */
+/* loom__repro_exp / loom__repro_log of core/repro.h, step for step: a copy,
+ * because GLSL cannot include that header (it has no C casts or memcpy,
+ * and reserves names with "__"); C and OpenCL C share the one source. */
 float repro_exp(float x) {
     if (isnan(x)) return x;
     if (x > 88.72283) return uintBitsToFloat(0x7f800000u);

@@ -6,11 +6,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-#define K_SOFTMAX 0
-#define K_LOG_SOFTMAX 1
-#define K_SOFTMAX_GRAD 2
-#define K_LOG_SOFTMAX_GRAD 3
-
 /* x, dy, y viewed as (R, C); x is the forward output y for the gradient kinds */
 TENSOR_IN(0, T, x);
 TENSOR_IN(1, T, dy); /* forward kinds: x again, unused */
@@ -22,21 +17,21 @@ void main() {
     if (r >= pc.R) return; /* the whole group */
     uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x, C = pc.C;
     uint xb = pc.xo + r * C, db = pc.dyo + r * C, yb = pc.yo + r * C;
-    if (pc.kind == K_SOFTMAX || pc.kind == K_LOG_SOFTMAX) {
+    if (pc.kind == LOOM_K_SOFTMAX || pc.kind == LOOM_K_LOG_SOFTMAX) {
         float m = LD(x, xb);
         for (uint c = l; c < C; c += nl) m = LD(x, xb + c) > m ? LD(x, xb + c) : m;
         m = group_max(m);
         float se = 0.0;
         for (uint c = l; c < C; c += nl) se += exp(LD(x, xb + c) - m);
         se = group_sum(se);
-        if (pc.kind == K_SOFTMAX) { /* y = exp(x - max) / sum exp(x - max) */
+        if (pc.kind == LOOM_K_SOFTMAX) { /* y = exp(x - max) / sum exp(x - max) */
             float inv = 1.0 / se;
             for (uint c = l; c < C; c += nl) ST(y, yb + c, exp(LD(x, xb + c) - m) * inv);
         } else { /* y = x - max - log sum exp(x - max) */
             precise float lse = m + log(se);
             for (uint c = l; c < C; c += nl) ST(y, yb + c, LD(x, xb + c) - lse);
         }
-    } else if (pc.kind == K_SOFTMAX_GRAD) { /* dx = y (dy - sum(dy y)) */
+    } else if (pc.kind == LOOM_K_SOFTMAX_GRAD) { /* dx = y (dy - sum(dy y)) */
         precise float d = 0.0;
         for (uint c = l; c < C; c += nl) d += LD(dy, db + c) * LD(x, xb + c);
         d = group_sum(d);

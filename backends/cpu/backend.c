@@ -162,8 +162,7 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
             a.x[k] = addr_of(p, t->src[k]);
             a.xdt[k] = t->src[k]->dtype;
         }
-        loom__cpu_fn fn = (loom__cpu_fn)loom__cpu_kernels[t->op].fn;
-        if (cpu->reproducible && loom__cpu_repro_kernels[t->op]) fn = loom__cpu_repro_kernels[t->op];
+        loom__cpu_fn fn = (loom__cpu_fn)loom__kernel_variant(&loom__cpu_kernels[t->op], cpu->reproducible);
         loom_status st;
         /* 16-bit data is computed in f32: convert 16-bit inputs into scratch,
          * run, convert a 16-bit output back */

@@ -54,7 +54,7 @@ void loom__cpu_dgemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64
                          int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
 
 /* ---- kernels: one per op, named loom__cpu_<op name>, in ops/<family>.c ---- */
-#define LOOM_OP(e, stem, bw, fl) loom_status loom__cpu_##stem(const loom__cpu_args *a);
+#define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__cpu_##stem(const loom__cpu_args *a);
 #include "../../core/ops.def"
 #undef LOOM_OP
 

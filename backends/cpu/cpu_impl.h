@@ -11,7 +11,7 @@ struct loom__cpu {
      * sizes, at most LOOM__CPU_DET_PARTS, and add the parts in order. */
     bool deterministic;
     /* loom_backend_desc.reproducible: the canonical kernels of core/repro.h
-     * (ops/repro.c) for the ops that have one; implies deterministic */
+     * (the kernel table's repro variants) for the ops that have one; implies deterministic */
     bool reproducible;
     void *pool;           /* threads.c */
     void *scratch;        /* kernel workspace, grown on demand, kept */
@@ -29,7 +29,21 @@ void loom__cpu_pool_destroy(loom__cpu *cpu);
 #define LOOM__CPU_DET_PARTS 8
 
 extern const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT];
-/* reproducible mode's canonical kernels (ops/repro.c); NULL = the ordinary one */
-extern const loom__cpu_fn loom__cpu_repro_kernels[LOOM_OP_COUNT];
+/* reproducible mode's variants (core/repro.h), in the op's own file: the
+ * kernel table's `repro` entries */
+loom_status loom__cpu_matmul_repro(const loom__cpu_args *a);
+loom_status loom__cpu_linear_repro(const loom__cpu_args *a);
+loom_status loom__cpu_conv2d_repro(const loom__cpu_args *a);
+loom_status loom__cpu_conv2d_grad_input_repro(const loom__cpu_args *a);
+loom_status loom__cpu_conv2d_grad_weight_repro(const loom__cpu_args *a);
+loom_status loom__cpu_sum_repro(const loom__cpu_args *a);
+loom_status loom__cpu_mean_repro(const loom__cpu_args *a);
+loom_status loom__cpu_batch_norm_repro(const loom__cpu_args *a);
+loom_status loom__cpu_batch_norm_grad_params_repro(const loom__cpu_args *a);
+loom_status loom__cpu_batch_norm_grad_repro(const loom__cpu_args *a);
+loom_status loom__cpu_cross_entropy_repro(const loom__cpu_args *a);
+loom_status loom__cpu_cross_entropy_grad_repro(const loom__cpu_args *a);
+/* the error of a reproducible kernel that could not allocate its scratch */
+loom_status loom__cpu_repro_oom(const loom__cpu_args *a);
 
 #endif

@@ -3,7 +3,9 @@
  * the CPU supports. */
 #include "cpu_impl.h"
 
-#define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cpu_##stem, dts}
+#define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cpu_##stem, dts, NULL}
+/* an op with a reproducible-mode variant (loom__cpu_<stem>_repro, core/repro.h) */
+#define KR(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cpu_##stem, dts, (loom__fnptr)loom__cpu_##stem##_repro}
 #define FLOAT LOOM__DT_FLOAT
 #define ALL LOOM__DT_ALL
 
@@ -22,25 +24,25 @@ const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT] = {
     K(SILU, silu, FLOAT),
     K(TANH, tanh, FLOAT),
     K(SIGMOID, sigmoid, FLOAT),
-    K(MATMUL, matmul, FLOAT),
-    K(LINEAR, linear, FLOAT),
+    KR(MATMUL, matmul, FLOAT),
+    KR(LINEAR, linear, FLOAT),
     K(SOFTMAX, softmax, FLOAT),
     K(LOG_SOFTMAX, log_softmax, FLOAT),
-    K(CROSS_ENTROPY, cross_entropy, FLOAT),
+    KR(CROSS_ENTROPY, cross_entropy, FLOAT),
     K(MSE, mse, FLOAT),
-    K(CONV2D, conv2d, FLOAT),
+    KR(CONV2D, conv2d, FLOAT),
     K(MAX_POOL2D, max_pool2d, FLOAT),
     K(AVG_POOL2D, avg_pool2d, FLOAT),
     K(ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d, FLOAT),
-    K(BATCH_NORM, batch_norm, FLOAT),
+    KR(BATCH_NORM, batch_norm, FLOAT),
     K(LAYER_NORM, layer_norm, FLOAT),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
     K(PERMUTE, permute, ALL),
     K(CONCAT, concat, ALL),
     K(SLICE, slice, ALL),
-    K(SUM, sum, FLOAT),
-    K(MEAN, mean, FLOAT),
+    KR(SUM, sum, FLOAT),
+    KR(MEAN, mean, FLOAT),
     K(SGD_STEP, sgd_step, LOOM__DT(F32)),
     K(ADAM_STEP, adam_step, LOOM__DT(F32)),
     K(ACCUMULATE, accumulate, LOOM__DT(F32)),
@@ -56,14 +58,14 @@ const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT] = {
     K(SIGMOID_GRAD, sigmoid_grad, FLOAT),
     K(SOFTMAX_GRAD, softmax_grad, FLOAT),
     K(LOG_SOFTMAX_GRAD, log_softmax_grad, FLOAT),
-    K(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
-    K(CONV2D_GRAD_INPUT, conv2d_grad_input, FLOAT),
-    K(CONV2D_GRAD_WEIGHT, conv2d_grad_weight, FLOAT),
+    KR(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
+    KR(CONV2D_GRAD_INPUT, conv2d_grad_input, FLOAT),
+    KR(CONV2D_GRAD_WEIGHT, conv2d_grad_weight, FLOAT),
     K(MAX_POOL2D_GRAD, max_pool2d_grad, FLOAT),
     K(AVG_POOL2D_GRAD, avg_pool2d_grad, FLOAT),
     K(ADAPTIVE_AVG_POOL2D_GRAD, adaptive_avg_pool2d_grad, FLOAT),
-    K(BATCH_NORM_GRAD, batch_norm_grad, FLOAT),
-    K(BATCH_NORM_GRAD_PARAMS, batch_norm_grad_params, FLOAT),
+    KR(BATCH_NORM_GRAD, batch_norm_grad, FLOAT),
+    KR(BATCH_NORM_GRAD_PARAMS, batch_norm_grad_params, FLOAT),
     K(LAYER_NORM_GRAD, layer_norm_grad, FLOAT),
     K(LAYER_NORM_GRAD_PARAMS, layer_norm_grad_params, FLOAT),
     K(EMBEDDING_GRAD, embedding_grad, FLOAT),

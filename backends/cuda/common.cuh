@@ -13,14 +13,6 @@
 
 #include "cuda.h"
 
-/* dtype codes = enum loom_dtype (include/loom/tensor.h) */
-#define DT_F32 0
-#define DT_F16 1
-#define DT_BF16 2
-#define DT_F64 3
-#define DT_I32 4
-#define DT_U8 5
-
 __device__ __forceinline__ float bf16_to_f32(uint16_t h) { return __uint_as_float((unsigned)h << 16); }
 
 __device__ __forceinline__ uint16_t f32_to_bf16(float f) {
@@ -52,8 +44,8 @@ template <typename T> __device__ __forceinline__ void st(T *p, int64_t i, float 
 /* Any float dtype through a byte pointer (element index i). */
 __device__ __forceinline__ float ld_any(const unsigned char *p, int dt, int64_t i) {
     switch (dt) {
-    case DT_F16: return __half2float(((const __half *)p)[i]);
-    case DT_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
+    case LOOM_K_DT_F16: return __half2float(((const __half *)p)[i]);
+    case LOOM_K_DT_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
     default: return ((const float *)p)[i];
     }
 }

@@ -255,7 +255,7 @@ static inline loom_status loom__cu_launch(loom__cu_op *o, void (*k)(A...), dim3 
 #define LOOM__CU_ALL (LOOM__CU_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
 extern loom__kernel loom__cu_kernels[LOOM_OP_COUNT]; /* filled before main (kernels.cu) */
 
-#define LOOM_OP(e, stem, bw, fl) loom_status loom__cu_##stem(loom__cu_op *o);
+#define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__cu_##stem(loom__cu_op *o);
 #include "../../core/ops.def"
 #undef LOOM_OP
 

@@ -155,7 +155,7 @@ static loom_status cu_plan_prepare(loom_backend *be, loom_plan *p) {
         n->t = t;
         n->err_slot = -1;
         loom__cu_op o = {cu, p, t, n, cp->err_buf, cp->step_dev};
-        loom__cu_fn fn = (loom__cu_fn)loom__cu_kernels[t->op].fn;
+        loom__cu_fn fn = (loom__cu_fn)loom__kernel_variant(&loom__cu_kernels[t->op], be->reproducible);
         LOOM__ASSERT(fn); /* plan.c checked support */
         loom_status st = fn(&o);
         if (st != LOOM_OK) {

@@ -8,7 +8,7 @@
  */
 #include "cuda.h"
 
-#define K(e, stem, dts) t[LOOM_OP_##e] = loom__kernel{(loom__fnptr)loom__cu_##stem, dts}
+#define K(e, stem, dts) t[LOOM_OP_##e] = loom__kernel{(loom__fnptr)loom__cu_##stem, dts, nullptr}
 #define FLOAT LOOM__CU_FLOAT
 #define ALL LOOM__CU_ALL
 #define F32 LOOM__DT(F32)

@@ -178,8 +178,7 @@ static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
         n->t = t;
         n->err_slot = -1;
         loom__cl_op o = {cl, p, t, n, cp->err_buf};
-        loom__cl_fn fn = (loom__cl_fn)loom__cl_kernels[t->op].fn;
-        if (cl->reproducible && loom__cl_repro_kernels[t->op]) fn = loom__cl_repro_kernels[t->op];
+        loom__cl_fn fn = (loom__cl_fn)loom__kernel_variant(&loom__cl_kernels[t->op], cl->reproducible);
         LOOM__ASSERT(fn); /* plan.c checked support */
         loom_status st = fn(&o);
         if (st != LOOM_OK) {

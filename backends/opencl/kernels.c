@@ -5,7 +5,9 @@
  */
 #include "opencl.h"
 
-#define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cl_##stem, dts}
+#define K(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cl_##stem, dts, NULL}
+/* an op with a reproducible-mode variant (loom__cl_<stem>_repro, core/repro.h) */
+#define KR(e, stem, dts) [LOOM_OP_##e] = {(loom__fnptr)loom__cl_##stem, dts, (loom__fnptr)loom__cl_##stem##_repro}
 #define FLOAT LOOM__CL_FLOAT
 #define ALL LOOM__CL_ALL
 #define F32 LOOM__DT(F32)
@@ -27,19 +29,19 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(SIGMOID, sigmoid, FLOAT),
     K(SOFTMAX, softmax, FLOAT),
     K(LOG_SOFTMAX, log_softmax, FLOAT),
-    K(CROSS_ENTROPY, cross_entropy, FLOAT),
+    KR(CROSS_ENTROPY, cross_entropy, FLOAT),
     K(MSE, mse, FLOAT),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
     K(PERMUTE, permute, ALL),
     K(CONCAT, concat, ALL),
     K(SLICE, slice, ALL),
-    K(SUM, sum, FLOAT),
-    K(MEAN, mean, FLOAT),
+    KR(SUM, sum, FLOAT),
+    KR(MEAN, mean, FLOAT),
     K(MAX_POOL2D, max_pool2d, FLOAT),
     K(AVG_POOL2D, avg_pool2d, FLOAT),
     K(ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d, FLOAT),
-    K(BATCH_NORM, batch_norm, FLOAT),
+    KR(BATCH_NORM, batch_norm, FLOAT),
     K(LAYER_NORM, layer_norm, FLOAT),
     K(SGD_STEP, sgd_step, F32),
     K(ADAM_STEP, adam_step, F32),
@@ -56,7 +58,7 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(SIGMOID_GRAD, sigmoid_grad, FLOAT),
     K(SOFTMAX_GRAD, softmax_grad, FLOAT),
     K(LOG_SOFTMAX_GRAD, log_softmax_grad, FLOAT),
-    K(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
+    KR(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
     K(EMBEDDING_GRAD, embedding_grad, FLOAT),
     K(SLICE_GRAD, slice_grad, ALL),
     K(MATMUL, matmul, FLOAT),
@@ -68,7 +70,7 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(AVG_POOL2D_GRAD, avg_pool2d_grad, FLOAT),
     K(ADAPTIVE_AVG_POOL2D_GRAD, adaptive_avg_pool2d_grad, FLOAT),
     K(BATCH_NORM_GRAD, batch_norm_grad, FLOAT),
-    K(BATCH_NORM_GRAD_PARAMS, batch_norm_grad_params, FLOAT),
+    KR(BATCH_NORM_GRAD_PARAMS, batch_norm_grad_params, FLOAT),
     K(LAYER_NORM_GRAD, layer_norm_grad, FLOAT),
     K(LAYER_NORM_GRAD_PARAMS, layer_norm_grad_params, FLOAT),
 };

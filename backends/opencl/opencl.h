@@ -13,8 +13,9 @@
  * Reproducible mode (loom_backend_desc.reproducible, core/repro.h): the
  * programs are built with -DLOOM_REPRO (program.c), which makes the GEMM
  * (gemm.cl) and conv2d_grad_weight's image sum (conv2d.cl) canonical and
- * compiles kernels/repro.cl; ops/repro.c holds the host functions that
- * replace the ordinary ones there (loom__cl_repro_kernels). A device without
+ * compiles kernels/repro.cl; the ops whose host side differs too have a
+ * `repro` variant in the kernel table (loom__cl_<stem>_repro, in the op's own
+ * ops/<family>.c; dispatch.c picks it with loom__kernel_variant). A device without
  * correctly rounded division and sqrt refuses the mode at create.
  *
  * ---- How to add a family (e.g. norm) ----
@@ -234,12 +235,19 @@ cl_mem loom__cl_mem(const loom_plan *p, const loom_tensor *t);
 #define LOOM__CL_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16))
 #define LOOM__CL_ALL (LOOM__CL_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
 extern const loom__kernel loom__cl_kernels[LOOM_OP_COUNT];
-/* Reproducible mode (core/repro.h; ops/repro.c): the host functions that
- * replace the ordinary ones when cl->reproducible (NULL: the ordinary one,
- * whose kernels are canonical in a -DLOOM_REPRO program or exact anyway). */
-extern const loom__cl_fn loom__cl_repro_kernels[LOOM_OP_COUNT];
+/* Reproducible mode (core/repro.h): the host functions of the ops whose
+ * canonical kernels differ from the ordinary ones (the kernel table's `repro`
+ * entries, in the op's own ops/<family>.c) */
+loom_status loom__cl_sum_repro(loom__cl_op *o);
+loom_status loom__cl_mean_repro(loom__cl_op *o);
+loom_status loom__cl_batch_norm_repro(loom__cl_op *o);
+loom_status loom__cl_batch_norm_grad_params_repro(loom__cl_op *o);
+loom_status loom__cl_cross_entropy_repro(loom__cl_op *o);
+loom_status loom__cl_cross_entropy_grad_repro(loom__cl_op *o);
+/* a work-group size for a csum over n values: one item per chunk, up to the limit */
+size_t loom__cl_chunk_local(const loom__cl *cl, int64_t n);
 
-#define LOOM_OP(e, stem, bw, fl) loom_status loom__cl_##stem(loom__cl_op *o);
+#define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__cl_##stem(loom__cl_op *o);
 #include "../../core/ops.def"
 #undef LOOM_OP
 

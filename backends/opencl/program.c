@@ -1,6 +1,6 @@
 /* backends/opencl/program.c — building the kernels: one program per storage
- * dtype (f32, f16, bf16) from the embedded kernels/<name>.cl (common.cl first),
- * with -DLOOM_T_<DT> (#line directives make build logs name file:line), and
+ * dtype (f32, f16, bf16) from the embedded core/params.h, core/repro.h and
+ * kernels/<name>.cl (common.cl first), with -DLOOM_T_<DT> (#line directives make build logs name file:line), and
  * -DLOOM_REPRO in reproducible mode (core/repro.h: the canonical GEMM,
  * kernels/repro.cl); program binaries cached on disk.
  *
@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../core/repro.h"
 #include "opencl.h"
 
 /* the generated file (embed.cmake) */
@@ -80,10 +79,10 @@ static loom_status build(loom__cl *cl, int which) {
     size_t at = 0;
     for (int i = 0; i < loom__cl_source_count; i++)
         at += (size_t)sprintf(src + at, "#line 1 \"%s\"\n%s\n", loom__cl_source_names[i], loom__cl_source_texts[i]);
-    char opts[256], repro[64] = "";
-    if (cl->reproducible) snprintf(repro, sizeof repro, " -DLOOM_REPRO -DLOOM_REPRO_CHUNK=%d", LOOM__REPRO_CHUNK);
+    char opts[256];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s", DT_DEFINE[which],
-             cl->correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "", repro);
+             cl->correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             cl->reproducible ? " -DLOOM_REPRO" : "");
 
     char dir[512], path[600] = "";
     loom__cl_cache_dir(dir, sizeof dir);

@@ -468,7 +468,7 @@ static loom_status prepare(loom__vk *vk, loom_plan *p) {
         n->first = vp->nd;
         n->params = (uint32_t *)(void *)(vp->params->map + (size_t)e * LOOM__VK_PARAM_WORDS * sizeof(uint32_t));
         loom__vk_op o = {vk, p, t, n, vp};
-        loom__vk_fn fn = (loom__vk_fn)loom__vk_kernels[t->op].fn;
+        loom__vk_fn fn = (loom__vk_fn)loom__kernel_variant(&loom__vk_kernels[t->op], vk->reproducible);
         LOOM__ASSERT(fn); /* plan.c checked support */
         if ((st = fn(&o)) != LOOM_OK) {
             if (loom_last_status(vk->ctx) != st)

@@ -181,7 +181,7 @@ typedef struct loom__vk {
     uint32_t subgroup_size;
     bool storage16, storage8, float16, int16, int8, int64; /* enabled features (if present) */
     bool coopmat;          /* VK_KHR_cooperative_matrix present (reported only) */
-    bool reproducible;     /* loom_backend_desc.reproducible: canonical kernels (core/repro.h, ops/repro.c) */
+    bool reproducible;     /* loom_backend_desc.reproducible: the kernel table's repro variants (core/repro.h) */
     uint32_t timestamp_bits; /* of the queue family; 0 = no timestamps */
     uint32_t max_local;    /* power of two <= 256 and the device's limits */
     /* validation (LOOM_VULKAN_VALIDATION=1): messages are counted; the call in
@@ -371,12 +371,21 @@ uint32_t loom__vk_reduce_local(const loom__vk *vk, int64_t n);
  * the node; LOOM_ERR_UNSUPPORTED if a value does not fit int32. */
 loom_status loom__vk_meta(loom__vk_op *o, const int64_t *v, int n, loom__buffer **out);
 
-/* reproducible mode's canonical kernels (ops/repro.c, shaders/repro.comp) */
-loom_status loom__vk_repro_batch_norm(loom__vk_op *o);
-loom_status loom__vk_repro_batch_norm_grad_params(loom__vk_op *o);
-loom_status loom__vk_repro_batch_norm_grad(loom__vk_op *o);
-loom_status loom__vk_repro_cross_entropy(loom__vk_op *o);
-loom_status loom__vk_repro_cross_entropy_grad(loom__vk_op *o);
+/* reproducible mode's variants (core/repro.h, shaders/repro.comp and the
+ * gemm*_r_f32 shaders), in the op's own ops/<family>.c: the kernel table's
+ * `repro` entries */
+loom_status loom__vk_matmul_repro(loom__vk_op *o);
+loom_status loom__vk_linear_repro(loom__vk_op *o);
+loom_status loom__vk_conv2d_repro(loom__vk_op *o);
+loom_status loom__vk_conv2d_grad_input_repro(loom__vk_op *o);
+loom_status loom__vk_conv2d_grad_weight_repro(loom__vk_op *o);
+loom_status loom__vk_sum_repro(loom__vk_op *o);
+loom_status loom__vk_mean_repro(loom__vk_op *o);
+loom_status loom__vk_batch_norm_repro(loom__vk_op *o);
+loom_status loom__vk_batch_norm_grad_params_repro(loom__vk_op *o);
+loom_status loom__vk_batch_norm_grad_repro(loom__vk_op *o);
+loom_status loom__vk_cross_entropy_repro(loom__vk_op *o);
+loom_status loom__vk_cross_entropy_grad_repro(loom__vk_op *o);
 /* A device scratch buffer owned by the node (contents undefined). */
 loom_status loom__vk_scratch(loom__vk_op *o, size_t bytes, loom__buffer **out);
 
@@ -394,7 +403,7 @@ extern const loom__kernel loom__vk_kernels[LOOM_OP_COUNT];
 /* this backend's function table (dispatch.c); adopt.c makes backends with it */
 extern const loom__backend_vtbl loom__vulkan_backend;
 
-#define LOOM_OP(e, stem, bw, fl) loom_status loom__vk_##stem(loom__vk_op *o);
+#define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__vk_##stem(loom__vk_op *o);
 #include "../../core/ops.def"
 #undef LOOM_OP
 

@@ -2,7 +2,8 @@
  * silu, tanh, sigmoid) and their backward-only gradient ops: builders and
  * backward rules.
  *
- * Parameters: leaky_relu and leaky_relu_grad f[0] = negative slope.
+ * Parameters: leaky_relu and leaky_relu_grad f[LOOM_F_LEAKY_SLOPE] =
+ * negative slope.
  * gelu is the exact form 0.5 x (1 + erf(x / sqrt 2)) (torch's default).
  *
  * Gradient ops (created only by the backward rules below):
@@ -14,6 +15,7 @@
 #include <math.h>
 
 #include "../impl.h"
+#include "../params.h"
 
 static loom_tensor *unary(loom_graph *g, int op, loom_tensor *x) {
     if (!loom__ok(g, 1, x)) return NULL;
@@ -33,7 +35,7 @@ loom_tensor *loom_leaky_relu(loom_graph *g, loom_tensor *x, double slope) {
     if (g && g->status == LOOM_OK && !isfinite(slope))
         return loom__fail(g, LOOM_ERR_INVALID_ARG, "leaky_relu: slope must be finite, got %g", slope);
     loom_tensor *y = unary(g, LOOM_OP_LEAKY_RELU, x);
-    if (y) y->f[0] = slope;
+    if (y) y->f[LOOM_F_LEAKY_SLOPE] = slope;
     return y;
 }
 
@@ -54,7 +56,7 @@ loom_status loom__bw_relu(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_t
 
 loom_status loom__bw_leaky_relu(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
     dx[0] = grad_op(g, LOOM_OP_LEAKY_RELU_GRAD, y->src[0], dy);
-    if (dx[0]) dx[0]->f[0] = y->f[0];
+    if (dx[0]) dx[0]->f[LOOM_F_LEAKY_SLOPE] = y->f[LOOM_F_LEAKY_SLOPE];
     return g->status;
 }
 

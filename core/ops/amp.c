@@ -21,7 +21,7 @@
  *   the host-written hyper): found > 0: scale *= backoff, tracker = 0,
  *   skipped += 1; else tracker += 1 and, when it reaches the interval,
  *   scale *= growth (only if that stays finite, as torch), tracker = 0.
- *   f[0] growth, f[1] backoff, p[0] interval.
+ *   f[LOOM_F_AMP_GROWTH], f[LOOM_F_AMP_BACKOFF], p[LOOM_P_AMP_INTERVAL].
  */
 #include <math.h>
 #include <string.h>
@@ -116,7 +116,7 @@ loom_tensor *loom__amp_scaler_update(loom_graph *g, loom_tensor *scale, loom_ten
     loom_tensor *y = loom__node(g, LOOM_OP_AMP_SCALER_UPDATE, LOOM_F32, 0, NULL, 5, src);
     if (y) {
         y->requires_grad = false;
-        y->f[0] = growth, y->f[1] = backoff, y->p[0] = interval;
+        y->f[LOOM_F_AMP_GROWTH] = growth, y->f[LOOM_F_AMP_BACKOFF] = backoff, y->p[LOOM_P_AMP_INTERVAL] = interval;
     }
     return y;
 }

@@ -1,9 +1,15 @@
 /* core/ops/binary.c — elementwise arithmetic with numpy broadcasting (add,
  * sub, mul, div), scale, fill, expand and cast: builders and backward rules.
  *
- * Parameters: scale f[0] = s; fill f[0] = value; cast: the node's dtype is
+ * Parameters: scale f[LOOM_F_SCALE_S] = s; fill f[LOOM_F_FILL_VALUE]; cast: the node's dtype is
  * the target. Shapes broadcast from the right; inputs must share a dtype. */
 #include "../impl.h"
+#include "../params.h"
+
+/* the kernels' dtype codes (core/params.h) are enum loom_dtype's values */
+_Static_assert(LOOM_K_DT_F32 == LOOM_F32 && LOOM_K_DT_F16 == LOOM_F16 && LOOM_K_DT_BF16 == LOOM_BF16 &&
+                   LOOM_K_DT_F64 == LOOM_F64 && LOOM_K_DT_I32 == LOOM_I32 && LOOM_K_DT_U8 == LOOM_U8,
+               "core/params.h: LOOM_K_DT_* must equal enum loom_dtype");
 
 static loom_tensor *binary(loom_graph *g, int op, loom_tensor *a, loom_tensor *b) {
     if (!loom__ok(g, 2, a, b)) return NULL;
@@ -35,7 +41,7 @@ loom_tensor *loom_scale(loom_graph *g, loom_tensor *x, double s) {
         return loom__fail(g, LOOM_ERR_DTYPE, "scale: '%s' has dtype %s, a float dtype is required", x->name,
                           loom_dtype_name(x->dtype));
     loom_tensor *y = loom__node(g, LOOM_OP_SCALE, x->dtype, x->ndim, x->dims, 1, &x);
-    if (y) y->f[0] = s;
+    if (y) y->f[LOOM_F_SCALE_S] = s;
     return y;
 }
 
@@ -45,7 +51,7 @@ loom_tensor *loom_fill(loom_graph *g, loom_dtype dt, int ndim, const int64_t *di
     if (ndim < 0 || ndim > LOOM_MAX_DIMS || (ndim && !dims))
         return loom__fail(g, LOOM_ERR_SHAPE, "fill: %d dimensions (0..%d allowed)", ndim, LOOM_MAX_DIMS);
     loom_tensor *y = loom__node(g, LOOM_OP_FILL, dt, ndim, dims, 0, NULL);
-    if (y) y->f[0] = value;
+    if (y) y->f[LOOM_F_FILL_VALUE] = value;
     return y;
 }
 
@@ -106,7 +112,7 @@ loom_status loom__bw_div(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_te
 }
 
 loom_status loom__bw_scale(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    dx[0] = loom_scale(g, dy, y->f[0]);
+    dx[0] = loom_scale(g, dy, y->f[LOOM_F_SCALE_S]);
     return g->status;
 }
 

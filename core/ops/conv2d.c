@@ -6,13 +6,14 @@
  *   y[n,o,i,j] = bias[o] + sum_{c,kh,kw} x[n, g*C/groups + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw]
  *                                        * w[o, c, kh, kw]       with g = o / (O/groups)
  *
- * Parameters (node->p[]), the same on all three ops:
- *   p[0], p[1]  stride_h, stride_w     (>= 1; a 0 in the desc means 1)
- *   p[2], p[3]  pad_h, pad_w           (zero padding, >= 0)
- *   p[4], p[5]  dilation_h, dilation_w (>= 1; a 0 in the desc means 1)
- *   p[6]        groups                 (>= 1; a 0 in the desc means 1)
- *   p[7..10]    CONV2D_GRAD_INPUT:  x's shape (N,C,H,W)   — also the node's shape
- *               CONV2D_GRAD_WEIGHT: w's shape (O,C/groups,KH,KW) — also the node's shape
+ * Parameters (node->p[], slots LOOM_P_CONV_* in core/params.h), the same on
+ * all three ops:
+ *   STRIDE_H, STRIDE_W  (>= 1; a 0 in the desc means 1)
+ *   PAD_H, PAD_W        (zero padding, >= 0)
+ *   DIL_H, DIL_W        dilation (>= 1; a 0 in the desc means 1)
+ *   GROUPS              (>= 1; a 0 in the desc means 1)
+ *   LIKE..LIKE+3        CONV2D_GRAD_INPUT:  x's shape (N,C,H,W)   — also the node's shape
+ *                       CONV2D_GRAD_WEIGHT: w's shape (O,C/groups,KH,KW) — also the node's shape
  *
  * Ops:
  *   CONV2D(x, w[, bias])            nsrc 2 without bias, 3 with
@@ -21,6 +22,7 @@
  * The bias gradient is sum(dy) over axes N, H, W.
  */
 #include "../impl.h"
+#include "../params.h"
 
 /* p[0..6] from a desc (NULL = defaults); false and a message if a field is negative */
 static bool conv_params(loom_graph *g, const loom_conv2d_desc *d, int64_t *p) {
@@ -34,13 +36,13 @@ static bool conv_params(loom_graph *g, const loom_conv2d_desc *d, int64_t *p) {
                    d->stride_h, d->stride_w, d->pad_h, d->pad_w, d->dilation_h, d->dilation_w, d->groups);
         return false;
     }
-    p[0] = d->stride_h ? d->stride_h : 1;
-    p[1] = d->stride_w ? d->stride_w : 1;
-    p[2] = d->pad_h;
-    p[3] = d->pad_w;
-    p[4] = d->dilation_h ? d->dilation_h : 1;
-    p[5] = d->dilation_w ? d->dilation_w : 1;
-    p[6] = d->groups ? d->groups : 1;
+    p[LOOM_P_CONV_STRIDE_H] = d->stride_h ? d->stride_h : 1;
+    p[LOOM_P_CONV_STRIDE_W] = d->stride_w ? d->stride_w : 1;
+    p[LOOM_P_CONV_PAD_H] = d->pad_h;
+    p[LOOM_P_CONV_PAD_W] = d->pad_w;
+    p[LOOM_P_CONV_DIL_H] = d->dilation_h ? d->dilation_h : 1;
+    p[LOOM_P_CONV_DIL_W] = d->dilation_w ? d->dilation_w : 1;
+    p[LOOM_P_CONV_GROUPS] = d->groups ? d->groups : 1;
     return true;
 }
 
@@ -71,10 +73,10 @@ loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_ten
     if (w->ndim != 4)
         return loom__fail(g, LOOM_ERR_SHAPE,
                           "conv2d: w '%s' has shape %s, expected 4 dimensions (O, C/groups, KH, KW)", w->name, sw);
-    int64_t p[7];
+    int64_t p[LOOM_P_CONV_NGEOM];
     if (!conv_params(g, desc, p)) return NULL;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    int64_t O = w->dims[0], KH = w->dims[2], KW = w->dims[3], G = p[6];
+    int64_t O = w->dims[0], KH = w->dims[2], KW = w->dims[3], G = p[LOOM_P_CONV_GROUPS];
     if (C % G != 0)
         return loom__fail(g, LOOM_ERR_SHAPE, "conv2d: x '%s' %s has %lld channels, not divisible by groups = %lld",
                           x->name, sx, (long long)C, (long long)G);
@@ -90,13 +92,15 @@ loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_ten
     if (bias && (bias->ndim != 1 || bias->dims[0] != O))
         return loom__fail(g, LOOM_ERR_SHAPE, "conv2d: bias '%s' has shape %s, expected [%lld] (w '%s' %s)",
                           bias->name, loom_tensor_shape_str(bias, sb, sizeof sb), (long long)O, w->name, sw);
-    int64_t OH = out_len(H, KH, p[0], p[2], p[4]), OW = out_len(W, KW, p[1], p[3], p[5]);
+    int64_t OH = out_len(H, KH, p[LOOM_P_CONV_STRIDE_H], p[LOOM_P_CONV_PAD_H], p[LOOM_P_CONV_DIL_H]);
+    int64_t OW = out_len(W, KW, p[LOOM_P_CONV_STRIDE_W], p[LOOM_P_CONV_PAD_W], p[LOOM_P_CONV_DIL_W]);
     if (OH < 1 || OW < 1)
         return loom__fail(g, LOOM_ERR_SHAPE,
                           "conv2d: kernel of w '%s' %s (dilation %lld,%lld) does not fit x '%s' %s with padding "
                           "%lld,%lld: output would be %lldx%lld",
-                          w->name, sw, (long long)p[4], (long long)p[5], x->name, sx, (long long)p[2],
-                          (long long)p[3], (long long)OH, (long long)OW);
+                          w->name, sw, (long long)p[LOOM_P_CONV_DIL_H], (long long)p[LOOM_P_CONV_DIL_W], x->name, sx,
+                          (long long)p[LOOM_P_CONV_PAD_H], (long long)p[LOOM_P_CONV_PAD_W], (long long)OH,
+                          (long long)OW);
     int64_t dims[4] = {N, O, OH, OW};
     loom_tensor *src[3] = {x, w, bias};
     loom_tensor *y = loom__node(g, LOOM_OP_CONV2D, x->dtype, 4, dims, bias ? 3 : 2, src);
@@ -112,8 +116,8 @@ static loom_tensor *grad_node(loom_graph *g, int op, const loom_tensor *y, loom_
     loom_tensor *src[2] = {a, b};
     loom_tensor *t = loom__node(g, op, like->dtype, 4, like->dims, 2, src);
     if (!t) return NULL;
-    memcpy(t->p, y->p, 7 * sizeof y->p[0]);
-    memcpy(t->p + 7, like->dims, 4 * sizeof like->dims[0]);
+    memcpy(t->p, y->p, LOOM_P_CONV_NGEOM * sizeof y->p[0]);
+    memcpy(t->p + LOOM_P_CONV_LIKE, like->dims, 4 * sizeof like->dims[0]);
     return t;
 }
 
@@ -132,8 +136,26 @@ loom__conv_geom loom__conv_geom_of(const loom_tensor *t) {
     case LOOM_OP_CONV2D_GRAD_INPUT: yd = t->src[0]->dims, wd = t->src[1]->dims, xd = t->dims; break;
     default: yd = t->src[0]->dims, xd = t->src[1]->dims, wd = t->dims; break; /* grad_weight */
     }
-    loom__conv_geom q = {xd[0], xd[1], xd[2], xd[3], wd[0], wd[2], wd[3], yd[2], yd[3],
-                         t->p[0], t->p[1], t->p[2], t->p[3], t->p[4], t->p[5], t->p[6], 0, 0, 0, 0};
+    loom__conv_geom q = {xd[0],
+                         xd[1],
+                         xd[2],
+                         xd[3],
+                         wd[0],
+                         wd[2],
+                         wd[3],
+                         yd[2],
+                         yd[3],
+                         t->p[LOOM_P_CONV_STRIDE_H],
+                         t->p[LOOM_P_CONV_STRIDE_W],
+                         t->p[LOOM_P_CONV_PAD_H],
+                         t->p[LOOM_P_CONV_PAD_W],
+                         t->p[LOOM_P_CONV_DIL_H],
+                         t->p[LOOM_P_CONV_DIL_W],
+                         t->p[LOOM_P_CONV_GROUPS],
+                         0,
+                         0,
+                         0,
+                         0};
     q.Cg = q.C / q.G, q.Og = q.O / q.G, q.K = q.Cg * q.KH * q.KW, q.P = q.OH * q.OW;
     return q;
 }

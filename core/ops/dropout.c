@@ -1,11 +1,11 @@
 /* core/ops/dropout.c — inverted dropout: builder and backward rule.
  *
- * Parameters: f[0] = p, the drop probability in [0, 1); p[0] = the node's
+ * Parameters: f[LOOM_F_DROP_P] = p, the drop probability in [0, 1); p[LOOM_P_DROP_STREAM] = the node's
  * Philox stream (taken from g->next_stream when the forward node is built).
  *
  * Mask (every backend computes the same bits): element i of a tensor is kept
  * iff loom_u32_to_unit(w[i % 4]) >= p, i.e. (w[i % 4] >> 8) >= ceil(p * 2^24),
- * where w = loom_philox(seed = graph seed, stream = p[0],
+ * where w = loom_philox(seed = graph seed, stream = p[LOOM_P_DROP_STREAM],
  *                        counter = ((step mod 2^24) << 40) | (i / 4))
  * and step is the plan step. (seed, stream, step, i) map to distinct Philox
  * inputs for tensors of fewer than 2^40 elements; masks repeat after 2^24
@@ -16,12 +16,13 @@
 #include <math.h>
 
 #include "../impl.h"
+#include "../params.h"
 
 static loom_tensor *dropout_node(loom_graph *g, loom_tensor *x, double p, int64_t stream) {
     loom_tensor *y = loom__node(g, LOOM_OP_DROPOUT, x->dtype, x->ndim, x->dims, 1, &x);
     if (!y) return NULL;
-    y->f[0] = p;
-    y->p[0] = stream;
+    y->f[LOOM_F_DROP_P] = p;
+    y->p[LOOM_P_DROP_STREAM] = stream;
     return y;
 }
 
@@ -37,6 +38,6 @@ loom_tensor *loom_dropout(loom_graph *g, loom_tensor *x, double p) {
 }
 
 loom_status loom__bw_dropout(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    dx[0] = dropout_node(g, dy, y->f[0], y->p[0]);
+    dx[0] = dropout_node(g, dy, y->f[LOOM_F_DROP_P], y->p[LOOM_P_DROP_STREAM]);
     return g->status;
 }

@@ -4,9 +4,10 @@
  *     weight for every position k. Indices are checked when the plan runs: one
  *     outside [0, V) fails the run with LOOM_ERR_INVALID_ARG.
  * embedding_grad(dy (..., D), idx) -> (V, D): scatter-add of the rows of dy
- *     into the rows named by idx (repeated indices accumulate); p[0] = V.
+ *     into the rows named by idx (repeated indices accumulate); p[LOOM_P_EMB_V] = V.
  * idx gets no gradient. */
 #include "../impl.h"
+#include "../params.h"
 
 loom_tensor *loom_embedding(loom_graph *g, loom_tensor *weight, loom_tensor *idx) {
     if (!loom__ok(g, 2, weight, idx)) return NULL;
@@ -35,7 +36,7 @@ loom_status loom__bw_embedding(loom_graph *g, loom_tensor *y, loom_tensor *dy, l
     loom_tensor *w = y->src[0], *src[2] = {dy, y->src[1]};
     if (!loom__needs_grad(w)) return g->status;
     loom_tensor *t = loom__node(g, LOOM_OP_EMBEDDING_GRAD, w->dtype, 2, w->dims, 2, src);
-    if (t) t->p[0] = w->dims[0];
+    if (t) t->p[LOOM_P_EMB_V] = w->dims[0];
     dx[0] = t;
     return g->status;
 }

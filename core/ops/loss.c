@@ -2,7 +2,7 @@
  * ignore_index) and mean squared error: builders and backward rules.
  *
  * cross_entropy(logits (N, C) float, targets (N) i32) -> scalar (ndim 0),
- *   p[0] = ignore_index, f[0] = label smoothing eps in [0, 1).
+ *   p[LOOM_P_CE_IGNORE] = ignore_index, f[LOOM_F_CE_EPS] = label smoothing eps in [0, 1).
  *   loss_i = -(1 - eps) logp[i, t_i] - eps/C sum_c logp[i, c]  (torch semantics)
  *   loss   = mean of loss_i over rows with t_i != ignore_index.
  *   If every row is ignored the loss (and its gradient) is 0; torch returns
@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "../impl.h"
+#include "../params.h"
 
 static const int64_t scalar_dims[1] = {1}; /* unused: ndim 0 */
 
@@ -49,8 +50,8 @@ loom_tensor *loom_cross_entropy(loom_graph *g, loom_tensor *logits, loom_tensor 
     loom_tensor *src[2] = {logits, targets};
     loom_tensor *y = loom__node(g, LOOM_OP_CROSS_ENTROPY, logits->dtype, 0, scalar_dims, 2, src);
     if (y) {
-        y->p[0] = ignore_index;
-        y->f[0] = label_smoothing;
+        y->p[LOOM_P_CE_IGNORE] = ignore_index;
+        y->f[LOOM_F_CE_EPS] = label_smoothing;
     }
     return y;
 }
@@ -80,8 +81,8 @@ loom_status loom__bw_cross_entropy(loom_graph *g, loom_tensor *y, loom_tensor *d
     loom_tensor *src[3] = {logits, y->src[1], dy};
     loom_tensor *d = loom__node(g, LOOM_OP_CROSS_ENTROPY_GRAD, logits->dtype, logits->ndim, logits->dims, 3, src);
     if (d) {
-        d->p[0] = y->p[0];
-        d->f[0] = y->f[0];
+        d->p[LOOM_P_CE_IGNORE] = y->p[LOOM_P_CE_IGNORE];
+        d->f[LOOM_F_CE_EPS] = y->f[LOOM_F_CE_EPS];
     }
     dx[0] = d;
     return g->status;

@@ -2,11 +2,12 @@
  * builders and backward rules.
  *
  * matmul: a (..., M, K) [(..., K, M) if trans_a], b (..., K, N) [(..., N, K)
- * if trans_b] -> (..., M, N); batch dims broadcast. p[0] = trans_a,
- * p[1] = trans_b.
+ * if trans_b] -> (..., M, N); batch dims broadcast. p[LOOM_P_MATMUL_TRANS_A],
+ * p[LOOM_P_MATMUL_TRANS_B].
  * linear: x (..., IN), w (OUT, IN), optional bias (OUT) -> (..., OUT);
- * y = x w^T + bias. p[0] = has bias. */
+ * y = x w^T + bias. p[LOOM_P_LINEAR_BIAS] = has bias. */
 #include "../impl.h"
+#include "../params.h"
 
 loom_tensor *loom_matmul(loom_graph *g, loom_tensor *a, loom_tensor *b, bool trans_a, bool trans_b) {
     if (!loom__ok(g, 2, a, b)) return NULL;
@@ -34,7 +35,7 @@ loom_tensor *loom_matmul(loom_graph *g, loom_tensor *a, loom_tensor *b, bool tra
     d[nd] = M, d[nd + 1] = N;
     loom_tensor *src[2] = {a, b};
     loom_tensor *y = loom__node(g, LOOM_OP_MATMUL, a->dtype, nd + 2, d, 2, src);
-    if (y) y->p[0] = trans_a, y->p[1] = trans_b;
+    if (y) y->p[LOOM_P_MATMUL_TRANS_A] = trans_a, y->p[LOOM_P_MATMUL_TRANS_B] = trans_b;
     return y;
 }
 
@@ -61,7 +62,7 @@ loom_tensor *loom_linear(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_ten
     d[x->ndim - 1] = w->dims[0];
     loom_tensor *src[3] = {x, w, bias};
     loom_tensor *y = loom__node(g, LOOM_OP_LINEAR, x->dtype, x->ndim, d, bias ? 3 : 2, src);
-    if (y) y->p[0] = bias != NULL;
+    if (y) y->p[LOOM_P_LINEAR_BIAS] = bias != NULL;
     return y;
 }
 
@@ -69,7 +70,7 @@ loom_tensor *loom_linear(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_ten
  * operands take the transposed gradient. Broadcast batch dims are summed. */
 loom_status loom__bw_matmul(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
     loom_tensor *a = y->src[0], *b = y->src[1];
-    bool ta = y->p[0], tb = y->p[1];
+    bool ta = y->p[LOOM_P_MATMUL_TRANS_A], tb = y->p[LOOM_P_MATMUL_TRANS_B];
     if (loom__needs_grad(a)) {
         loom_tensor *da = ta ? loom_matmul(g, b, dy, tb, true) : loom_matmul(g, dy, b, false, !tb);
         dx[0] = loom__sum_to(g, da, a);
@@ -94,7 +95,7 @@ loom_status loom__bw_linear(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom
 
 loom__mm_geom loom__matmul_geom_of(const loom_tensor *y) {
     const loom_tensor *A = y->src[0], *B = y->src[1];
-    bool ta = y->p[0];
+    bool ta = y->p[LOOM_P_MATMUL_TRANS_A];
     int nd = y->ndim, nbd = nd - 2;
     LOOM__ASSERT(nbd <= 3);
     loom__mm_geom q = {.batch = {1, 1, 1}};

@@ -7,13 +7,14 @@
  *
  * batch_norm and its gradient ops; x (N, C, ...), statistics per channel C
  * over M = N * prod(dims[2:]) elements:
- *   p[0] train (1) or eval (0)
- *   p[1] src index of gamma (C)          or -1
- *   p[2] src index of beta (C)           or -1
- *   p[3] src index of running_mean (C)   or -1
- *   p[4] src index of running_var (C)    or -1
- *   p[5] src index of dy (x's shape)     or -1 (gradient ops only)
- *   f[0] eps, f[1] momentum
+ * (slots in core/params.h, p[LOOM_P_BN_*], f[LOOM_F_BN_*]):
+ *   TRAIN train (1) or eval (0)
+ *   GAMMA src index of gamma (C)          or -1
+ *   BETA  src index of beta (C)           or -1
+ *   RMEAN src index of running_mean (C)   or -1
+ *   RVAR  src index of running_var (C)    or -1
+ *   DY    src index of dy (x's shape)     or -1 (gradient ops only)
+ *   f: EPS, MOMENTUM
  *   batch_norm(x, gamma?, beta?, running_mean?, running_var?) -> x's shape.
  *       train: normalise with the batch mean and biased variance; if running
  *       stats are given, update them in place (an effect op): running =
@@ -21,7 +22,7 @@
  *       variance (M / (M - 1)) for running_var. eval: normalise with the
  *       running stats. Running stats are states of dtype f32 (x f32/f16/bf16)
  *       or f64 (x f64), so a 16-bit x never rounds them.
- *   p[6] src index of the (4, C) statistics (batch_norm_grad only)
+ *   STATS src index of the (4, C) statistics (batch_norm_grad only)
  *   batch_norm_grad_params(x, running_mean?, running_var? (eval only), dy)
  *       -> (4, C), dtype f32 (f64 for f64 x), in one pass over x and dy:
  *       row 0 = dgamma = sum(dy xhat), row 1 = dbeta = sum(dy), row 2 = the
@@ -35,11 +36,12 @@
 
  * layer_norm and its gradient ops; the last norm_dims axes (D elements) are
  * normalised, the leading ones (R rows) are independent:
- *   p[0] norm_dims
- *   p[1] src index of gamma (x's last norm_dims dims) or -1
- *   p[2] src index of beta (same shape)               or -1
- *   p[3] src index of dy                              or -1 (gradient ops only)
- *   f[0] eps
+ * (slots p[LOOM_P_LN_*], f[LOOM_F_LN_*]):
+ *   DIMS  norm_dims
+ *   GAMMA src index of gamma (x's last norm_dims dims) or -1
+ *   BETA  src index of beta (same shape)               or -1
+ *   DY    src index of dy                              or -1 (gradient ops only)
+ *   f: EPS
  *   layer_norm(x, gamma?, beta?) -> x's shape (biased variance).
  *   layer_norm_grad(x, gamma?, dy) -> dx:
  *       dx = invstd / D (D g dy - sum(g dy) - xhat sum(g dy xhat)), g = gamma.
@@ -49,9 +51,7 @@
 #include <math.h>
 
 #include "../impl.h"
-
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
+#include "../params.h"
 
 /* Append t to the packed src list, returning its index (-1 for NULL). */
 static int64_t pack(loom_tensor **src, int *n, loom_tensor *t) {
@@ -142,31 +142,33 @@ loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, 
     int64_t im = pack(src, &n, running_mean), iv = pack(src, &n, running_var);
     loom_tensor *y = loom__node(g, LOOM_OP_BATCH_NORM, x->dtype, x->ndim, x->dims, n, src);
     if (!y) return NULL;
-    y->p[BN_TRAIN] = train;
+    y->p[LOOM_P_BN_TRAIN] = train;
     y->effect = train && im >= 0; /* only a training BN with running stats writes anything */
-    y->p[BN_GAMMA] = ig, y->p[BN_BETA] = ib, y->p[BN_RMEAN] = im, y->p[BN_RVAR] = iv, y->p[BN_DY] = -1;
-    y->p[BN_STATS] = -1;
-    y->f[0] = eps, y->f[1] = momentum;
+    y->p[LOOM_P_BN_GAMMA] = ig, y->p[LOOM_P_BN_BETA] = ib, y->p[LOOM_P_BN_RMEAN] = im, y->p[LOOM_P_BN_RVAR] = iv,
+    y->p[LOOM_P_BN_DY] = -1;
+    y->p[LOOM_P_BN_STATS] = -1;
+    y->f[LOOM_F_BN_EPS] = eps, y->f[LOOM_F_BN_MOMENTUM] = momentum;
     return y;
 }
 
 /* The (4, C) statistics op of forward node y: srcs x, [running stats (eval)], dy. */
 static loom_tensor *bn_stats_node(loom_graph *g, loom_tensor *y, loom_tensor *dy) {
     loom_tensor *x = y->src[0];
-    bool train = y->p[BN_TRAIN] != 0;
+    bool train = y->p[LOOM_P_BN_TRAIN] != 0;
     loom_tensor *src[4] = {x};
     int n = 1;
     int64_t im = -1, iv = -1;
-    if (!train) im = pack(src, &n, y->src[y->p[BN_RMEAN]]), iv = pack(src, &n, y->src[y->p[BN_RVAR]]);
+    if (!train) im = pack(src, &n, y->src[y->p[LOOM_P_BN_RMEAN]]), iv = pack(src, &n, y->src[y->p[LOOM_P_BN_RVAR]]);
     int64_t idy = pack(src, &n, dy);
     int64_t dims[2] = {4, x->dims[1]};
     loom_tensor *t = loom__node(g, LOOM_OP_BATCH_NORM_GRAD_PARAMS, x->dtype == LOOM_F64 ? LOOM_F64 : LOOM_F32, 2, dims,
                                 n, src);
     if (!t) return NULL;
-    t->p[BN_TRAIN] = train;
-    t->p[BN_GAMMA] = -1, t->p[BN_BETA] = -1, t->p[BN_RMEAN] = im, t->p[BN_RVAR] = iv, t->p[BN_DY] = idy;
-    t->p[BN_STATS] = -1;
-    t->f[0] = y->f[0], t->f[1] = y->f[1];
+    t->p[LOOM_P_BN_TRAIN] = train;
+    t->p[LOOM_P_BN_GAMMA] = -1, t->p[LOOM_P_BN_BETA] = -1, t->p[LOOM_P_BN_RMEAN] = im, t->p[LOOM_P_BN_RVAR] = iv,
+    t->p[LOOM_P_BN_DY] = idy;
+    t->p[LOOM_P_BN_STATS] = -1;
+    t->f[LOOM_F_BN_EPS] = y->f[LOOM_F_BN_EPS], t->f[LOOM_F_BN_MOMENTUM] = y->f[LOOM_F_BN_MOMENTUM];
     return t;
 }
 
@@ -175,14 +177,15 @@ static loom_tensor *bn_dx_node(loom_graph *g, loom_tensor *y, loom_tensor *dy, l
     loom_tensor *x = y->src[0];
     loom_tensor *src[4] = {x};
     int n = 1;
-    int64_t ig = y->p[BN_GAMMA] >= 0 ? pack(src, &n, y->src[y->p[BN_GAMMA]]) : -1;
+    int64_t ig = y->p[LOOM_P_BN_GAMMA] >= 0 ? pack(src, &n, y->src[y->p[LOOM_P_BN_GAMMA]]) : -1;
     int64_t idy = pack(src, &n, dy), ist = pack(src, &n, stats);
     loom_tensor *t = loom__node(g, LOOM_OP_BATCH_NORM_GRAD, x->dtype, x->ndim, x->dims, n, src);
     if (!t) return NULL;
-    t->p[BN_TRAIN] = y->p[BN_TRAIN];
-    t->p[BN_GAMMA] = ig, t->p[BN_BETA] = -1, t->p[BN_RMEAN] = -1, t->p[BN_RVAR] = -1, t->p[BN_DY] = idy;
-    t->p[BN_STATS] = ist;
-    t->f[0] = y->f[0], t->f[1] = y->f[1];
+    t->p[LOOM_P_BN_TRAIN] = y->p[LOOM_P_BN_TRAIN];
+    t->p[LOOM_P_BN_GAMMA] = ig, t->p[LOOM_P_BN_BETA] = -1, t->p[LOOM_P_BN_RMEAN] = -1, t->p[LOOM_P_BN_RVAR] = -1,
+    t->p[LOOM_P_BN_DY] = idy;
+    t->p[LOOM_P_BN_STATS] = ist;
+    t->f[LOOM_F_BN_EPS] = y->f[LOOM_F_BN_EPS], t->f[LOOM_F_BN_MOMENTUM] = y->f[LOOM_F_BN_MOMENTUM];
     return t;
 }
 
@@ -192,7 +195,7 @@ static loom_tensor *params_row(loom_graph *g, loom_tensor *gp, int r, const loom
 }
 
 loom_status loom__bw_batch_norm(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    int64_t ig = y->p[BN_GAMMA], ib = y->p[BN_BETA];
+    int64_t ig = y->p[LOOM_P_BN_GAMMA], ib = y->p[LOOM_P_BN_BETA];
     loom_tensor *gamma = ig >= 0 ? y->src[ig] : NULL, *beta = ib >= 0 ? y->src[ib] : NULL;
     loom_tensor *stats = bn_stats_node(g, y, dy);
     if (loom__needs_grad(gamma)) dx[ig] = params_row(g, stats, 0, gamma);
@@ -240,8 +243,8 @@ loom_tensor *loom_layer_norm(loom_graph *g, loom_tensor *x, int norm_dims, loom_
     int64_t ig = pack(src, &n, gamma), ib = pack(src, &n, beta);
     loom_tensor *y = loom__node(g, LOOM_OP_LAYER_NORM, x->dtype, x->ndim, x->dims, n, src);
     if (!y) return NULL;
-    y->p[LN_DIMS] = norm_dims, y->p[LN_GAMMA] = ig, y->p[LN_BETA] = ib, y->p[LN_DY] = -1;
-    y->f[0] = eps;
+    y->p[LOOM_P_LN_DIMS] = norm_dims, y->p[LOOM_P_LN_GAMMA] = ig, y->p[LOOM_P_LN_BETA] = ib, y->p[LOOM_P_LN_DY] = -1;
+    y->f[LOOM_F_LN_EPS] = eps;
     return y;
 }
 
@@ -251,20 +254,20 @@ static loom_tensor *ln_grad_node(loom_graph *g, int op, loom_tensor *y, loom_ten
     bool params = op == LOOM_OP_LAYER_NORM_GRAD_PARAMS;
     loom_tensor *src[3] = {x};
     int n = 1;
-    int64_t ig = !params && y->p[LN_GAMMA] >= 0 ? pack(src, &n, y->src[y->p[LN_GAMMA]]) : -1;
+    int64_t ig = !params && y->p[LOOM_P_LN_GAMMA] >= 0 ? pack(src, &n, y->src[y->p[LOOM_P_LN_GAMMA]]) : -1;
     int64_t idy = pack(src, &n, dy);
-    int nd = (int)y->p[LN_DIMS];
+    int nd = (int)y->p[LOOM_P_LN_DIMS];
     int64_t dims[2] = {2, loom__numel(nd, x->dims + x->ndim - nd)};
     loom_tensor *t = params ? loom__node(g, op, x->dtype, 2, dims, n, src)
                             : loom__node(g, op, x->dtype, x->ndim, x->dims, n, src);
     if (!t) return NULL;
-    t->p[LN_DIMS] = nd, t->p[LN_GAMMA] = ig, t->p[LN_BETA] = -1, t->p[LN_DY] = idy;
-    t->f[0] = y->f[0];
+    t->p[LOOM_P_LN_DIMS] = nd, t->p[LOOM_P_LN_GAMMA] = ig, t->p[LOOM_P_LN_BETA] = -1, t->p[LOOM_P_LN_DY] = idy;
+    t->f[LOOM_F_LN_EPS] = y->f[LOOM_F_LN_EPS];
     return t;
 }
 
 loom_status loom__bw_layer_norm(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    int64_t ig = y->p[LN_GAMMA], ib = y->p[LN_BETA];
+    int64_t ig = y->p[LOOM_P_LN_GAMMA], ib = y->p[LOOM_P_LN_BETA];
     loom_tensor *gamma = ig >= 0 ? y->src[ig] : NULL, *beta = ib >= 0 ? y->src[ib] : NULL;
     if (loom__needs_grad(y->src[0])) dx[0] = ln_grad_node(g, LOOM_OP_LAYER_NORM_GRAD, y, dy);
     if (loom__needs_grad(gamma) || loom__needs_grad(beta)) {

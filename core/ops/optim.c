@@ -5,22 +5,24 @@
  *
  * Every update op reads the step's hyper-parameters from `hyper`, an f32 (8)
  * input the host writes before each run (see core/optim.c):
- *   hyper[0] lr        hyper[1] 1 - beta1^t   hyper[2] 1 - beta2^t
- *   hyper[3] apply (1: update this run, 0: accumulate only)
- *   hyper[4] gradient multiplier (1/micro-batches; later 1/loss scale)
- *   hyper[5] first step (1 when t == 1)
+ * (indices LOOM_G_HYPER_* in core/params.h)
+ *   LR lr              BC1 1 - beta1^t        BC2 1 - beta2^t
+ *   APPLY (1: update this run, 0: accumulate only)
+ *   GMULT gradient multiplier (1/micro-batches; later 1/loss scale)
+ *   FIRST first step (1 when t == 1)
  *
  * sgd_step(param, grad, hyper, buf?, coef?)  torch.optim.SGD semantics
- *   p[0] has momentum buffer, p[1] nesterov, p[2] zero grad after applying,
- *   p[3] src index of coef (-1 none); f[0] momentum, f[1] dampening,
- *   f[2] weight decay (coupled: g += wd p).
+ *   p[LOOM_P_SGD_BUF] has momentum buffer, p[LOOM_P_SGD_NESTEROV],
+ *   p[LOOM_P_OPT_ZERO_GRAD] zero grad after applying, p[LOOM_P_OPT_COEF] src
+ *   index of coef (-1 none); f[LOOM_F_SGD_MOMENTUM], f[LOOM_F_SGD_DAMPENING],
+ *   f[LOOM_F_SGD_WD] weight decay (coupled: g += wd p).
  * adam_step(param, grad, hyper, m, v, coef?)  torch.optim.Adam / AdamW
- *   p[0] decoupled weight decay (AdamW), p[2] zero grad after applying,
- *   p[3] src index of coef (-1 none); f[0] beta1, f[1] beta2, f[2] eps,
- *   f[3] weight decay.
+ *   p[LOOM_P_ADAM_DECOUPLED] decoupled weight decay (AdamW),
+ *   p[LOOM_P_OPT_ZERO_GRAD], p[LOOM_P_OPT_COEF] as sgd; f[LOOM_F_ADAM_BETA1],
+ *   f[LOOM_F_ADAM_BETA2], f[LOOM_F_ADAM_EPS], f[LOOM_F_ADAM_WD] weight decay.
  * accumulate(acc, grad): acc += grad.
  * clip_coef(sumsq, hyper) -> f32 scalar min(1, max_norm / (sqrt(sumsq) *
- *   hyper[4] + 1e-6)), torch's clip_grad_norm_ coefficient; f[0] max_norm.
+ *   hyper[4] + 1e-6)), torch's clip_grad_norm_ coefficient; f[LOOM_F_CLIP_MAX_NORM].
  *
  * Kernels form the scalar factors 1 - beta1, 1 - beta2, 1 - dampening,
  * lr / (1 - beta1^t) and 1 - lr wd in double from f[] and hyper[], then round
@@ -28,6 +30,7 @@
  * which would bias Adam's second moment by 1.3e-5 against its correction.
  */
 #include "../impl.h"
+#include "../params.h"
 #include "../optim_impl.h"
 
 static loom_tensor *effect_out(loom_graph *g, int op, loom_tensor **src, int n) {
@@ -80,8 +83,10 @@ loom_tensor *loom__sgd_step(loom_graph *g, loom_tensor *param, loom_tensor *grad
     if (coef) src[n++] = coef;
     loom_tensor *y = effect_out(g, LOOM_OP_SGD_STEP, src, n);
     if (y) {
-        y->p[0] = buf != NULL, y->p[1] = sp->nesterov, y->p[2] = sp->zero_grad, y->p[3] = ci;
-        y->f[0] = sp->momentum, y->f[1] = sp->dampening, y->f[2] = sp->weight_decay;
+        y->p[LOOM_P_SGD_BUF] = buf != NULL, y->p[LOOM_P_SGD_NESTEROV] = sp->nesterov,
+        y->p[LOOM_P_OPT_ZERO_GRAD] = sp->zero_grad, y->p[LOOM_P_OPT_COEF] = ci;
+        y->f[LOOM_F_SGD_MOMENTUM] = sp->momentum, y->f[LOOM_F_SGD_DAMPENING] = sp->dampening,
+        y->f[LOOM_F_SGD_WD] = sp->weight_decay;
     }
     return y;
 }
@@ -95,8 +100,10 @@ loom_tensor *loom__adam_step(loom_graph *g, loom_tensor *param, loom_tensor *gra
     loom_tensor *src[6] = {param, grad, hyper, m, v, coef};
     loom_tensor *y = effect_out(g, LOOM_OP_ADAM_STEP, src, coef ? 6 : 5);
     if (y) {
-        y->p[0] = ap->decoupled, y->p[2] = ap->zero_grad, y->p[3] = coef ? 5 : -1;
-        y->f[0] = ap->beta1, y->f[1] = ap->beta2, y->f[2] = ap->eps, y->f[3] = ap->weight_decay;
+        y->p[LOOM_P_ADAM_DECOUPLED] = ap->decoupled, y->p[LOOM_P_OPT_ZERO_GRAD] = ap->zero_grad,
+        y->p[LOOM_P_OPT_COEF] = coef ? 5 : -1;
+        y->f[LOOM_F_ADAM_BETA1] = ap->beta1, y->f[LOOM_F_ADAM_BETA2] = ap->beta2, y->f[LOOM_F_ADAM_EPS] = ap->eps,
+        y->f[LOOM_F_ADAM_WD] = ap->weight_decay;
     }
     return y;
 }
@@ -115,6 +122,6 @@ loom_tensor *loom__clip_coef(loom_graph *g, loom_tensor *sumsq, loom_tensor *hyp
                           max_norm);
     loom_tensor *src[2] = {sumsq, hyper};
     loom_tensor *y = loom__node(g, LOOM_OP_CLIP_COEF, LOOM_F32, 0, NULL, 2, src);
-    if (y) y->requires_grad = false, y->f[0] = max_norm;
+    if (y) y->requires_grad = false, y->f[LOOM_F_CLIP_MAX_NORM] = max_norm;
     return y;
 }

@@ -11,13 +11,13 @@
  *   adaptive: x (N,C,H,W) -> (N,C,OH,OW), output i averages rows
  *             [floor(i*H/OH), ceil((i+1)*H/OH)) (same for columns).
  *
- * Parameters (node->p[]):
- *   MAX_POOL2D, AVG_POOL2D and their grads:
- *     p[0], p[1] kernel_h, kernel_w   p[2], p[3] stride_h, stride_w (>= 1)
- *     p[4], p[5] pad_h, pad_w         p[6] count_include_pad (0 or 1; avg only)
- *   ADAPTIVE_AVG_POOL2D and its grad: p[0], p[1] out_h, out_w
- *   AVG_POOL2D_GRAD, ADAPTIVE_AVG_POOL2D_GRAD: p[7..10] x's shape (N,C,H,W),
- *     also the node's shape.
+ * Parameters (node->p[], slots in core/params.h):
+ *   MAX_POOL2D, AVG_POOL2D and their grads (LOOM_P_POOL_*):
+ *     KH, KW kernel    SH, SW stride (>= 1)    PH, PW padding
+ *     INCL count_include_pad (0 or 1; avg only)
+ *   ADAPTIVE_AVG_POOL2D and its grad: LOOM_P_ADAPTIVE_OH, _OW out_h, out_w
+ *   the gradient ops: LOOM_P_POOL_XDIMS..+3 x's shape (N,C,H,W), also the
+ *     node's shape.
  *
  * Ops:
  *   MAX_POOL2D(x), AVG_POOL2D(x), ADAPTIVE_AVG_POOL2D(x)
@@ -25,7 +25,7 @@
  *                                  the first maximum wins on ties (like torch)
  *   AVG_POOL2D_GRAD(dy) -> dx, ADAPTIVE_AVG_POOL2D_GRAD(dy) -> dx
  */
-#include "../impl.h"
+#include "../backend_impl.h"
 
 static bool check_x(loom_graph *g, const char *op, const loom_tensor *x) {
     char s[96];
@@ -58,13 +58,18 @@ static loom_tensor *pool(loom_graph *g, int op, loom_tensor *x, const loom_pool2
         return loom__fail(g, LOOM_ERR_INVALID_ARG,
                           "%s: pad %d,%d must be at most half the kernel %dx%d (x '%s' %s)", name, d->pad_h,
                           d->pad_w, d->kernel_h, d->kernel_w, x->name, sx);
-    int64_t p[7] = {d->kernel_h, d->kernel_w, d->stride_h ? d->stride_h : d->kernel_h,
-                    d->stride_w ? d->stride_w : d->kernel_w, d->pad_h, d->pad_w, d->exclude_pad == 0};
-    int64_t sh = x->dims[2] + 2 * p[4] - p[0], sw = x->dims[3] + 2 * p[5] - p[1];
+    int64_t p[LOOM_P_POOL_NGEOM];
+    p[LOOM_P_POOL_KH] = d->kernel_h, p[LOOM_P_POOL_KW] = d->kernel_w;
+    p[LOOM_P_POOL_SH] = d->stride_h ? d->stride_h : d->kernel_h;
+    p[LOOM_P_POOL_SW] = d->stride_w ? d->stride_w : d->kernel_w;
+    p[LOOM_P_POOL_PH] = d->pad_h, p[LOOM_P_POOL_PW] = d->pad_w, p[LOOM_P_POOL_INCL] = d->exclude_pad == 0;
+    int64_t sh = x->dims[2] + 2 * p[LOOM_P_POOL_PH] - p[LOOM_P_POOL_KH];
+    int64_t sw = x->dims[3] + 2 * p[LOOM_P_POOL_PW] - p[LOOM_P_POOL_KW];
     if (sh < 0 || sw < 0)
-        return loom__fail(g, LOOM_ERR_SHAPE, "%s: kernel %lldx%lld does not fit x '%s' %s with padding %lld,%lld",
-                          name, (long long)p[0], (long long)p[1], x->name, sx, (long long)p[4], (long long)p[5]);
-    int64_t dims[4] = {x->dims[0], x->dims[1], sh / p[2] + 1, sw / p[3] + 1};
+        return loom__fail(g, LOOM_ERR_SHAPE, "%s: kernel %lldx%lld does not fit x '%s' %s with padding %lld,%lld", name,
+                          (long long)p[LOOM_P_POOL_KH], (long long)p[LOOM_P_POOL_KW], x->name, sx,
+                          (long long)p[LOOM_P_POOL_PH], (long long)p[LOOM_P_POOL_PW]);
+    int64_t dims[4] = {x->dims[0], x->dims[1], sh / p[LOOM_P_POOL_SH] + 1, sw / p[LOOM_P_POOL_SW] + 1};
     loom_tensor *y = loom__node(g, op, x->dtype, 4, dims, 1, &x);
     if (y) memcpy(y->p, p, sizeof p);
     return y;
@@ -88,7 +93,7 @@ loom_tensor *loom_adaptive_avg_pool2d(loom_graph *g, loom_tensor *x, int out_h, 
     }
     int64_t dims[4] = {x->dims[0], x->dims[1], out_h, out_w};
     loom_tensor *y = loom__node(g, LOOM_OP_ADAPTIVE_AVG_POOL2D, x->dtype, 4, dims, 1, &x);
-    if (y) y->p[0] = out_h, y->p[1] = out_w;
+    if (y) y->p[LOOM_P_ADAPTIVE_OH] = out_h, y->p[LOOM_P_ADAPTIVE_OW] = out_w;
     return y;
 }
 
@@ -96,14 +101,25 @@ loom_tensor *loom_global_avg_pool2d(loom_graph *g, loom_tensor *x) { return loom
 
 /* ---- backward ---- */
 
-/* A gradient node of x's shape with y's parameters and x's shape in p[7..10]. */
+/* A gradient node of x's shape with y's parameters and x's shape in
+ * p[LOOM_P_POOL_XDIMS..+3]. */
 static loom_tensor *grad_node(loom_graph *g, int op, const loom_tensor *y, int nsrc, loom_tensor *const *src) {
     const loom_tensor *x = y->src[0];
     loom_tensor *t = loom__node(g, op, x->dtype, 4, x->dims, nsrc, src);
     if (!t) return NULL;
-    memcpy(t->p, y->p, 7 * sizeof y->p[0]);
-    memcpy(t->p + 7, x->dims, 4 * sizeof x->dims[0]);
+    memcpy(t->p, y->p, LOOM_P_POOL_NGEOM * sizeof y->p[0]);
+    memcpy(t->p + LOOM_P_POOL_XDIMS, x->dims, 4 * sizeof x->dims[0]);
     return t;
+}
+
+void loom__pool_geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd, int64_t *g) {
+    const int64_t *p = t->p;
+    g[LOOM_G_POOL_PLANES] = xd[0] * xd[1], g[LOOM_G_POOL_H] = xd[2], g[LOOM_G_POOL_W] = xd[3];
+    g[LOOM_G_POOL_OH] = yd[2], g[LOOM_G_POOL_OW] = yd[3];
+    g[LOOM_G_POOL_KH] = p[LOOM_P_POOL_KH], g[LOOM_G_POOL_KW] = p[LOOM_P_POOL_KW];
+    g[LOOM_G_POOL_SH] = p[LOOM_P_POOL_SH], g[LOOM_G_POOL_SW] = p[LOOM_P_POOL_SW];
+    g[LOOM_G_POOL_PH] = p[LOOM_P_POOL_PH], g[LOOM_G_POOL_PW] = p[LOOM_P_POOL_PW];
+    g[LOOM_G_POOL_INCL] = p[LOOM_P_POOL_INCL];
 }
 
 loom_status loom__bw_max_pool2d(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {

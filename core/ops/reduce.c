@@ -1,9 +1,10 @@
 /* core/ops/reduce.c — sum and mean over a set of axes: builders and backward
  * rules.
  *
- * Parameters: p[0] = axes mask (bit i = input axis i; never 0 in a node: the
- * builder turns 0 into "all axes"), p[1] = keepdim. */
+ * Parameters: p[LOOM_P_REDUCE_MASK] = axes mask (bit i = input axis i; never 0 in a node: the
+ * builder turns 0 into "all axes"), p[LOOM_P_REDUCE_KEEPDIM]. */
 #include "../impl.h"
+#include "../params.h"
 
 static loom_tensor *reduce(loom_graph *g, int op, loom_tensor *x, unsigned mask, bool keepdim) {
     if (!loom__ok(g, 1, x)) return NULL;
@@ -27,7 +28,7 @@ static loom_tensor *reduce(loom_graph *g, int op, loom_tensor *x, unsigned mask,
             dims[nd++] = 1;
     }
     loom_tensor *y = loom__node(g, op, x->dtype, nd, dims, 1, &x);
-    if (y) y->p[0] = mask, y->p[1] = keepdim;
+    if (y) y->p[LOOM_P_REDUCE_MASK] = mask, y->p[LOOM_P_REDUCE_KEEPDIM] = keepdim;
     return y;
 }
 
@@ -43,7 +44,7 @@ loom_tensor *loom_mean(loom_graph *g, loom_tensor *x, unsigned axes_mask, bool k
 static loom_tensor *spread(loom_graph *g, loom_tensor *y, loom_tensor *dy) {
     const loom_tensor *x = y->src[0];
     int64_t kd[LOOM_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) kd[i] = (y->p[0] & (1u << i)) ? 1 : x->dims[i];
+    for (int i = 0; i < x->ndim; i++) kd[i] = (y->p[LOOM_P_REDUCE_MASK] & (1u << i)) ? 1 : x->dims[i];
     return loom_expand(g, loom_reshape(g, dy, x->ndim, kd), x->ndim, x->dims);
 }
 
@@ -65,7 +66,7 @@ int64_t loom__reduce_table(const loom_tensor *y, int64_t g[23]) {
     for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
     int nk = 0, nr = 0;
     for (int i = 0; i < x->ndim; i++) {
-        if (y->p[0] & (1u << i)) {
+        if (y->p[LOOM_P_REDUCE_MASK] & (1u << i)) {
             g[12 + nr] = x->dims[i], g[17 + nr] = strides[i], nr++;
             rcount *= x->dims[i];
         } else {

@@ -1,11 +1,12 @@
 /* core/ops/shape.c — reshape (a view), flatten, permute/transpose, concat,
  * slice: builders and backward rules.
  *
- * Parameters: permute p[0..ndim-1] = perm (out.dims[i] = x.dims[perm[i]]);
- * concat p[0] = axis; slice p[0] = axis, p[1] = start, p[2] = end;
+ * Parameters: permute p[LOOM_P_PERMUTE_PERM + i] = perm[i] (out.dims[i] = x.dims[perm[i]]);
+ * concat p[LOOM_P_CONCAT_AXIS]; slice p[LOOM_P_SLICE_AXIS, _START, _END];
  * slice_grad (dy -> zeros of x's shape with dy placed at [start, end) along
- * axis): p[0] = axis, p[1] = start, its own dims are x's. */
+ * axis): the slice's AXIS and START, its own dims are x's. */
 #include "../impl.h"
+#include "../params.h"
 
 loom_tensor *loom_reshape(loom_graph *g, loom_tensor *x, int ndim, const int64_t *dims) {
     if (!loom__ok(g, 1, x)) return NULL;
@@ -78,7 +79,7 @@ loom_tensor *loom_permute(loom_graph *g, loom_tensor *x, const int *perm) {
     if (identity) return x;
     loom_tensor *y = loom__node(g, LOOM_OP_PERMUTE, x->dtype, x->ndim, d, 1, &x);
     if (y)
-        for (int i = 0; i < x->ndim; i++) y->p[i] = perm[i];
+        for (int i = 0; i < x->ndim; i++) y->p[LOOM_P_PERMUTE_PERM + i] = perm[i];
     return y;
 }
 
@@ -123,7 +124,7 @@ loom_tensor *loom_concat(loom_graph *g, loom_tensor *const *xs, int n, int axis)
     }
     if (n == 1) return xs[0];
     loom_tensor *y = loom__node(g, LOOM_OP_CONCAT, x0->dtype, x0->ndim, d, n, xs);
-    if (y) y->p[0] = ax;
+    if (y) y->p[LOOM_P_CONCAT_AXIS] = ax;
     return y;
 }
 
@@ -144,7 +145,7 @@ loom_tensor *loom_slice(loom_graph *g, loom_tensor *x, int axis, int64_t start, 
     memcpy(d, x->dims, sizeof d);
     d[ax] = e - s;
     loom_tensor *y = loom__node(g, LOOM_OP_SLICE, x->dtype, x->ndim, d, 1, &x);
-    if (y) y->p[0] = ax, y->p[1] = s, y->p[2] = e;
+    if (y) y->p[LOOM_P_SLICE_AXIS] = ax, y->p[LOOM_P_SLICE_START] = s, y->p[LOOM_P_SLICE_END] = e;
     return y;
 }
 
@@ -156,13 +157,13 @@ loom_status loom__bw_reshape(loom_graph *g, loom_tensor *y, loom_tensor *dy, loo
 
 loom_status loom__bw_permute(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
     int inv[LOOM_MAX_DIMS];
-    for (int i = 0; i < y->ndim; i++) inv[y->p[i]] = i;
+    for (int i = 0; i < y->ndim; i++) inv[y->p[LOOM_P_PERMUTE_PERM + i]] = i;
     dx[0] = loom_permute(g, dy, inv);
     return g->status;
 }
 
 loom_status loom__bw_concat(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_CONCAT_AXIS];
     int64_t at = 0;
     for (int i = 0; i < y->nsrc; i++) {
         int64_t len = y->src[i]->dims[ax];
@@ -175,7 +176,7 @@ loom_status loom__bw_concat(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom
 loom_status loom__bw_slice(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
     const loom_tensor *x = y->src[0];
     loom_tensor *t = loom__node(g, LOOM_OP_SLICE_GRAD, x->dtype, x->ndim, x->dims, 1, &dy);
-    if (t) t->p[0] = y->p[0], t->p[1] = y->p[1];
+    if (t) t->p[LOOM_P_SLICE_AXIS] = y->p[LOOM_P_SLICE_AXIS], t->p[LOOM_P_SLICE_START] = y->p[LOOM_P_SLICE_START];
     dx[0] = t;
     return g->status;
 }

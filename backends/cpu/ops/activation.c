@@ -9,8 +9,6 @@
 
 #include "../cpu_impl.h"
 
-enum { A_RELU, A_LEAKY, A_GELU, A_SILU, A_TANH, A_SIGMOID, G_RELU, G_LEAKY, G_GELU, G_SILU, G_TANH, G_SIGMOID };
-
 typedef struct ajob {
     int kind;
     const void *x;  /* forward: x; gradient ops: x or y of the forward node */
@@ -21,77 +19,77 @@ typedef struct ajob {
 
 /* S is the libm suffix: f for float, empty for double. All tensors are flat,
  * n = numel: y[i] = f(x[i]) or dx[i] = f'(x[i]) * dy[i]. */
-#define ACT_RANGE(T, S)                                                                           \
-    static void range_##T(void *v, int64_t i0, int64_t i1) {                                      \
-        const ajob *j = v;                                                                        \
-        const T *X = j->x, *D = j->dy;                                                            \
-        T *Y = j->y;                                                                              \
-        const T slope = (T)j->slope, half = (T)0.5, one = (T)1;                                   \
-        const T rsqrt2 = (T)0.70710678118654752440, rsqrt2pi = (T)0.39894228040143267794;         \
-        switch (j->kind) {                                                                        \
-        case A_RELU:                                                                              \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T x = X[i];                                                                       \
-                Y[i] = x > 0 ? x : 0;                                                             \
-            }                                                                                     \
-            break;                                                                                \
-        case A_LEAKY:                                                                             \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T x = X[i];                                                                       \
-                Y[i] = x > 0 ? x : slope * x;                                                     \
-            }                                                                                     \
-            break;                                                                                \
-        case A_GELU: /* 0.5 x (1 + erf(x / sqrt 2)) */                                            \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T x = X[i];                                                                       \
-                Y[i] = half * x * (one + erf##S(x * rsqrt2));                                     \
-            }                                                                                     \
-            break;                                                                                \
-        case A_SILU: /* x sigmoid(x) */                                                           \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T x = X[i];                                                                       \
-                Y[i] = x * sigmoid_##T(x);                                                        \
-            }                                                                                     \
-            break;                                                                                \
-        case A_TANH:                                                                              \
-            for (int64_t i = i0; i < i1; i++) Y[i] = tanh##S(X[i]);                               \
-            break;                                                                                \
-        case A_SIGMOID:                                                                           \
-            for (int64_t i = i0; i < i1; i++) Y[i] = sigmoid_##T(X[i]);                           \
-            break;                                                                                \
-        case G_RELU: /* D loaded on both paths: the select vectorises */                          \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T d = D[i];                                                                       \
-                Y[i] = X[i] > 0 ? d : 0;                                                          \
-            }                                                                                     \
-            break;                                                                                \
-        case G_LEAKY:                                                                             \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T d = D[i];                                                                       \
-                Y[i] = X[i] > 0 ? d : slope * d;                                                  \
-            }                                                                                     \
-            break;                                                                                \
-        case G_GELU: /* Phi(x) + x phi(x) */                                                      \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T x = X[i];                                                                       \
-                T cdf = half * (one + erf##S(x * rsqrt2));                                        \
-                T pdf = rsqrt2pi * exp##S(-half * x * x);                                         \
-                Y[i] = D[i] * (cdf + x * pdf);                                                    \
-            }                                                                                     \
-            break;                                                                                \
-        case G_SILU: /* s (1 + x (1 - s)), s = sigmoid(x) */                                      \
-            for (int64_t i = i0; i < i1; i++) {                                                   \
-                T x = X[i], s = sigmoid_##T(x);                                                   \
-                Y[i] = D[i] * s * (one + x * (one - s));                                          \
-            }                                                                                     \
-            break;                                                                                \
-        case G_TANH: /* X is the forward output y: 1 - y^2 */                                     \
-            for (int64_t i = i0; i < i1; i++) Y[i] = D[i] * (one - X[i] * X[i]);                  \
-            break;                                                                                \
-        case G_SIGMOID: /* X is the forward output y: y (1 - y) */                                \
-            for (int64_t i = i0; i < i1; i++) Y[i] = D[i] * X[i] * (one - X[i]);                  \
-            break;                                                                                \
-        }                                                                                         \
+#define ACT_RANGE(T, S)                                                                                                \
+    static void range_##T(void *v, int64_t i0, int64_t i1) {                                                           \
+        const ajob *j = v;                                                                                             \
+        const T *X = j->x, *D = j->dy;                                                                                 \
+        T *Y = j->y;                                                                                                   \
+        const T slope = (T)j->slope, half = (T)0.5, one = (T)1;                                                        \
+        const T rsqrt2 = (T)0.70710678118654752440, rsqrt2pi = (T)0.39894228040143267794;                              \
+        switch (j->kind) {                                                                                             \
+        case LOOM_K_ACT_RELU:                                                                                          \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T x = X[i];                                                                                            \
+                Y[i] = x > 0 ? x : 0;                                                                                  \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_LEAKY:                                                                                         \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T x = X[i];                                                                                            \
+                Y[i] = x > 0 ? x : slope * x;                                                                          \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_GELU: /* 0.5 x (1 + erf(x / sqrt 2)) */                                                        \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T x = X[i];                                                                                            \
+                Y[i] = half * x * (one + erf##S(x * rsqrt2));                                                          \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_SILU: /* x sigmoid(x) */                                                                       \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T x = X[i];                                                                                            \
+                Y[i] = x * sigmoid_##T(x);                                                                             \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_TANH:                                                                                          \
+            for (int64_t i = i0; i < i1; i++) Y[i] = tanh##S(X[i]);                                                    \
+            break;                                                                                                     \
+        case LOOM_K_ACT_SIGMOID:                                                                                       \
+            for (int64_t i = i0; i < i1; i++) Y[i] = sigmoid_##T(X[i]);                                                \
+            break;                                                                                                     \
+        case LOOM_K_ACT_RELU_GRAD: /* D loaded on both paths: the select vectorises */                                 \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T d = D[i];                                                                                            \
+                Y[i] = X[i] > 0 ? d : 0;                                                                               \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_LEAKY_GRAD:                                                                                    \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T d = D[i];                                                                                            \
+                Y[i] = X[i] > 0 ? d : slope * d;                                                                       \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_GELU_GRAD: /* Phi(x) + x phi(x) */                                                             \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T x = X[i];                                                                                            \
+                T cdf = half * (one + erf##S(x * rsqrt2));                                                             \
+                T pdf = rsqrt2pi * exp##S(-half * x * x);                                                              \
+                Y[i] = D[i] * (cdf + x * pdf);                                                                         \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_SILU_GRAD: /* s (1 + x (1 - s)), s = sigmoid(x) */                                             \
+            for (int64_t i = i0; i < i1; i++) {                                                                        \
+                T x = X[i], s = sigmoid_##T(x);                                                                        \
+                Y[i] = D[i] * s * (one + x * (one - s));                                                               \
+            }                                                                                                          \
+            break;                                                                                                     \
+        case LOOM_K_ACT_TANH_GRAD: /* X is the forward output y: 1 - y^2 */                                            \
+            for (int64_t i = i0; i < i1; i++) Y[i] = D[i] * (one - X[i] * X[i]);                                       \
+            break;                                                                                                     \
+        case LOOM_K_ACT_SIGMOID_GRAD: /* X is the forward output y: y (1 - y) */                                       \
+            for (int64_t i = i0; i < i1; i++) Y[i] = D[i] * X[i] * (one - X[i]);                                       \
+            break;                                                                                                     \
+        }                                                                                                              \
     }
 
 /* Stable for large |x|: exp of a non-positive argument only. */
@@ -110,22 +108,22 @@ ACT_RANGE(float, f)
 ACT_RANGE(double, )
 
 static loom_status run(const loom__cpu_args *a, int kind) {
-    bool grad = kind >= G_RELU;
-    ajob j = {kind, a->x[0], grad ? a->x[1] : NULL, a->y, a->node->f[0]};
+    bool grad = kind >= LOOM_K_ACT_FIRST_GRAD;
+    ajob j = {kind, a->x[0], grad ? a->x[1] : NULL, a->y, a->node->f[LOOM_F_LEAKY_SLOPE]};
     loom__cpu_parallel(a->cpu, loom_tensor_numel(a->node), 1 << 14, a->dt == LOOM_F64 ? range_double : range_float,
                        &j);
     return LOOM_OK;
 }
 
-loom_status loom__cpu_relu(const loom__cpu_args *a) { return run(a, A_RELU); }
-loom_status loom__cpu_leaky_relu(const loom__cpu_args *a) { return run(a, A_LEAKY); }
-loom_status loom__cpu_gelu(const loom__cpu_args *a) { return run(a, A_GELU); }
-loom_status loom__cpu_silu(const loom__cpu_args *a) { return run(a, A_SILU); }
-loom_status loom__cpu_tanh(const loom__cpu_args *a) { return run(a, A_TANH); }
-loom_status loom__cpu_sigmoid(const loom__cpu_args *a) { return run(a, A_SIGMOID); }
-loom_status loom__cpu_relu_grad(const loom__cpu_args *a) { return run(a, G_RELU); }
-loom_status loom__cpu_leaky_relu_grad(const loom__cpu_args *a) { return run(a, G_LEAKY); }
-loom_status loom__cpu_gelu_grad(const loom__cpu_args *a) { return run(a, G_GELU); }
-loom_status loom__cpu_silu_grad(const loom__cpu_args *a) { return run(a, G_SILU); }
-loom_status loom__cpu_tanh_grad(const loom__cpu_args *a) { return run(a, G_TANH); }
-loom_status loom__cpu_sigmoid_grad(const loom__cpu_args *a) { return run(a, G_SIGMOID); }
+loom_status loom__cpu_relu(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_RELU); }
+loom_status loom__cpu_leaky_relu(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_LEAKY); }
+loom_status loom__cpu_gelu(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_GELU); }
+loom_status loom__cpu_silu(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_SILU); }
+loom_status loom__cpu_tanh(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_TANH); }
+loom_status loom__cpu_sigmoid(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_SIGMOID); }
+loom_status loom__cpu_relu_grad(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_RELU_GRAD); }
+loom_status loom__cpu_leaky_relu_grad(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_LEAKY_GRAD); }
+loom_status loom__cpu_gelu_grad(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_GELU_GRAD); }
+loom_status loom__cpu_silu_grad(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_SILU_GRAD); }
+loom_status loom__cpu_tanh_grad(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_TANH_GRAD); }
+loom_status loom__cpu_sigmoid_grad(const loom__cpu_args *a) { return run(a, LOOM_K_ACT_SIGMOID_GRAD); }

@@ -30,8 +30,8 @@ loom_status loom__cpu_amp_unscale(const loom__cpu_args *a) {
     float scale = *(const float *)a->x[1], found = *(const float *)a->x[2];
     float *y = a->y;
     memcpy(y, h, LOOM__HYPER_LEN * sizeof *y);
-    y[LOOM__H_GMULT] = h[LOOM__H_GMULT] / scale;
-    if (found != 0 && h[LOOM__H_APPLY] != 0) y[LOOM__H_APPLY] = -1.0f;
+    y[LOOM_G_HYPER_GMULT] = h[LOOM_G_HYPER_GMULT] / scale;
+    if (found != 0 && h[LOOM_G_HYPER_APPLY] != 0) y[LOOM_G_HYPER_APPLY] = -1.0f;
     return LOOM_OK;
 }
 
@@ -41,16 +41,16 @@ loom_status loom__cpu_amp_scaler_update(const loom__cpu_args *a) {
     float found = *(const float *)a->x[3];
     const float *h = a->x[4];
     *(float *)a->y = 0; /* the placeholder output */
-    if (h[LOOM__H_APPLY] == 0) return LOOM_OK;
+    if (h[LOOM_G_HYPER_APPLY] == 0) return LOOM_OK;
     const loom_tensor *t = a->node;
     if (found != 0) {
-        *scale = (float)(*scale * t->f[1]);
+        *scale = (float)(*scale * t->f[LOOM_F_AMP_BACKOFF]);
         *tracker = 0;
         *skipped += 1;
     } else {
         *tracker += 1;
-        if (*tracker >= (float)t->p[0]) { /* torch: grow only to a finite scale */
-            float grown = (float)(*scale * t->f[0]);
+        if (*tracker >= (float)t->p[LOOM_P_AMP_INTERVAL]) { /* torch: grow only to a finite scale */
+            float grown = (float)(*scale * t->f[LOOM_F_AMP_GROWTH]);
             if (isfinite(grown)) *scale = grown;
             *tracker = 0;
         }

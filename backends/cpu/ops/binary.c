@@ -5,8 +5,6 @@
 
 #include "../cpu_impl.h"
 
-enum { BADD, BSUB, BMUL, BDIV, BCOPY };
-
 /* Broadcast geometry: y (nd dims), a and b element strides per y axis (0 on
  * broadcast axes). */
 typedef struct bcast {
@@ -45,51 +43,71 @@ typedef struct bjob {
     void *y;
 } bjob;
 
-#define BINARY_ROWS(T)                                                                    \
-    static void rows_##T(void *v, int64_t r0, int64_t r1) {                               \
-        const bjob *j = v;                                                                \
-        const bcast *bc = j->bc;                                                          \
-        const T *A = j->a, *B = j->b;                                                     \
-        T *Y = j->y;                                                                      \
-        int64_t n = bc->inner, ia = bc->nd ? bc->sa[bc->nd - 1] : 0;                      \
-        int64_t ib = bc->nd ? bc->sb[bc->nd - 1] : 0;                                     \
-        for (int64_t r = r0; r < r1; r++) {                                               \
-            int64_t oa, ob;                                                               \
-            row_offsets(bc, r, &oa, &ob);                                                 \
-            const T *pa = A + oa, *pb = B ? B + ob : NULL;                                \
-            T *py = Y + r * n;                                                            \
-            switch (j->kind) {                                                            \
-            case BADD: for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] + pb[i * ib]; break; \
-            case BSUB: for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] - pb[i * ib]; break; \
-            case BMUL: for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] * pb[i * ib]; break; \
-            case BDIV: for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] / pb[i * ib]; break; \
-            default: for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia]; break;           \
-            }                                                                             \
-        }                                                                                 \
+#define BINARY_ROWS(T)                                                                                                 \
+    static void rows_##T(void *v, int64_t r0, int64_t r1) {                                                            \
+        const bjob *j = v;                                                                                             \
+        const bcast *bc = j->bc;                                                                                       \
+        const T *A = j->a, *B = j->b;                                                                                  \
+        T *Y = j->y;                                                                                                   \
+        int64_t n = bc->inner, ia = bc->nd ? bc->sa[bc->nd - 1] : 0;                                                   \
+        int64_t ib = bc->nd ? bc->sb[bc->nd - 1] : 0;                                                                  \
+        for (int64_t r = r0; r < r1; r++) {                                                                            \
+            int64_t oa, ob;                                                                                            \
+            row_offsets(bc, r, &oa, &ob);                                                                              \
+            const T *pa = A + oa, *pb = B ? B + ob : NULL;                                                             \
+            T *py = Y + r * n;                                                                                         \
+            switch (j->kind) {                                                                                         \
+            case LOOM_K_BIN_ADD:                                                                                       \
+                for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] + pb[i * ib];                                       \
+                break;                                                                                                 \
+            case LOOM_K_BIN_SUB:                                                                                       \
+                for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] - pb[i * ib];                                       \
+                break;                                                                                                 \
+            case LOOM_K_BIN_MUL:                                                                                       \
+                for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] * pb[i * ib];                                       \
+                break;                                                                                                 \
+            case LOOM_K_BIN_DIV:                                                                                       \
+                for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia] / pb[i * ib];                                       \
+                break;                                                                                                 \
+            default:                                                                                                   \
+                for (int64_t i = 0; i < n; i++) py[i] = pa[i * ia];                                                    \
+                break;                                                                                                 \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 BINARY_ROWS(float)
 BINARY_ROWS(double)
 
 /* Same-shape operands: one flat loop, split into chunks. */
-#define FLAT(T)                                                                           \
-    static void flat_##T(void *v, int64_t i0, int64_t i1) {                               \
-        const bjob *j = v;                                                                \
-        const T *A = j->a, *B = j->b;                                                     \
-        T *Y = j->y;                                                                      \
-        switch (j->kind) {                                                                \
-        case BADD: for (int64_t i = i0; i < i1; i++) Y[i] = A[i] + B[i]; break;           \
-        case BSUB: for (int64_t i = i0; i < i1; i++) Y[i] = A[i] - B[i]; break;           \
-        case BMUL: for (int64_t i = i0; i < i1; i++) Y[i] = A[i] * B[i]; break;           \
-        case BDIV: for (int64_t i = i0; i < i1; i++) Y[i] = A[i] / B[i]; break;           \
-        default: for (int64_t i = i0; i < i1; i++) Y[i] = A[i]; break;                    \
-        }                                                                                 \
+#define FLAT(T)                                                                                                        \
+    static void flat_##T(void *v, int64_t i0, int64_t i1) {                                                            \
+        const bjob *j = v;                                                                                             \
+        const T *A = j->a, *B = j->b;                                                                                  \
+        T *Y = j->y;                                                                                                   \
+        switch (j->kind) {                                                                                             \
+        case LOOM_K_BIN_ADD:                                                                                           \
+            for (int64_t i = i0; i < i1; i++) Y[i] = A[i] + B[i];                                                      \
+            break;                                                                                                     \
+        case LOOM_K_BIN_SUB:                                                                                           \
+            for (int64_t i = i0; i < i1; i++) Y[i] = A[i] - B[i];                                                      \
+            break;                                                                                                     \
+        case LOOM_K_BIN_MUL:                                                                                           \
+            for (int64_t i = i0; i < i1; i++) Y[i] = A[i] * B[i];                                                      \
+            break;                                                                                                     \
+        case LOOM_K_BIN_DIV:                                                                                           \
+            for (int64_t i = i0; i < i1; i++) Y[i] = A[i] / B[i];                                                      \
+            break;                                                                                                     \
+        default:                                                                                                       \
+            for (int64_t i = i0; i < i1; i++) Y[i] = A[i];                                                             \
+            break;                                                                                                     \
+        }                                                                                                              \
     }
 FLAT(float)
 FLAT(double)
 
 static loom_status run_binary(const loom__cpu_args *a, int kind) {
     const loom_tensor *y = a->node;
-    const loom_tensor *ta = y->src[0], *tb = kind == BCOPY ? NULL : y->src[1];
+    const loom_tensor *ta = y->src[0], *tb = kind == LOOM_K_BIN_COPY ? NULL : y->src[1];
     bjob j = {NULL, kind, a->x[0], tb ? a->x[1] : NULL, a->y};
     bool f64 = a->dt == LOOM_F64;
     if (loom__same_shape(ta, y) && (!tb || loom__same_shape(tb, y))) {
@@ -105,11 +123,11 @@ static loom_status run_binary(const loom__cpu_args *a, int kind) {
     return LOOM_OK;
 }
 
-loom_status loom__cpu_add(const loom__cpu_args *a) { return run_binary(a, BADD); }
-loom_status loom__cpu_sub(const loom__cpu_args *a) { return run_binary(a, BSUB); }
-loom_status loom__cpu_mul(const loom__cpu_args *a) { return run_binary(a, BMUL); }
-loom_status loom__cpu_div(const loom__cpu_args *a) { return run_binary(a, BDIV); }
-loom_status loom__cpu_expand(const loom__cpu_args *a) { return run_binary(a, BCOPY); }
+loom_status loom__cpu_add(const loom__cpu_args *a) { return run_binary(a, LOOM_K_BIN_ADD); }
+loom_status loom__cpu_sub(const loom__cpu_args *a) { return run_binary(a, LOOM_K_BIN_SUB); }
+loom_status loom__cpu_mul(const loom__cpu_args *a) { return run_binary(a, LOOM_K_BIN_MUL); }
+loom_status loom__cpu_div(const loom__cpu_args *a) { return run_binary(a, LOOM_K_BIN_DIV); }
+loom_status loom__cpu_expand(const loom__cpu_args *a) { return run_binary(a, LOOM_K_BIN_COPY); }
 
 typedef struct sjob {
     const void *x;
@@ -131,14 +149,14 @@ static void scale_d(void *v, int64_t i0, int64_t i1) {
 }
 
 loom_status loom__cpu_scale(const loom__cpu_args *a) {
-    sjob j = {a->x[0], a->y, a->node->f[0]};
+    sjob j = {a->x[0], a->y, a->node->f[LOOM_F_SCALE_S]};
     loom__cpu_parallel(a->cpu, loom_tensor_numel(a->node), 1 << 15, a->dt == LOOM_F64 ? scale_d : scale_f, &j);
     return LOOM_OK;
 }
 
 loom_status loom__cpu_fill(const loom__cpu_args *a) {
     int64_t n = loom_tensor_numel(a->node);
-    double v = a->node->f[0];
+    double v = a->node->f[LOOM_F_FILL_VALUE];
     if (a->dt == LOOM_F64)
         for (int64_t i = 0; i < n; i++) ((double *)a->y)[i] = v;
     else

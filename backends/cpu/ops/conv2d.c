@@ -560,3 +560,141 @@ loom_status loom__cpu_conv2d_grad_weight(const loom__cpu_args *a) {
     loom__cpu_parallel(a->cpu, q.O, 1, gw_ref, &jb);
     return LOOM_OK;
 }
+
+/* ---- reproducible mode (core/repro.h): per image and group, im2col + the canonical GEMM ---- */
+
+typedef loom__conv_geom geom;
+
+typedef struct cjob {
+    const geom *q;
+    const float *x; /* image n's input (C, H, W) */
+    float *col;     /* (K, P) */
+    int64_t g;
+} cjob;
+
+/* col[k, p] = x[g*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 */
+static void im2col(void *v, int64_t k0, int64_t k1) {
+    const cjob *j = v;
+    const geom *q = j->q;
+    for (int64_t k = k0; k < k1; k++) {
+        int64_t c = k / (q->KH * q->KW), kh = k / q->KW % q->KH, kw = k % q->KW;
+        const float *xp = j->x + (j->g * q->Cg + c) * q->H * q->W;
+        float *d = j->col + k * q->P;
+        for (int64_t i = 0; i < q->OH; i++)
+            for (int64_t jj = 0; jj < q->OW; jj++) {
+                int64_t ih = i * q->sh - q->ph + kh * q->dh, iw = jj * q->sw - q->pw + kw * q->dw;
+                d[i * q->OW + jj] = ih >= 0 && ih < q->H && iw >= 0 && iw < q->W ? xp[ih * q->W + iw] : 0.0f;
+            }
+    }
+}
+
+typedef struct gjob {
+    const geom *q;
+    const float *col; /* (K, P) of group g */
+    float *dx;        /* image n's dx (C, H, W) */
+    int64_t g;
+} gjob;
+
+/* dx[g*Cg + c, ih, iw] = 0 + the covering columns in (kh, kw) order */
+static void col2im(void *v, int64_t r0, int64_t r1) {
+    const gjob *j = v;
+    const geom *q = j->q;
+    for (int64_t r = r0; r < r1; r++) { /* r = (c, ih) */
+        int64_t c = r / q->H, ih = r % q->H;
+        float *d = j->dx + ((j->g * q->Cg + c) * q->H + ih) * q->W;
+        for (int64_t iw = 0; iw < q->W; iw++) {
+            float acc = 0.0f;
+            for (int64_t kh = 0; kh < q->KH; kh++) {
+                int64_t th = ih + q->ph - kh * q->dh;
+                if (th < 0 || th % q->sh != 0 || th / q->sh >= q->OH) continue;
+                for (int64_t kw = 0; kw < q->KW; kw++) {
+                    int64_t tw = iw + q->pw - kw * q->dw;
+                    if (tw < 0 || tw % q->sw != 0 || tw / q->sw >= q->OW) continue;
+                    acc = acc + j->col[((c * q->KH + kh) * q->KW + kw) * q->P + (th / q->sh) * q->OW + tw / q->sw];
+                }
+            }
+            d[iw] = acc;
+        }
+    }
+}
+
+typedef struct bjob {
+    const geom *q;
+    float *y;
+    const float *bias;
+} bjob;
+
+static void conv_bias(void *v, int64_t r0, int64_t r1) { /* r = (n, o) */
+    const bjob *j = v;
+    for (int64_t r = r0; r < r1; r++) {
+        float b = j->bias[r % j->q->O], *y = j->y + r * j->q->P;
+        for (int64_t p = 0; p < j->q->P; p++) y[p] = y[p] + b;
+    }
+}
+
+loom_status loom__cpu_conv2d_repro(const loom__cpu_args *a) {
+    geom q = loom__conv_geom_of(a->node);
+    float *col = malloc((size_t)(q.K * q.P) * sizeof *col);
+    if (!col) return loom__cpu_repro_oom(a);
+    const float *x = a->x[0], *w = a->x[1];
+    float *y = a->y;
+    for (int64_t n = 0; n < q.N; n++)
+        for (int64_t g = 0; g < q.G; g++) {
+            cjob cj = {&q, x + n * q.C * q.H * q.W, col, g};
+            loom__cpu_parallel(a->cpu, q.K, 1 + 4096 / (q.P + 1), im2col, &cj);
+            if (loom__cpu_sgemm_repro(a->cpu, false, false, q.Og, q.P, q.K, w + g * q.Og * q.K, q.K, col, q.P, false,
+                                      y + (n * q.O + g * q.Og) * q.P, q.P)) {
+                free(col);
+                return loom__cpu_repro_oom(a);
+            }
+        }
+    free(col);
+    if (a->node->nsrc > 2) {
+        bjob bj = {&q, y, a->x[2]};
+        loom__cpu_parallel(a->cpu, q.N * q.O, 1 + 4096 / (q.P + 1), conv_bias, &bj);
+    }
+    return LOOM_OK;
+}
+
+/* (dy, w) -> dx */
+loom_status loom__cpu_conv2d_grad_input_repro(const loom__cpu_args *a) {
+    geom q = loom__conv_geom_of(a->node);
+    float *col = malloc((size_t)(q.K * q.P) * sizeof *col);
+    if (!col) return loom__cpu_repro_oom(a);
+    const float *dy = a->x[0], *w = a->x[1];
+    float *dx = a->y;
+    for (int64_t n = 0; n < q.N; n++)
+        for (int64_t g = 0; g < q.G; g++) {
+            if (loom__cpu_sgemm_repro(a->cpu, true, false, q.K, q.P, q.Og, w + g * q.Og * q.K, q.K,
+                                      dy + (n * q.O + g * q.Og) * q.P, q.P, false, col, q.P)) {
+                free(col);
+                return loom__cpu_repro_oom(a);
+            }
+            gjob gj = {&q, col, dx + n * q.C * q.H * q.W, g};
+            loom__cpu_parallel(a->cpu, q.Cg * q.H, 1 + 4096 / (q.W * q.KH * q.KW + 1), col2im, &gj);
+        }
+    free(col);
+    return LOOM_OK;
+}
+
+/* (dy, x) -> dw: dw = p0 + p1 + ... in image order */
+loom_status loom__cpu_conv2d_grad_weight_repro(const loom__cpu_args *a) {
+    geom q = loom__conv_geom_of(a->node);
+    float *col = malloc((size_t)(q.K * q.P) * sizeof *col);
+    if (!col) return loom__cpu_repro_oom(a);
+    const float *dy = a->x[0], *x = a->x[1];
+    float *dw = a->y;
+    for (int64_t n = 0; n < q.N; n++)
+        for (int64_t g = 0; g < q.G; g++) {
+            cjob cj = {&q, x + n * q.C * q.H * q.W, col, g};
+            loom__cpu_parallel(a->cpu, q.K, 1 + 4096 / (q.P + 1), im2col, &cj);
+            if (loom__cpu_sgemm_repro(a->cpu, false, true, q.Og, q.K, q.P, dy + (n * q.O + g * q.Og) * q.P, q.P, col,
+                                      q.P, n > 0, dw + g * q.Og * q.K, q.K)) {
+                free(col);
+                return loom__cpu_repro_oom(a);
+            }
+        }
+    if (q.N == 0) memset(dw, 0, (size_t)loom_tensor_numel(a->node) * sizeof *dw);
+    free(col);
+    return LOOM_OK;
+}

@@ -35,13 +35,13 @@ DROPOUT(double)
 
 loom_status loom__cpu_dropout(const loom__cpu_args *a) {
     const loom_tensor *t = a->node;
-    double p = t->f[0];
+    double p = t->f[LOOM_F_DROP_P];
     drop_job j = {
         .x = a->x[0],
         .y = a->y,
         .n = loom_tensor_numel(t),
         .seed = a->seed,
-        .stream = (uint64_t)t->p[0],
+        .stream = (uint64_t)t->p[LOOM_P_DROP_STREAM],
         .ctr_hi = (a->step & ((1ull << 24) - 1)) << 40,
         .thr = (uint32_t)ceil(p * 16777216.0),
         .scale = 1.0 / (1.0 - p),

@@ -65,7 +65,7 @@ SCATTER(double)
 
 loom_status loom__cpu_embedding_grad(const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *it = t->src[1];
-    int64_t V = t->p[0], D = t->dims[1];
+    int64_t V = t->p[LOOM_P_EMB_V], D = t->dims[1];
     loom_status st = check_idx(a, it, a->x[1], V);
     if (st != LOOM_OK) return st;
     bool f64 = a->dt == LOOM_F64;

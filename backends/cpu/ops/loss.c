@@ -6,6 +6,7 @@
  * Scalar losses accumulate in double for both dtypes. */
 #include <math.h>
 
+#include "../../../core/repro.h"
 #include "../cpu_impl.h"
 
 #define MAX_BLOCKS 64
@@ -117,8 +118,8 @@ static void ce_init(cejob *j, const loom__cpu_args *a) {
     j->C = logits->dims[1];
     j->x = a->x[0];
     j->t = a->x[1];
-    j->ignore = (int32_t)a->node->p[0];
-    j->eps = a->node->f[0];
+    j->ignore = (int32_t)a->node->p[LOOM_P_CE_IGNORE];
+    j->eps = a->node->f[LOOM_F_CE_EPS];
 }
 
 /* logits (N, C), targets (N) i32 -> scalar */
@@ -190,5 +191,101 @@ loom_status loom__cpu_mse(const loom__cpu_args *a) {
     double loss = sum / (double)j.n;
     if (a->dt == LOOM_F64) *(double *)a->y = loss;
     else *(float *)a->y = (float)loss;
+    return LOOM_OK;
+}
+
+/* ---- reproducible mode (core/repro.h): cross-entropy, rows in order ---- */
+
+static loom_status ce_targets(const loom__cpu_args *a, int64_t N, int64_t C, int32_t ignore, int64_t *count) {
+    const int32_t *t = a->x[1];
+    int64_t n = 0;
+    for (int64_t i = 0; i < N; i++) {
+        if (t[i] == ignore) continue;
+        if (t[i] < 0 || t[i] >= C)
+            return loom__err(a->node->g->ctx, LOOM_ERR_INVALID_ARG,
+                             "%s (node '%s'): target %d at row %lld is outside [0, %lld) and is not ignore_index %d",
+                             loom_op_name(a->node->op), a->node->name, (int)t[i], (long long)i, (long long)C,
+                             (int)ignore);
+        n++;
+    }
+    *count = n;
+    return LOOM_OK;
+}
+
+/* m = the row's max, se = loom__csum(exp(x - m)) */
+static void ce_row(const float *x, int64_t C, float *m, float *se) {
+    float mx = x[0];
+    for (int64_t c = 1; c < C; c++) mx = x[c] > mx ? x[c] : mx;
+    loom__csum s = {0};
+    for (int64_t c = 0; c < C; c++) loom__csum_add(&s, loom__repro_exp(x[c] - mx));
+    *m = mx, *se = loom__csum_total(&s);
+}
+
+loom_status loom__cpu_cross_entropy_repro(const loom__cpu_args *a) {
+    const loom_tensor *lg = a->node->src[0];
+    int64_t N = lg->dims[0], C = lg->dims[1], count = 0;
+    int32_t ignore = (int32_t)a->node->p[LOOM_P_CE_IGNORE];
+    loom_status st = ce_targets(a, N, C, ignore, &count);
+    if (st != LOOM_OK) return st;
+    double eps = a->node->f[LOOM_F_CE_EPS];
+    float a1 = (float)(1.0 - eps), a2 = (float)eps, Cf = (float)C;
+    const float *X = a->x[0];
+    const int32_t *T = a->x[1];
+    loom__csum tot = {0};
+    for (int64_t i = 0; i < N; i++) {
+        if (T[i] == ignore) {
+            loom__csum_add(&tot, 0.0f); /* every row is a term of the sum (0 when ignored), as on the GPUs */
+            continue;
+        }
+        const float *x = X + i * C;
+        float m, se;
+        ce_row(x, C, &m, &se);
+        loom__csum sx = {0};
+        for (int64_t c = 0; c < C; c++) loom__csum_add(&sx, x[c]);
+        float lse = m + loom__repro_log(se);
+        float u = a1 * (x[T[i]] - lse), w = a2 * (loom__csum_total(&sx) / Cf - lse);
+        loom__csum_add(&tot, -u - w);
+    }
+    *(float *)a->y = count ? loom__csum_total(&tot) / (float)count : 0.0f;
+    return LOOM_OK;
+}
+
+typedef struct cegjob {
+    int64_t C;
+    int32_t ignore;
+    float on, off, scale;
+    const float *x;
+    const int32_t *t;
+    float *dx;
+} cegjob;
+
+static void ce_grad_rows(void *v, int64_t r0, int64_t r1) {
+    const cegjob *j = v;
+    for (int64_t i = r0; i < r1; i++) {
+        const float *x = j->x + i * j->C;
+        float *dx = j->dx + i * j->C;
+        if (j->t[i] == j->ignore) {
+            for (int64_t c = 0; c < j->C; c++) dx[c] = 0.0f;
+            continue;
+        }
+        float m, se;
+        ce_row(x, j->C, &m, &se);
+        float inv = 1.0f / se;
+        for (int64_t c = 0; c < j->C; c++)
+            dx[c] = (loom__repro_exp(x[c] - m) * inv - (c == j->t[i] ? j->on : j->off)) * j->scale;
+    }
+}
+
+loom_status loom__cpu_cross_entropy_grad_repro(const loom__cpu_args *a) {
+    const loom_tensor *lg = a->node->src[0];
+    int64_t N = lg->dims[0], C = lg->dims[1], count = 0;
+    int32_t ignore = (int32_t)a->node->p[LOOM_P_CE_IGNORE];
+    loom_status st = ce_targets(a, N, C, ignore, &count);
+    if (st != LOOM_OK) return st;
+    double eps = a->node->f[LOOM_F_CE_EPS];
+    cegjob j = {C, ignore, (float)(1.0 - eps + eps / (double)C), (float)(eps / (double)C), 0.0f, a->x[0],
+                a->x[1], a->y};
+    j.scale = count ? *(const float *)a->x[2] / (float)count : 0.0f;
+    loom__cpu_parallel(a->cpu, N, 1 + 4096 / (C + 1), ce_grad_rows, &j);
     return LOOM_OK;
 }

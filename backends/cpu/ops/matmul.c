@@ -14,7 +14,7 @@ static void gemm(const loom__cpu_args *a, bool ta, bool tb, int64_t M, int64_t N
 /* y (batch..., M, N) = op(a) (batch_a..., M, K) x op(b) (batch_b..., K, N) */
 loom_status loom__cpu_matmul(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *A = y->src[0], *B = y->src[1];
-    bool ta = y->p[0], tb = y->p[1];
+    bool ta = y->p[LOOM_P_MATMUL_TRANS_A], tb = y->p[LOOM_P_MATMUL_TRANS_B];
     int nd = y->ndim, nb = nd - 2;
     int64_t M = y->dims[nd - 2], N = y->dims[nd - 1];
     int64_t K = A->dims[A->ndim - (ta ? 2 : 1)];
@@ -55,11 +55,47 @@ loom_status loom__cpu_matmul(const loom__cpu_args *a) {
 loom_status loom__cpu_linear(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *w = y->src[1];
     int64_t out = w->dims[0], in = w->dims[1], rows = loom_tensor_numel(y) / out;
-    bool bias = y->p[0];
+    bool bias = y->p[LOOM_P_LINEAR_BIAS];
     if (bias) {
         size_t es = loom_dtype_size(a->dt);
         for (int64_t r = 0; r < rows; r++) memcpy((char *)a->y + (size_t)(r * out) * es, a->x[2], (size_t)out * es);
     }
     gemm(a, false, true, rows, out, in, a->x[0], in, a->x[1], in, bias ? 1.0 : 0.0, a->y, out);
+    return LOOM_OK;
+}
+
+/* ---- reproducible mode (core/repro.h): the canonical GEMM ---- */
+
+loom_status loom__cpu_repro_oom(const loom__cpu_args *a) {
+    return loom__err(a->node->g->ctx, LOOM_ERR_OOM, "cpu: out of memory in the reproducible kernel of %s (node '%s')",
+                     loom_op_name(a->node->op), a->node->name);
+}
+
+loom_status loom__cpu_matmul_repro(const loom__cpu_args *a) {
+    loom__mm_geom m = loom__matmul_geom_of(a->node);
+    const loom_tensor *y = a->node;
+    bool ta = y->p[LOOM_P_MATMUL_TRANS_A], tb = y->p[LOOM_P_MATMUL_TRANS_B];
+    for (int64_t b0 = 0; b0 < m.batch[0]; b0++)
+        for (int64_t b1 = 0; b1 < m.batch[1]; b1++)
+            for (int64_t b2 = 0; b2 < m.batch[2]; b2++) {
+                const float *A = (const float *)a->x[0] + b0 * m.sa[0] + b1 * m.sa[1] + b2 * m.sa[2];
+                const float *B = (const float *)a->x[1] + b0 * m.sb[0] + b1 * m.sb[1] + b2 * m.sb[2];
+                float *C = (float *)a->y + b0 * m.sc[0] + b1 * m.sc[1] + b2 * m.sc[2];
+                if (loom__cpu_sgemm_repro(a->cpu, ta, tb, m.M, m.N, m.K, A, m.lda, B, m.ldb, false, C, m.ldc))
+                    return loom__cpu_repro_oom(a);
+            }
+    return LOOM_OK;
+}
+
+/* y (R, OUT) = cdot(x row, w row) + bias: the product first, the bias added after (accumulate) */
+loom_status loom__cpu_linear_repro(const loom__cpu_args *a) {
+    const loom_tensor *y = a->node, *w = y->src[1];
+    int64_t out = w->dims[0], in = w->dims[1], rows = loom_tensor_numel(y) / out;
+    bool bias = y->p[LOOM_P_LINEAR_BIAS];
+    float *Y = a->y;
+    if (bias)
+        for (int64_t r = 0; r < rows; r++) memcpy(Y + r * out, a->x[2], (size_t)out * sizeof *Y);
+    if (loom__cpu_sgemm_repro(a->cpu, false, true, rows, out, in, a->x[0], in, a->x[1], in, bias, Y, out))
+        return loom__cpu_repro_oom(a);
     return LOOM_OK;
 }

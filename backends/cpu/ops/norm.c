@@ -6,10 +6,8 @@
  * (see core/ops/norm.c). */
 #include <math.h>
 
+#include "../../../core/repro.h"
 #include "../cpu_impl.h"
-
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
 
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
     if (idx < 0) return NULL;
@@ -35,15 +33,15 @@ typedef struct bn_job {
 static void bn_job_init(bn_job *j, const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
     j->N = x->dims[0], j->C = x->dims[1], j->S = loom__numel(x->ndim - 2, x->dims + 2);
-    j->train = t->p[BN_TRAIN] != 0;
-    j->eps = t->f[0], j->momentum = t->f[1];
+    j->train = t->p[LOOM_P_BN_TRAIN] != 0;
+    j->eps = t->f[LOOM_F_BN_EPS], j->momentum = t->f[LOOM_F_BN_MOMENTUM];
     j->x = a->x[0];
-    j->gamma = opt_src(a, t->p[BN_GAMMA]);
-    j->beta = opt_src(a, t->p[BN_BETA]);
-    j->rmean = opt_src(a, t->p[BN_RMEAN]);
-    j->rvar = opt_src(a, t->p[BN_RVAR]);
-    j->dy = opt_src(a, t->p[BN_DY]);
-    j->stats = opt_src(a, t->p[BN_STATS]);
+    j->gamma = opt_src(a, t->p[LOOM_P_BN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_BN_BETA]);
+    j->rmean = opt_src(a, t->p[LOOM_P_BN_RMEAN]);
+    j->rvar = opt_src(a, t->p[LOOM_P_BN_RVAR]);
+    j->dy = opt_src(a, t->p[LOOM_P_BN_DY]);
+    j->stats = opt_src(a, t->p[LOOM_P_BN_STATS]);
     j->y = a->y;
 }
 
@@ -146,17 +144,17 @@ static void bn_dx_ref(void *v, int64_t c0, int64_t c1) {
 
 /* One-pass sums are taken of x - K, K a value of the channel (its first), so
  * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std.
- * Sums run in float over blocks of BN_BLOCK elements (8 independent lanes,
+ * Sums run in float over blocks of STAT_BLOCK elements (8 independent lanes,
  * so the loop vectorises without reassociation: each lane adds at most 32
  * values) and the block sums are added in double. Float lanes do four
  * elements per SSE instruction and need no conversions: about 3x the double
  * lanes' speed, at a relative error near 1e-7 for any channel size. */
-#define BN_BLOCK 256
+#define STAT_BLOCK 256
 
 /* s += sum(x - K), q += sum((x - K)^2) over n floats */
 static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
-    for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {
-        int64_t i1 = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n, i = i0;
+    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
+        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
         float a[8] = {0}, b[8] = {0};
         for (; i + 8 <= i1; i += 8)
             for (int k = 0; k < 8; k++) {
@@ -173,8 +171,8 @@ static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
 /* s += sum(dy), p += sum(dy (x - K)) (and, if sx, sx += sum(x - K), sq += sum((x - K)^2)) */
 static void sum_dy(const float *x, const float *dy, int64_t n, float K, double *s, double *p, double *sx,
                    double *sq) {
-    for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {
-        int64_t i1 = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n, i = i0;
+    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
+        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
         float a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
         for (; i + 8 <= i1; i += 8)
             for (int k = 0; k < 8; k++) {
@@ -292,14 +290,14 @@ typedef struct ln_job {
 
 static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
-    int nd = (int)t->p[LN_DIMS];
+    int nd = (int)t->p[LOOM_P_LN_DIMS];
     j->D = loom__numel(nd, x->dims + x->ndim - nd);
     j->R = loom_tensor_numel(x) / j->D;
-    j->eps = t->f[0];
+    j->eps = t->f[LOOM_F_LN_EPS];
     j->x = a->x[0];
-    j->gamma = opt_src(a, t->p[LN_GAMMA]);
-    j->beta = opt_src(a, t->p[LN_BETA]);
-    j->dy = opt_src(a, t->p[LN_DY]);
+    j->gamma = opt_src(a, t->p[LOOM_P_LN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_LN_BETA]);
+    j->dy = opt_src(a, t->p[LOOM_P_LN_DY]);
     j->y = a->y;
     j->mean = j->invstd = NULL;
 }
@@ -403,3 +401,107 @@ loom_status loom__cpu_layer_norm_grad_params(const loom__cpu_args *a) {
     free(j.mean);
     return LOOM_OK;
 }
+
+/* ---- reproducible mode (core/repro.h): batch norm, one channel per task, elements in (n, s) order ---- */
+
+typedef struct bn {
+    int64_t N, C, S;
+    bool train;
+    float eps, mo_a, mo_b, unbias; /* (float)eps, (float)(1 - momentum), (float)momentum, (float)(M / (M - 1)) */
+    const float *x, *gamma, *beta, *dy, *stats;
+    float *rmean, *rvar, *y;
+} bn;
+
+static void bn_init(bn *j, const loom__cpu_args *a) {
+    const loom_tensor *t = a->node, *x = t->src[0];
+    j->N = x->dims[0], j->C = x->dims[1], j->S = loom__numel(x->ndim - 2, x->dims + 2);
+    j->train = t->p[LOOM_P_BN_TRAIN] != 0;
+    double M = (double)(j->N * j->S);
+    j->eps = (float)t->f[LOOM_F_BN_EPS], j->mo_a = (float)(1.0 - t->f[LOOM_F_BN_MOMENTUM]),
+    j->mo_b = (float)t->f[LOOM_F_BN_MOMENTUM];
+    j->unbias = M > 1 ? (float)(M / (M - 1)) : 1.0f;
+    j->x = a->x[0];
+    j->gamma = opt_src(a, t->p[LOOM_P_BN_GAMMA]);
+    j->beta = opt_src(a, t->p[LOOM_P_BN_BETA]);
+    j->rmean = (float *)opt_src(a, t->p[LOOM_P_BN_RMEAN]);
+    j->rvar = (float *)opt_src(a, t->p[LOOM_P_BN_RVAR]);
+    j->dy = opt_src(a, t->p[LOOM_P_BN_DY]);
+    j->stats = t->op == LOOM_OP_BATCH_NORM_GRAD ? opt_src(a, t->p[LOOM_P_BN_STATS]) : NULL;
+    j->y = a->y;
+}
+
+#define BN_FOR(j, c, k) \
+    for (int64_t n_ = 0; n_ < (j)->N; n_++) \
+        for (int64_t s_ = 0, k = (n_ * (j)->C + (c)) * (j)->S; s_ < (j)->S; s_++, k++)
+
+/* the batch mean and biased variance of channel c; invstd */
+static void bn_stats(const bn *j, int64_t c, float *mean, float *var, float *invstd) {
+    float Mf = (float)(j->N * j->S);
+    if (j->train) {
+        loom__csum s = {0}, q = {0};
+        BN_FOR(j, c, k) loom__csum_add(&s, j->x[k]);
+        float m = loom__csum_total(&s) / Mf;
+        BN_FOR(j, c, k) {
+            float d = j->x[k] - m;
+            loom__csum_dot(&q, d, d);
+        }
+        *mean = m, *var = loom__csum_total(&q) / Mf;
+    } else {
+        *mean = j->rmean[c], *var = j->rvar[c];
+    }
+    *invstd = 1.0f / sqrtf(*var + j->eps);
+}
+
+static void bn_fwd(void *v, int64_t c0, int64_t c1) {
+    const bn *j = v;
+    for (int64_t c = c0; c < c1; c++) {
+        float mean, var, invstd;
+        bn_stats(j, c, &mean, &var, &invstd);
+        if (j->train && j->rmean) {
+            j->rmean[c] = j->mo_a * j->rmean[c] + j->mo_b * mean;
+            j->rvar[c] = j->mo_a * j->rvar[c] + j->mo_b * (var * j->unbias);
+        }
+        float g = j->gamma ? j->gamma[c] : 1.0f, b = j->beta ? j->beta[c] : 0.0f;
+        BN_FOR(j, c, k) j->y[k] = ((j->x[k] - mean) * invstd) * g + b;
+    }
+}
+
+static void bn_dstats(void *v, int64_t c0, int64_t c1) {
+    const bn *j = v;
+    for (int64_t c = c0; c < c1; c++) {
+        float mean, var, invstd;
+        bn_stats(j, c, &mean, &var, &invstd);
+        loom__csum sdx = {0}, sdy = {0};
+        BN_FOR(j, c, k) {
+            loom__csum_dot(&sdx, j->dy[k], (j->x[k] - mean) * invstd);
+            loom__csum_add(&sdy, j->dy[k]);
+        }
+        j->y[c] = loom__csum_total(&sdx), j->y[j->C + c] = loom__csum_total(&sdy);
+        j->y[2 * j->C + c] = mean, j->y[3 * j->C + c] = invstd;
+    }
+}
+
+static void bn_dx(void *v, int64_t c0, int64_t c1) {
+    const bn *j = v;
+    float Mf = (float)(j->N * j->S);
+    for (int64_t c = c0; c < c1; c++) {
+        float sdx = j->stats[c], sdy = j->stats[j->C + c], mean = j->stats[2 * j->C + c];
+        float invstd = j->stats[3 * j->C + c], gi = (j->gamma ? j->gamma[c] : 1.0f) * invstd;
+        float a1 = sdy / Mf, a2 = sdx / Mf;
+        if (j->train) {
+            BN_FOR(j, c, k) j->y[k] = gi * ((j->dy[k] - a1) - ((j->x[k] - mean) * invstd) * a2);
+        } else {
+            BN_FOR(j, c, k) j->y[k] = gi * j->dy[k];
+        }
+    }
+}
+
+static loom_status bn_go(const loom__cpu_args *a, loom__cpu_range_fn fn) {
+    bn j;
+    bn_init(&j, a);
+    loom__cpu_parallel(a->cpu, j.C, 1, fn, &j);
+    return LOOM_OK;
+}
+loom_status loom__cpu_batch_norm_repro(const loom__cpu_args *a) { return bn_go(a, bn_fwd); }
+loom_status loom__cpu_batch_norm_grad_params_repro(const loom__cpu_args *a) { return bn_go(a, bn_dstats); }
+loom_status loom__cpu_batch_norm_grad_repro(const loom__cpu_args *a) { return bn_go(a, bn_dx); }

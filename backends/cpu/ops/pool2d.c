@@ -32,8 +32,19 @@ static pjob pjob_of(const loom__cpu_args *a) {
     case LOOM_OP_ADAPTIVE_AVG_POOL2D_GRAD: xd = t->dims, yd = t->src[0]->dims, j.dy = a->x[0]; break;
     default: xd = t->src[0]->dims, yd = t->dims, j.x = a->x[0]; break;
     }
-    pgeom q = {xd[0] * xd[1], xd[2], xd[3], yd[2], yd[3], t->p[0], t->p[1], t->p[2], t->p[3], t->p[4], t->p[5],
-               t->p[6]};
+    const int64_t *p = t->p;
+    pgeom q = {.planes = xd[0] * xd[1],
+               .H = xd[2],
+               .W = xd[3],
+               .OH = yd[2],
+               .OW = yd[3],
+               .kh = p[LOOM_P_POOL_KH],
+               .kw = p[LOOM_P_POOL_KW],
+               .sh = p[LOOM_P_POOL_SH],
+               .sw = p[LOOM_P_POOL_SW],
+               .ph = p[LOOM_P_POOL_PH],
+               .pw = p[LOOM_P_POOL_PW],
+               .include_pad = p[LOOM_P_POOL_INCL]};
     j.q = q;
     return j;
 }

@@ -2,6 +2,7 @@
  * Reference loops, also the fast path: each output element accumulates (in
  * double) over the reduced axes; outputs are split across the thread pool.
  * The innermost reduced run is contiguous when the last axes are reduced. */
+#include "../../../core/repro.h"
 #include "../cpu_impl.h"
 
 typedef struct rjob {
@@ -59,7 +60,7 @@ static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
     for (int i = x->ndim - 1; i >= 0; i--) strides[i] = st, st *= x->dims[i];
     j.rcount = 1;
     for (int i = 0; i < x->ndim; i++) {
-        if (y->p[0] & (1u << i)) {
+        if (y->p[LOOM_P_REDUCE_MASK] & (1u << i)) {
             j.rdims[j.nred] = x->dims[i], j.rstr[j.nred++] = strides[i];
             j.rcount *= x->dims[i];
         } else {
@@ -76,3 +77,45 @@ static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
 
 loom_status loom__cpu_sum(const loom__cpu_args *a) { return run_reduce(a, false); }
 loom_status loom__cpu_mean(const loom__cpu_args *a) { return run_reduce(a, true); }
+
+/* ---- sum, mean: loom__csum over the reduced elements in row-major order ---- */
+
+typedef struct crjob {
+    int64_t g[23];
+    const float *x;
+    float *y;
+    bool mean;
+} crjob;
+
+static void reduce_rows(void *v, int64_t o0, int64_t o1) {
+    const crjob *j = v;
+    const int64_t *g = j->g;
+    int64_t nkeep = g[0], nred = g[11], count = g[22];
+    for (int64_t o = o0; o < o1; o++) {
+        int64_t base = 0, r = o;
+        for (int64_t i = nkeep - 1; i >= 0; i--) {
+            base += (r % g[1 + i]) * g[6 + i];
+            r /= g[1 + i];
+        }
+        loom__csum s = {0};
+        for (int64_t e = 0; e < count; e++) {
+            int64_t off = base, q = e;
+            for (int64_t i = nred - 1; i >= 0; i--) {
+                off += (q % g[12 + i]) * g[17 + i];
+                q /= g[12 + i];
+            }
+            loom__csum_add(&s, j->x[off]);
+        }
+        float t = loom__csum_total(&s);
+        j->y[o] = j->mean ? t / (float)count : t;
+    }
+}
+
+static loom_status reduce_repro(const loom__cpu_args *a, bool mean) {
+    crjob j = {.x = a->x[0], .y = a->y, .mean = mean};
+    int64_t count = loom__reduce_table(a->node, j.g);
+    loom__cpu_parallel(a->cpu, loom_tensor_numel(a->node), 1 + 4096 / (count + 1), reduce_rows, &j);
+    return LOOM_OK;
+}
+loom_status loom__cpu_sum_repro(const loom__cpu_args *a) { return reduce_repro(a, false); }
+loom_status loom__cpu_mean_repro(const loom__cpu_args *a) { return reduce_repro(a, true); }

@@ -10,7 +10,7 @@ loom_status loom__cpu_permute(const loom__cpu_args *a) {
     int nd = y->ndim;
     int64_t xs[LOOM_MAX_DIMS], st = 1, s[LOOM_MAX_DIMS];
     for (int i = x->ndim - 1; i >= 0; i--) xs[i] = st, st *= x->dims[i];
-    for (int i = 0; i < nd; i++) s[i] = xs[y->p[i]];
+    for (int i = 0; i < nd; i++) s[i] = xs[y->p[LOOM_P_PERMUTE_PERM + i]];
     int64_t n = loom_tensor_numel(y), inner = y->dims[nd - 1], idx[LOOM_MAX_DIMS] = {0};
     const char *X = a->x[0];
     char *Y = a->y;
@@ -43,10 +43,10 @@ static void axis_split(const loom_tensor *t, int ax, int64_t *outer, int64_t *in
     for (int i = ax + 1; i < t->ndim; i++) *inner *= t->dims[i];
 }
 
-/* y (.., sum of len_i, ..) = concat of x_i (.., len_i, ..) along p[0] */
+/* y (.., sum of len_i, ..) = concat of x_i (.., len_i, ..) along the axis p[LOOM_P_CONCAT_AXIS] */
 loom_status loom__cpu_concat(const loom__cpu_args *a) {
     const loom_tensor *y = a->node;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_CONCAT_AXIS];
     size_t es = loom_dtype_size(a->dt);
     int64_t outer, inner;
     axis_split(y, ax, &outer, &inner);
@@ -59,29 +59,29 @@ loom_status loom__cpu_concat(const loom__cpu_args *a) {
     return LOOM_OK;
 }
 
-/* y = x[..., start:end, ...] along p[0] */
+/* y = x[..., start:end, ...] along the axis p[LOOM_P_SLICE_AXIS] */
 loom_status loom__cpu_slice(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *x = y->src[0];
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_SLICE_AXIS];
     size_t es = loom_dtype_size(a->dt);
     int64_t outer, inner;
     axis_split(x, ax, &outer, &inner);
     size_t bytes = (size_t)(y->dims[ax] * inner) * es;
-    copy_blocks(a->y, bytes, (const char *)a->x[0] + (size_t)(y->p[1] * inner) * es, (size_t)(x->dims[ax] * inner) * es,
-                outer, bytes);
+    copy_blocks(a->y, bytes, (const char *)a->x[0] + (size_t)(y->p[LOOM_P_SLICE_START] * inner) * es,
+                (size_t)(x->dims[ax] * inner) * es, outer, bytes);
     return LOOM_OK;
 }
 
-/* y (x's shape) = zeros, with dy placed at [start, start + len) along p[0] */
+/* y (x's shape) = zeros, with dy placed at [start, start + len) along the axis p[LOOM_P_SLICE_AXIS] */
 loom_status loom__cpu_slice_grad(const loom__cpu_args *a) {
     const loom_tensor *y = a->node, *dy = y->src[0];
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_SLICE_AXIS];
     size_t es = loom_dtype_size(a->dt);
     int64_t outer, inner;
     axis_split(y, ax, &outer, &inner);
     memset(a->y, 0, (size_t)loom_tensor_numel(y) * es);
     size_t bytes = (size_t)(dy->dims[ax] * inner) * es;
-    copy_blocks((char *)a->y + (size_t)(y->p[1] * inner) * es, (size_t)(y->dims[ax] * inner) * es, a->x[0], bytes,
-                outer, bytes);
+    copy_blocks((char *)a->y + (size_t)(y->p[LOOM_P_SLICE_START] * inner) * es, (size_t)(y->dims[ax] * inner) * es,
+                a->x[0], bytes, outer, bytes);
     return LOOM_OK;
 }

@@ -6,8 +6,6 @@
 #include "../common.cuh"
 
 /* the hyper layout (core/optim_impl.h; ops/optim.cu uses the same) */
-#define H_APPLY 3
-#define H_GMULT 4
 
 __device__ __forceinline__ bool nonfinite(float v) { return (__float_as_uint(v) & 0x7f800000u) == 0x7f800000u; }
 
@@ -32,8 +30,8 @@ __global__ void amp_unscale_k(const float *hy, const float *scale, const float *
     int64_t i = gid1();
     if (i >= 8) return;
     float v = hy[i];
-    if (i == H_GMULT) v = v / scale[0];
-    if (i == H_APPLY && found[0] != 0.0f && v != 0.0f) v = -1.0f;
+    if (i == LOOM_G_HYPER_GMULT) v = v / scale[0];
+    if (i == LOOM_G_HYPER_APPLY && found[0] != 0.0f && v != 0.0f) v = -1.0f;
     y[i] = v;
 }
 
@@ -42,7 +40,7 @@ __global__ void amp_scaler_update_k(float *scale, float *tracker, float *skipped
                                     float *y, float growth, float backoff, float interval) {
     if (gid1() != 0) return;
     y[0] = 0.0f;
-    if (hy[H_APPLY] == 0.0f) return;
+    if (hy[LOOM_G_HYPER_APPLY] == 0.0f) return;
     if (found[0] != 0.0f) {
         scale[0] = scale[0] * backoff;
         tracker[0] = 0.0f;
@@ -84,6 +82,7 @@ loom_status loom__cu_amp_unscale(loom__cu_op *o) {
 loom_status loom__cu_amp_scaler_update(loom__cu_op *o) {
     const loom_tensor *t = o->t;
     return loom__cu_launch(o, amp_scaler_update_k, 1, 32, 0, F(o, t->src[0]), F(o, t->src[1]), F(o, t->src[2]),
-                           (const float *)F(o, t->src[3]), (const float *)F(o, t->src[4]), F(o, t), (float)t->f[0],
-                           (float)t->f[1], (float)t->p[0]);
+                           (const float *)F(o, t->src[3]), (const float *)F(o, t->src[4]), F(o, t),
+                           (float)t->f[LOOM_F_AMP_GROWTH], (float)t->f[LOOM_F_AMP_BACKOFF],
+                           (float)t->p[LOOM_P_AMP_INTERVAL]);
 }

@@ -6,14 +6,12 @@
 
 #include "../common.cuh"
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_COPY };
-
 __device__ __forceinline__ float bin_op(int kind, float a, float b) {
     switch (kind) {
-    case B_ADD: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    case B_DIV: return a / b;
+    case LOOM_K_BIN_ADD: return a + b;
+    case LOOM_K_BIN_SUB: return a - b;
+    case LOOM_K_BIN_MUL: return a * b;
+    case LOOM_K_BIN_DIV: return a / b;
     default: return a;
     }
 }
@@ -28,7 +26,7 @@ __global__ void binary_flat(const T *a, const T *b, T *y, int64_t n, int kind) {
 
 /* y (g[1..nd]) = a op b with broadcasting; g = {nd, dims[5], sa[5], sb[5]}:
  * element strides of a and b per y axis (0 on broadcast axes). For expand
- * (B_COPY) b is a again and unused. */
+ * (LOOM_K_BIN_COPY) b is a again and unused. */
 template <typename T>
 __global__ void binary_bcast(loom__cu_tab<16> g, const T *a, const T *b, T *y, int64_t n, int kind) {
     int64_t i = gid1();
@@ -41,7 +39,7 @@ __global__ void binary_bcast(loom__cu_tab<16> g, const T *a, const T *b, T *y, i
         oa += k * g.v[6 + d];
         ob += k * g.v[11 + d];
     }
-    st(y, i, bin_op(kind, ldf(a[oa]), kind == B_COPY ? 0.0f : ldf(b[ob])));
+    st(y, i, bin_op(kind, ldf(a[oa]), kind == LOOM_K_BIN_COPY ? 0.0f : ldf(b[ob])));
 }
 
 /* y (n) = s * x */
@@ -69,38 +67,41 @@ __global__ void cast_k(const unsigned char *x, int sdt, unsigned char *y, int dd
     if (i >= n) return;
     float v = 0.0f;
     int iv = 0;
-    bool is_int = sdt == DT_I32 || sdt == DT_U8;
-    if (sdt == DT_I32) iv = ((const int *)x)[i];
-    else if (sdt == DT_U8) iv = x[i];
+    bool is_int = sdt == LOOM_K_DT_I32 || sdt == LOOM_K_DT_U8;
+    if (sdt == LOOM_K_DT_I32)
+        iv = ((const int *)x)[i];
+    else if (sdt == LOOM_K_DT_U8)
+        iv = x[i];
     else v = ld_any(x, sdt, i);
-    if (ddt == DT_I32 || ddt == DT_U8) {
+    if (ddt == LOOM_K_DT_I32 || ddt == LOOM_K_DT_U8) {
         int r;
         if (is_int) {
             r = iv;
         } else if (isnan(v)) {
             r = 0;
-        } else if (ddt == DT_I32) {
+        } else if (ddt == LOOM_K_DT_I32) {
             r = v >= 2147483647.0f ? INT_MAX : v <= -2147483648.0f ? INT_MIN : (int)v;
         } else {
             r = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)v;
         }
-        if (ddt == DT_U8) y[i] = (unsigned char)(r <= 0 ? 0 : r >= 255 ? 255 : r);
+        if (ddt == LOOM_K_DT_U8)
+            y[i] = (unsigned char)(r <= 0 ? 0 : r >= 255 ? 255 : r);
         else ((int *)y)[i] = r;
         return;
     }
     if (is_int) v = (float)iv;
     switch (ddt) {
-    case DT_F16: st((__half *)y, i, v); break;
-    case DT_BF16: st((loom__bf16 *)y, i, v); break;
+    case LOOM_K_DT_F16: st((__half *)y, i, v); break;
+    case LOOM_K_DT_BF16: st((loom__bf16 *)y, i, v); break;
     default: st((float *)y, i, v); break;
     }
 }
 
 template <typename T>
 static loom_status run_binary(loom__cu_op *o, int kind) {
-    const loom_tensor *y = o->t, *a = y->src[0], *b = kind == B_COPY ? a : y->src[1];
+    const loom_tensor *y = o->t, *a = y->src[0], *b = kind == LOOM_K_BIN_COPY ? a : y->src[1];
     int64_t n = loom_tensor_numel(y);
-    if (kind != B_COPY && loom__same_shape(a, y) && loom__same_shape(b, y))
+    if (kind != LOOM_K_BIN_COPY && loom__same_shape(a, y) && loom__same_shape(b, y))
         return loom__cu_launch(o, binary_flat<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, a),
                                loom__cu_ptr<T>(o, b), loom__cu_ptr<T>(o, y), n, kind);
     loom__cu_tab<16> g = {};
@@ -112,18 +113,18 @@ static loom_status run_binary(loom__cu_op *o, int kind) {
                            loom__cu_ptr<T>(o, b), loom__cu_ptr<T>(o, y), n, kind);
 }
 
-loom_status loom__cu_add(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, B_ADD); }
-loom_status loom__cu_sub(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, B_SUB); }
-loom_status loom__cu_mul(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, B_MUL); }
-loom_status loom__cu_div(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, B_DIV); }
-loom_status loom__cu_expand(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, B_COPY); }
+loom_status loom__cu_add(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, LOOM_K_BIN_ADD); }
+loom_status loom__cu_sub(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, LOOM_K_BIN_SUB); }
+loom_status loom__cu_mul(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, LOOM_K_BIN_MUL); }
+loom_status loom__cu_div(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, LOOM_K_BIN_DIV); }
+loom_status loom__cu_expand(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_binary, o, LOOM_K_BIN_COPY); }
 
 template <typename T>
 static loom_status run_scale(loom__cu_op *o) {
     const loom_tensor *y = o->t;
     int64_t n = loom_tensor_numel(y);
     return loom__cu_launch(o, scale_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, y->src[0]),
-                           loom__cu_ptr<T>(o, y), n, (float)y->f[0]);
+                           loom__cu_ptr<T>(o, y), n, (float)y->f[LOOM_F_SCALE_S]);
 }
 
 template <typename T>
@@ -131,7 +132,7 @@ static loom_status run_fill(loom__cu_op *o) {
     const loom_tensor *y = o->t;
     int64_t n = loom_tensor_numel(y);
     return loom__cu_launch(o, fill_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, y), n,
-                           (float)y->f[0]);
+                           (float)y->f[LOOM_F_FILL_VALUE]);
 }
 
 loom_status loom__cu_scale(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run_scale, o); }

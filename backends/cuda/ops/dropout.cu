@@ -25,12 +25,11 @@ __global__ void dropout_k(const T *x, T *y, int64_t n, uint64_t seed, uint64_t s
 template <typename T>
 static loom_status run(loom__cu_op *o) {
     const loom_tensor *t = o->t;
-    double p = t->f[0];
+    double p = t->f[LOOM_F_DROP_P];
     int64_t n = loom_tensor_numel(t), blocks = (n + 3) / 4;
-    return loom__cu_launch(o, dropout_k<T>, loom__cu_grid1d(blocks), LOOM__CU_THREADS, 0,
-                           loom__cu_ptr<T>(o, t->src[0]), loom__cu_ptr<T>(o, t), n, (uint64_t)o->plan->g->seed,
-                           (uint64_t)t->p[0], loom__cu_step_value(o), (unsigned)ceil(p * 16777216.0),
-                           (float)(1.0 / (1.0 - p)));
+    return loom__cu_launch(o, dropout_k<T>, loom__cu_grid1d(blocks), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, t->src[0]),
+                           loom__cu_ptr<T>(o, t), n, (uint64_t)o->plan->g->seed, (uint64_t)t->p[LOOM_P_DROP_STREAM],
+                           loom__cu_step_value(o), (unsigned)ceil(p * 16777216.0), (float)(1.0 / (1.0 - p)));
 }
 
 loom_status loom__cu_dropout(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run, o); }

@@ -50,7 +50,7 @@ __global__ void embedding_grad_store(const float *acc, T *y, int64_t n) {
 /* the first bad position k: read its index back, name it as a multi-index */
 static loom_status idx_check(loom__cu *cu, const loom_plan *p, const loom_tensor *t, int32_t k) {
     const loom_tensor *it = t->src[1];
-    int64_t V = t->op == LOOM_OP_EMBEDDING ? t->src[0]->dims[0] : t->p[0];
+    int64_t V = t->op == LOOM_OP_EMBEDDING ? t->src[0]->dims[0] : t->p[LOOM_P_EMB_V];
     int32_t v = 0;
     cudaError_t e = cudaMemcpy(&v, (const int32_t *)loom__cu_addr(p, it) + k, sizeof v, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return loom__cu_fail(cu->ctx, e, "cudaMemcpy(bad index)", __FILE__, __LINE__);
@@ -75,7 +75,7 @@ static loom_status run(loom__cu_op *o) {
 template <typename T>
 static loom_status run_grad(loom__cu_op *o) {
     const loom_tensor *y = o->t, *dy = y->src[0], *it = y->src[1];
-    int64_t n = loom_tensor_numel(it), V = y->p[0], D = y->dims[1];
+    int64_t n = loom_tensor_numel(it), V = y->p[LOOM_P_EMB_V], D = y->dims[1];
     bool f32 = y->dtype == LOOM_F32;
     int32_t *err = loom__cu_err_slot(o);
     o->node->check = idx_check;

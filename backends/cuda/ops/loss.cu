@@ -112,7 +112,7 @@ static loom_status ce_check(loom__cu *cu, const loom_plan *p, const loom_tensor 
     return loom__err(cu->ctx, LOOM_ERR_INVALID_ARG,
                      "%s (node '%s'): target %d at row %lld is outside [0, %lld) and is not ignore_index %d",
                      loom_op_name(t->op), t->name, (int)v, (long long)row, (long long)t->src[0]->dims[1],
-                     (int)t->p[0]);
+                     (int)t->p[LOOM_P_CE_IGNORE]);
 }
 
 template <typename T>
@@ -125,33 +125,34 @@ static loom_status run_ce(loom__cu_op *o) {
     loom_status st = loom__cu_scratch(o, (size_t)N * sizeof(float), (void **)&part);
     if (st != LOOM_OK) return st;
     unsigned lr = loom__cu_reduce_threads(C), lf = loom__cu_reduce_threads(N);
-    if (N > 0 &&
-        (st = loom__cu_launch(o, ce_rows<T>, dim3((unsigned)N), lr, loom__cu_smem(lr), loom__cu_ptr<T>(o, x),
-                              loom__cu_ptr<int>(o, tg), part, C, (int)y->p[0], (float)y->f[0], err)) != LOOM_OK)
+    if (N > 0 && (st = loom__cu_launch(o, ce_rows<T>, dim3((unsigned)N), lr, loom__cu_smem(lr), loom__cu_ptr<T>(o, x),
+                                       loom__cu_ptr<int>(o, tg), part, C, (int)y->p[LOOM_P_CE_IGNORE],
+                                       (float)y->f[LOOM_F_CE_EPS], err)) != LOOM_OK)
         return st;
     return loom__cu_launch(o, ce_final<T>, 1, lf, loom__cu_smem(lf), (const float *)part, loom__cu_ptr<int>(o, tg),
-                           loom__cu_ptr<T>(o, y), N, C, (int)y->p[0]); /* N == 0 writes 0 */
+                           loom__cu_ptr<T>(o, y), N, C, (int)y->p[LOOM_P_CE_IGNORE]); /* N == 0 writes 0 */
 }
 
 template <typename T>
 static loom_status run_ce_grad(loom__cu_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
     int64_t N = x->dims[0], C = x->dims[1];
-    double eps = y->f[0];
+    double eps = y->f[LOOM_F_CE_EPS];
     int32_t *err = loom__cu_err_slot(o);
     o->node->check = ce_check;
     float *scale;
     loom_status st = loom__cu_scratch(o, sizeof(float), (void **)&scale);
     if (st != LOOM_OK) return st;
     unsigned lr = loom__cu_reduce_threads(C), lf = loom__cu_reduce_threads(N);
-    if ((st = loom__cu_launch(o, ce_scale<T>, 1, lf, loom__cu_smem(lf), loom__cu_ptr<int>(o, tg), loom__cu_ptr<T>(o, dl),
-                              scale, N, C, (int)y->p[0])) != LOOM_OK)
+    if ((st = loom__cu_launch(o, ce_scale<T>, 1, lf, loom__cu_smem(lf), loom__cu_ptr<int>(o, tg),
+                              loom__cu_ptr<T>(o, dl), scale, N, C, (int)y->p[LOOM_P_CE_IGNORE])) != LOOM_OK)
         return st;
     if (N <= 0) return LOOM_OK;
     /* the smoothed one-hot, formed in double and rounded once, as the CPU does */
     return loom__cu_launch(o, ce_grad_rows<T>, dim3((unsigned)N), lr, loom__cu_smem(lr), loom__cu_ptr<T>(o, x),
-                           loom__cu_ptr<int>(o, tg), (const float *)scale, loom__cu_ptr<T>(o, y), C, (int)y->p[0],
-                           (float)(1.0 - eps + eps / (double)C), (float)(eps / (double)C), err);
+                           loom__cu_ptr<int>(o, tg), (const float *)scale, loom__cu_ptr<T>(o, y), C,
+                           (int)y->p[LOOM_P_CE_IGNORE], (float)(1.0 - eps + eps / (double)C), (float)(eps / (double)C),
+                           err);
 }
 
 template <typename T>

@@ -11,9 +11,6 @@
 
 #include "../common.cuh"
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
-
 /* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
 
 /* batch mean and biased variance of channel c over its first M (N S, or 0
@@ -199,11 +196,12 @@ static loom_status run_bn(loom__cu_op *o) {
     bn_dims(x, &N, &C, &S);
     if (C <= 0) return LOOM_OK;
     unsigned th = loom__cu_reduce_threads(N * S);
-    return loom__cu_launch(o, batch_norm_k<T>, dim3((unsigned)C), th, loom__cu_smem(th), loom__cu_ptr<T>(o, x),
-                           loom__cu_ptr<T>(o, opt(y, y->p[BN_GAMMA])), loom__cu_ptr<T>(o, opt(y, y->p[BN_BETA])),
-                           fopt(o, y, y->p[BN_RMEAN]), fopt(o, y, y->p[BN_RVAR]), loom__cu_ptr<T>(o, y), N, C, S,
-                           (int)(y->p[BN_TRAIN] != 0), (int)(y->p[BN_GAMMA] >= 0), (int)(y->p[BN_BETA] >= 0),
-                           (int)(y->p[BN_RMEAN] >= 0), (float)y->f[0], (float)y->f[1]);
+    return loom__cu_launch(
+        o, batch_norm_k<T>, dim3((unsigned)C), th, loom__cu_smem(th), loom__cu_ptr<T>(o, x),
+        loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_BN_BETA])),
+        fopt(o, y, y->p[LOOM_P_BN_RMEAN]), fopt(o, y, y->p[LOOM_P_BN_RVAR]), loom__cu_ptr<T>(o, y), N, C, S,
+        (int)(y->p[LOOM_P_BN_TRAIN] != 0), (int)(y->p[LOOM_P_BN_GAMMA] >= 0), (int)(y->p[LOOM_P_BN_BETA] >= 0),
+        (int)(y->p[LOOM_P_BN_RMEAN] >= 0), (float)y->f[LOOM_F_BN_EPS], (float)y->f[LOOM_F_BN_MOMENTUM]);
 }
 
 template <typename T>
@@ -214,9 +212,10 @@ static loom_status run_bn_grad_params(loom__cu_op *o) {
     if (C <= 0) return LOOM_OK;
     unsigned th = loom__cu_reduce_threads(N * S);
     return loom__cu_launch(o, batch_norm_grad_params_k<T>, dim3((unsigned)C), th, loom__cu_smem(th),
-                           loom__cu_ptr<T>(o, x), loom__cu_ptr<T>(o, opt(y, y->p[BN_DY])),
-                           (const float *)fopt(o, y, y->p[BN_RMEAN]), (const float *)fopt(o, y, y->p[BN_RVAR]),
-                           loom__cu_ptr<float>(o, y), N, C, S, (int)(y->p[BN_TRAIN] != 0), (float)y->f[0]);
+                           loom__cu_ptr<T>(o, x), loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_BN_DY])),
+                           (const float *)fopt(o, y, y->p[LOOM_P_BN_RMEAN]),
+                           (const float *)fopt(o, y, y->p[LOOM_P_BN_RVAR]), loom__cu_ptr<float>(o, y), N, C, S,
+                           (int)(y->p[LOOM_P_BN_TRAIN] != 0), (float)y->f[LOOM_F_BN_EPS]);
 }
 
 template <typename T>
@@ -226,15 +225,16 @@ static loom_status run_bn_grad(loom__cu_op *o) {
     bn_dims(x, &N, &C, &S);
     int64_t n = N * C * S;
     return loom__cu_launch(o, batch_norm_grad_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
-                           loom__cu_ptr<T>(o, opt(y, y->p[BN_GAMMA])), loom__cu_ptr<T>(o, opt(y, y->p[BN_DY])),
-                           (const float *)fopt(o, y, y->p[BN_STATS]), loom__cu_ptr<T>(o, y), N, C, S,
-                           (int)(y->p[BN_TRAIN] != 0), (int)(y->p[BN_GAMMA] >= 0));
+                           loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_BN_GAMMA])),
+                           loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_BN_DY])),
+                           (const float *)fopt(o, y, y->p[LOOM_P_BN_STATS]), loom__cu_ptr<T>(o, y), N, C, S,
+                           (int)(y->p[LOOM_P_BN_TRAIN] != 0), (int)(y->p[LOOM_P_BN_GAMMA] >= 0));
 }
 
 /* x viewed as (R, D), D = the last norm_dims dims */
 static void ln_dims(const loom_tensor *t, int64_t *R, int64_t *D) {
     const loom_tensor *x = t->src[0];
-    int nd = (int)t->p[LN_DIMS];
+    int nd = (int)t->p[LOOM_P_LN_DIMS];
     *D = 1;
     for (int d = x->ndim - nd; d < x->ndim; d++) *D *= x->dims[d];
     *R = *D ? loom_tensor_numel(x) / *D : 0;
@@ -248,9 +248,10 @@ static loom_status run_ln(loom__cu_op *o) {
     if (R <= 0) return LOOM_OK;
     unsigned th = loom__cu_reduce_threads(D);
     return loom__cu_launch(o, layer_norm_k<T>, dim3((unsigned)R), th, loom__cu_smem(th), loom__cu_ptr<T>(o, x),
-                           loom__cu_ptr<T>(o, opt(y, y->p[LN_GAMMA])), loom__cu_ptr<T>(o, opt(y, y->p[LN_BETA])),
-                           loom__cu_ptr<T>(o, y), D, (int)(y->p[LN_GAMMA] >= 0), (int)(y->p[LN_BETA] >= 0),
-                           (float)y->f[0]);
+                           loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_LN_GAMMA])),
+                           loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_LN_BETA])), loom__cu_ptr<T>(o, y), D,
+                           (int)(y->p[LOOM_P_LN_GAMMA] >= 0), (int)(y->p[LOOM_P_LN_BETA] >= 0),
+                           (float)y->f[LOOM_F_LN_EPS]);
 }
 
 template <typename T>
@@ -261,8 +262,9 @@ static loom_status run_ln_grad(loom__cu_op *o) {
     if (R <= 0) return LOOM_OK;
     unsigned th = loom__cu_reduce_threads(D);
     return loom__cu_launch(o, layer_norm_grad_k<T>, dim3((unsigned)R), th, loom__cu_smem(th), loom__cu_ptr<T>(o, x),
-                           loom__cu_ptr<T>(o, opt(y, y->p[LN_GAMMA])), loom__cu_ptr<T>(o, opt(y, y->p[LN_DY])),
-                           loom__cu_ptr<T>(o, y), D, (int)(y->p[LN_GAMMA] >= 0), (float)y->f[0]);
+                           loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_LN_GAMMA])),
+                           loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_LN_DY])), loom__cu_ptr<T>(o, y), D,
+                           (int)(y->p[LOOM_P_LN_GAMMA] >= 0), (float)y->f[LOOM_F_LN_EPS]);
 }
 
 /* row statistics (2, R) into scratch, then one block per column (zeros when R = 0) */
@@ -276,11 +278,11 @@ static loom_status run_ln_grad_params(loom__cu_op *o) {
     float *stats;
     loom_status st = loom__cu_scratch(o, (size_t)(2 * R) * sizeof(float), (void **)&stats);
     if (st != LOOM_OK) return st;
-    if (R > 0 && (st = loom__cu_launch(o, ln_rowstats<T>, dim3((unsigned)R), lrow, loom__cu_smem(lrow), loom__cu_ptr<T>(o, x),
-                              stats, R, D, (float)y->f[0])) != LOOM_OK)
+    if (R > 0 && (st = loom__cu_launch(o, ln_rowstats<T>, dim3((unsigned)R), lrow, loom__cu_smem(lrow),
+                                       loom__cu_ptr<T>(o, x), stats, R, D, (float)y->f[LOOM_F_LN_EPS])) != LOOM_OK)
         return st;
     return loom__cu_launch(o, layer_norm_grad_params_k<T>, dim3((unsigned)D), lcol, loom__cu_smem(lcol),
-                           loom__cu_ptr<T>(o, x), loom__cu_ptr<T>(o, opt(y, y->p[LN_DY])), (const float *)stats,
+                           loom__cu_ptr<T>(o, x), loom__cu_ptr<T>(o, opt(y, y->p[LOOM_P_LN_DY])), (const float *)stats,
                            loom__cu_ptr<T>(o, y), R, D);
 }
 

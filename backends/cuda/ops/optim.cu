@@ -13,34 +13,27 @@
  * dtype is LOOM_ERR_UNSUPPORTED at plan compile. */
 #include "../common.cuh"
 
-#define H_LR 0
-#define H_BC1 1
-#define H_BC2 2
-#define H_APPLY 3
-#define H_GMULT 4
-#define H_FIRST 5
-
-/* flags: 1 momentum buffer, 2 nesterov, 4 zero grad, 8 coef given */
+/* flags (LOOM_K_OPT_*): momentum buffer, nesterov, zero grad, coef given */
 __global__ void sgd_step_k(float *p, float *gr, const float *hy, float *buf, const float *cf, float *y, int64_t n,
                            int flags, float mom, float damp1, float wd) {
     int64_t i = gid1();
     if (i >= n) return;
     if (i == 0) y[0] = 0.0f;
-    if (hy[H_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if (flags & 4) gr[i] = 0.0f;
+    if (hy[LOOM_G_HYPER_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if (flags & LOOM_K_OPT_ZERO_GRAD) gr[i] = 0.0f;
         return;
     }
-    if (hy[H_APPLY] == 0.0f) return;
-    float lr = hy[H_LR], mult = hy[H_GMULT] * ((flags & 8) ? cf[0] : 1.0f);
-    bool first = hy[H_FIRST] != 0.0f;
+    if (hy[LOOM_G_HYPER_APPLY] == 0.0f) return;
+    float lr = hy[LOOM_G_HYPER_LR], mult = hy[LOOM_G_HYPER_GMULT] * ((flags & LOOM_K_OPT_COEF) ? cf[0] : 1.0f);
+    bool first = hy[LOOM_G_HYPER_FIRST] != 0.0f;
     float g = gr[i] * mult;
     if (wd != 0.0f) g += wd * p[i];
-    if (flags & 1) {
+    if (flags & LOOM_K_OPT_BUF) {
         buf[i] = first ? g : mom * buf[i] + damp1 * g;
-        g = (flags & 2) ? g + mom * buf[i] : buf[i];
+        g = (flags & LOOM_K_OPT_NESTEROV) ? g + mom * buf[i] : buf[i];
     }
     p[i] -= lr * g;
-    if (flags & 4) gr[i] = 0.0f;
+    if (flags & LOOM_K_OPT_ZERO_GRAD) gr[i] = 0.0f;
 }
 
 /* 1 - lr * (wd_hi + wd_lo), rounded once from a nearly exact value */
@@ -52,32 +45,33 @@ __device__ __forceinline__ float one_minus_prod(float lr, float wd_hi, float wd_
     return s + (e - pl);
 }
 
-/* flags: 1 decoupled (AdamW), 4 zero grad, 8 coef given */
+/* flags (LOOM_K_OPT_*): BUF = decoupled weight decay (AdamW), zero grad, coef given */
 __global__ void adam_step_k(float *p, float *gr, const float *hy, float *m, float *v, const float *cf, float *y,
                             int64_t n, int flags, float b1, float b2, float eps, float wd, float omb1, float omb2,
                             float wd_hi, float wd_lo) {
     int64_t i = gid1();
     if (i >= n) return;
     if (i == 0) y[0] = 0.0f;
-    if (hy[H_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if (flags & 4) gr[i] = 0.0f;
+    if (hy[LOOM_G_HYPER_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if (flags & LOOM_K_OPT_ZERO_GRAD) gr[i] = 0.0f;
         return;
     }
-    if (hy[H_APPLY] == 0.0f) return;
-    float lr = hy[H_LR];
-    float mult = hy[H_GMULT] * ((flags & 8) ? cf[0] : 1.0f);
+    if (hy[LOOM_G_HYPER_APPLY] == 0.0f) return;
+    float lr = hy[LOOM_G_HYPER_LR];
+    float mult = hy[LOOM_G_HYPER_GMULT] * ((flags & LOOM_K_OPT_COEF) ? cf[0] : 1.0f);
     float decay = one_minus_prod(lr, wd_hi, wd_lo);
-    float step = __fdiv_rn(lr, hy[H_BC1]);
-    float bc2s = __fsqrt_rn(hy[H_BC2]);
+    float step = __fdiv_rn(lr, hy[LOOM_G_HYPER_BC1]);
+    float bc2s = __fsqrt_rn(hy[LOOM_G_HYPER_BC2]);
     float g = gr[i] * mult;
     if (wd != 0.0f) {
-        if (flags & 1) p[i] *= decay;
+        if (flags & LOOM_K_OPT_BUF)
+            p[i] *= decay;
         else g += wd * p[i];
     }
     m[i] = b1 * m[i] + omb1 * g;
     v[i] = b2 * v[i] + omb2 * g * g;
     p[i] -= step * m[i] / (__fsqrt_rn(v[i]) / bc2s + eps);
-    if (flags & 4) gr[i] = 0.0f;
+    if (flags & LOOM_K_OPT_ZERO_GRAD) gr[i] = 0.0f;
 }
 
 /* acc (n) += grad */
@@ -93,7 +87,7 @@ __global__ void accumulate_k(float *acc, const float *g, float *y, int64_t n) {
 __global__ void clip_coef_k(const unsigned char *ss, int sdt, const float *hy, float *y, float max_norm) {
     if (gid1() != 0) return;
     float s = ld_any(ss, sdt, 0);
-    float c = max_norm / (__fsqrt_rn(s) * hy[H_GMULT] + 1e-6f);
+    float c = max_norm / (__fsqrt_rn(s) * hy[LOOM_G_HYPER_GMULT] + 1e-6f);
     y[0] = c < 1.0f ? c : 1.0f;
 }
 
@@ -109,29 +103,33 @@ loom_status loom__cu_sgd_step(loom__cu_op *o) {
     const loom_tensor *t = o->t, *p = t->src[0];
     loom_status st = need_f32(o, p);
     if (st != LOOM_OK) return st;
-    int ci = (int)t->p[3];
-    int flags = (t->p[0] ? 1 : 0) | (t->p[1] ? 2 : 0) | (t->p[2] ? 4 : 0) | (ci >= 0 ? 8 : 0);
+    int ci = (int)t->p[LOOM_P_OPT_COEF];
+    int flags = (t->p[LOOM_P_SGD_BUF] ? LOOM_K_OPT_BUF : 0) | (t->p[LOOM_P_SGD_NESTEROV] ? LOOM_K_OPT_NESTEROV : 0) |
+                (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     int64_t n = loom_tensor_numel(p);
     if (n <= 0) return LOOM_OK;
-    return loom__cu_launch(o, sgd_step_k, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, F(o, p), F(o, t->src[1]),
-                           F(o, t->src[2]), F(o, t->p[0] ? t->src[3] : p) /* momentum buffer (or unused) */,
-                           F(o, ci >= 0 ? t->src[ci] : t->src[2]) /* coef (or unused) */, F(o, t), n, flags,
-                           (float)t->f[0], (float)(1 - t->f[1]), (float)t->f[2]);
+    return loom__cu_launch(
+        o, sgd_step_k, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, F(o, p), F(o, t->src[1]), F(o, t->src[2]),
+        F(o, t->p[LOOM_P_SGD_BUF] ? t->src[3] : p) /* momentum buffer (or unused) */,
+        F(o, ci >= 0 ? t->src[ci] : t->src[2]) /* coef (or unused) */, F(o, t), n, flags,
+        (float)t->f[LOOM_F_SGD_MOMENTUM], (float)(1 - t->f[LOOM_F_SGD_DAMPENING]), (float)t->f[LOOM_F_SGD_WD]);
 }
 
 loom_status loom__cu_adam_step(loom__cu_op *o) {
     const loom_tensor *t = o->t, *p = t->src[0];
     loom_status st = need_f32(o, p);
     if (st != LOOM_OK) return st;
-    int ci = (int)t->p[3];
-    int flags = (t->p[0] ? 1 : 0) | (t->p[2] ? 4 : 0) | (ci >= 0 ? 8 : 0);
+    int ci = (int)t->p[LOOM_P_OPT_COEF];
+    int flags = (t->p[LOOM_P_ADAM_DECOUPLED] ? LOOM_K_OPT_BUF : 0) |
+                (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     int64_t n = loom_tensor_numel(p);
     if (n <= 0) return LOOM_OK;
-    float wd_hi = (float)t->f[3], wd_lo = (float)(t->f[3] - (double)wd_hi);
+    float wd_hi = (float)t->f[LOOM_F_ADAM_WD], wd_lo = (float)(t->f[LOOM_F_ADAM_WD] - (double)wd_hi);
     return loom__cu_launch(o, adam_step_k, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, F(o, p), F(o, t->src[1]),
                            F(o, t->src[2]), F(o, t->src[3]), F(o, t->src[4]), F(o, ci >= 0 ? t->src[ci] : t->src[2]),
-                           F(o, t), n, flags, (float)t->f[0], (float)t->f[1], (float)t->f[2], (float)t->f[3],
-                           (float)(1 - t->f[0]), (float)(1 - t->f[1]), wd_hi, wd_lo);
+                           F(o, t), n, flags, (float)t->f[LOOM_F_ADAM_BETA1], (float)t->f[LOOM_F_ADAM_BETA2],
+                           (float)t->f[LOOM_F_ADAM_EPS], (float)t->f[LOOM_F_ADAM_WD],
+                           (float)(1 - t->f[LOOM_F_ADAM_BETA1]), (float)(1 - t->f[LOOM_F_ADAM_BETA2]), wd_hi, wd_lo);
 }
 
 loom_status loom__cu_accumulate(loom__cu_op *o) {
@@ -148,5 +146,5 @@ loom_status loom__cu_clip_coef(loom__cu_op *o) {
     const loom_tensor *t = o->t, *ss = t->src[0];
     if (ss->dtype == LOOM_F64) return need_f32(o, ss);
     return loom__cu_launch(o, clip_coef_k, 1, 32, 0, loom__cu_ptr<const unsigned char>(o, ss), (int)ss->dtype,
-                           F(o, t->src[1]), F(o, t), (float)t->f[0]);
+                           F(o, t->src[1]), F(o, t), (float)t->f[LOOM_F_CLIP_MAX_NORM]);
 }

@@ -9,20 +9,8 @@
 
 #include "../common.cuh"
 
-/* geometry table g */
-#define PG_PLANES 0 /* N * C */
-#define PG_H 1
-#define PG_W 2
-#define PG_OH 3
-#define PG_OW 4
-#define PG_KH 5
-#define PG_KW 6
-#define PG_SH 7
-#define PG_SW 8
-#define PG_PH 9
-#define PG_PW 10
-#define PG_INCL 11 /* count_include_pad */
-typedef loom__cu_tab<12> pgeom;
+/* geometry table g: LOOM_G_POOL_* (core/params.h) */
+typedef loom__cu_tab<LOOM_G_POOL_LEN> pgeom;
 
 __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -31,19 +19,20 @@ __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a
  * returns torch's avg divisor (as window() in the CPU file) */
 __device__ __forceinline__ int64_t pool_window(const pgeom &g, int64_t i, int64_t j, int64_t *h0, int64_t *h1,
                                                int64_t *w0, int64_t *w1) {
-    int64_t H = g.v[PG_H], W = g.v[PG_W];
-    int64_t hs = i * g.v[PG_SH] - g.v[PG_PH], ws = j * g.v[PG_SW] - g.v[PG_PW];
-    int64_t he = imin(hs + g.v[PG_KH], H + g.v[PG_PH]), we = imin(ws + g.v[PG_KW], W + g.v[PG_PW]);
+    int64_t H = g.v[LOOM_G_POOL_H], W = g.v[LOOM_G_POOL_W];
+    int64_t hs = i * g.v[LOOM_G_POOL_SH] - g.v[LOOM_G_POOL_PH], ws = j * g.v[LOOM_G_POOL_SW] - g.v[LOOM_G_POOL_PW];
+    int64_t he = imin(hs + g.v[LOOM_G_POOL_KH], H + g.v[LOOM_G_POOL_PH]),
+            we = imin(ws + g.v[LOOM_G_POOL_KW], W + g.v[LOOM_G_POOL_PW]);
     int64_t padded = (he - hs) * (we - ws);
     *h0 = imax(hs, 0), *w0 = imax(ws, 0);
     *h1 = imin(he, H), *w1 = imin(we, W);
-    return g.v[PG_INCL] ? padded : (*h1 - *h0) * (*w1 - *w0);
+    return g.v[LOOM_G_POOL_INCL] ? padded : (*h1 - *h0) * (*w1 - *w0);
 }
 
 /* index in the plane x (H, W) of window (i, j)'s first maximum; NaN wins */
 template <typename T>
 __device__ __forceinline__ int64_t pool_argmax(const pgeom &g, const T *x, int64_t i, int64_t j) {
-    int64_t h0, h1, w0, w1, W = g.v[PG_W];
+    int64_t h0, h1, w0, w1, W = g.v[LOOM_G_POOL_W];
     pool_window(g, i, j, &h0, &h1, &w0, &w1);
     int64_t best = h0 * W + w0;
     float m = -INFINITY;
@@ -69,22 +58,20 @@ __device__ __forceinline__ int64_t pool_bin_end(int64_t i, int64_t in, int64_t o
     return ((i + 1) * in + out - 1) / out;
 }
 
-enum { PK_MAX, PK_AVG, PK_ADAPTIVE };
-
 /* x (P, H, W) -> y (P, OH, OW) */
 template <typename T>
 __global__ void pool2d_k(const T *x, T *y, pgeom g, int kind) {
-    int64_t OH = g.v[PG_OH], OW = g.v[PG_OW], H = g.v[PG_H], W = g.v[PG_W];
+    int64_t OH = g.v[LOOM_G_POOL_OH], OW = g.v[LOOM_G_POOL_OW], H = g.v[LOOM_G_POOL_H], W = g.v[LOOM_G_POOL_W];
     int64_t k = gid1();
-    if (k >= g.v[PG_PLANES] * OH * OW) return;
+    if (k >= g.v[LOOM_G_POOL_PLANES] * OH * OW) return;
     int64_t j = k % OW, i = (k / OW) % OH, p = k / (OH * OW);
     x += p * H * W;
-    if (kind == PK_MAX) {
+    if (kind == LOOM_K_POOL_MAX) {
         y[k] = x[pool_argmax(g, x, i, j)];
         return;
     }
     int64_t h0, h1, w0, w1, div;
-    if (kind == PK_AVG) {
+    if (kind == LOOM_K_POOL_AVG) {
         div = pool_window(g, i, j, &h0, &h1, &w0, &w1);
     } else {
         h0 = pool_bin_start(i, H, OH), h1 = pool_bin_end(i, H, OH);
@@ -100,13 +87,13 @@ __global__ void pool2d_k(const T *x, T *y, pgeom g, int kind) {
 /* dy (P, OH, OW) [, x (P, H, W) for max] -> dx (P, H, W), one thread per dx element */
 template <typename T>
 __global__ void pool2d_grad_k(const T *x, const T *dy, T *dx, pgeom g, int kind) {
-    int64_t OH = g.v[PG_OH], OW = g.v[PG_OW], H = g.v[PG_H], W = g.v[PG_W];
+    int64_t OH = g.v[LOOM_G_POOL_OH], OW = g.v[LOOM_G_POOL_OW], H = g.v[LOOM_G_POOL_H], W = g.v[LOOM_G_POOL_W];
     int64_t k = gid1();
-    if (k >= g.v[PG_PLANES] * H * W) return;
+    if (k >= g.v[LOOM_G_POOL_PLANES] * H * W) return;
     int64_t w = k % W, h = (k / W) % H, p = k / (H * W);
     dy += p * OH * OW;
     float acc = 0.0f;
-    if (kind == PK_ADAPTIVE) {
+    if (kind == LOOM_K_POOL_ADAPTIVE) {
         /* bins containing h: i in [floor(h*OH/H), ceil((h+1)*OH/H)), checked */
         int64_t i0 = imax(h * OH / H - 1, 0), i1 = imin(((h + 1) * OH + H - 1) / H + 1, OH);
         int64_t j0 = imax(w * OW / W - 1, 0), j1 = imin(((w + 1) * OW + W - 1) / W + 1, OW);
@@ -121,12 +108,12 @@ __global__ void pool2d_grad_k(const T *x, const T *dy, T *dx, pgeom g, int kind)
         }
     } else {
         int64_t i0, i1, j0, j1;
-        pool_cover(h, g.v[PG_KH], g.v[PG_SH], g.v[PG_PH], OH, &i0, &i1);
-        pool_cover(w, g.v[PG_KW], g.v[PG_SW], g.v[PG_PW], OW, &j0, &j1);
-        if (kind == PK_MAX) x += p * H * W;
+        pool_cover(h, g.v[LOOM_G_POOL_KH], g.v[LOOM_G_POOL_SH], g.v[LOOM_G_POOL_PH], OH, &i0, &i1);
+        pool_cover(w, g.v[LOOM_G_POOL_KW], g.v[LOOM_G_POOL_SW], g.v[LOOM_G_POOL_PW], OW, &j0, &j1);
+        if (kind == LOOM_K_POOL_MAX) x += p * H * W;
         for (int64_t i = i0; i < i1; i++)
             for (int64_t j = j0; j < j1; j++) {
-                if (kind == PK_MAX) {
+                if (kind == LOOM_K_POOL_MAX) {
                     if (pool_argmax(g, x, i, j) == h * W + w) acc += ldf(dy[i * OW + j]);
                 } else {
                     int64_t h0, h1, w0, w1, div = pool_window(g, i, j, &h0, &h1, &w0, &w1);
@@ -139,8 +126,8 @@ __global__ void pool2d_grad_k(const T *x, const T *dy, T *dx, pgeom g, int kind)
 
 /* geometry table from x's and y's shapes */
 static pgeom geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd) {
-    const int64_t *p = t->p;
-    pgeom g = {{xd[0] * xd[1], xd[2], xd[3], yd[2], yd[3], p[0], p[1], p[2], p[3], p[4], p[5], p[6]}};
+    pgeom g;
+    loom__pool_geom(t, xd, yd, g.v);
     return g;
 }
 
@@ -155,19 +142,23 @@ static loom_status forward(loom__cu_op *o, int kind) {
 /* dx = the node (x's shape); max: src (x, dy), avg/adaptive: src (dy) */
 template <typename T>
 static loom_status backward(loom__cu_op *o, int kind) {
-    const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == PK_MAX ? o->t->src[1] : o->t->src[0];
+    const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == LOOM_K_POOL_MAX ? o->t->src[1] : o->t->src[0];
     int64_t n = loom_tensor_numel(dx);
     return loom__cu_launch(o, pool2d_grad_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
                            loom__cu_ptr<T>(o, dy), loom__cu_ptr<T>(o, dx), geom(dx, dx->dims, dy->dims), kind);
 }
 
-loom_status loom__cu_max_pool2d(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, forward, o, PK_MAX); }
-loom_status loom__cu_avg_pool2d(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, forward, o, PK_AVG); }
+loom_status loom__cu_max_pool2d(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, forward, o, LOOM_K_POOL_MAX); }
+loom_status loom__cu_avg_pool2d(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, forward, o, LOOM_K_POOL_AVG); }
 loom_status loom__cu_adaptive_avg_pool2d(loom__cu_op *o) {
-    return LOOM_CU_DISPATCH(o->t->dtype, forward, o, PK_ADAPTIVE);
+    return LOOM_CU_DISPATCH(o->t->dtype, forward, o, LOOM_K_POOL_ADAPTIVE);
 }
-loom_status loom__cu_max_pool2d_grad(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, backward, o, PK_MAX); }
-loom_status loom__cu_avg_pool2d_grad(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, backward, o, PK_AVG); }
+loom_status loom__cu_max_pool2d_grad(loom__cu_op *o) {
+    return LOOM_CU_DISPATCH(o->t->dtype, backward, o, LOOM_K_POOL_MAX);
+}
+loom_status loom__cu_avg_pool2d_grad(loom__cu_op *o) {
+    return LOOM_CU_DISPATCH(o->t->dtype, backward, o, LOOM_K_POOL_AVG);
+}
 loom_status loom__cu_adaptive_avg_pool2d_grad(loom__cu_op *o) {
-    return LOOM_CU_DISPATCH(o->t->dtype, backward, o, PK_ADAPTIVE);
+    return LOOM_CU_DISPATCH(o->t->dtype, backward, o, LOOM_K_POOL_ADAPTIVE);
 }

@@ -1,4 +1,4 @@
-/* backends/cuda/ops/reduce.cu — sum and mean over an axes mask (p[0]), a
+/* backends/cuda/ops/reduce.cu — sum and mean over an axes mask (p[LOOM_P_REDUCE_MASK]), a
  * port of backends/opencl/kernels/reduce.cl (as backends/cpu/ops/reduce.c
  * but accumulated in float): one block per output element, each thread
  * striding over the reduced elements, then a tree. */

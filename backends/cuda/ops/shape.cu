@@ -74,7 +74,7 @@ static loom_status run_permute(loom__cu_op *o) {
     int64_t xs[LOOM_MAX_DIMS], s = 1;
     for (int i = x->ndim - 1; i >= 0; i--) xs[i] = s, s *= x->dims[i];
     g.v[0] = y->ndim;
-    for (int i = 0; i < y->ndim; i++) g.v[1 + i] = y->dims[i], g.v[6 + i] = xs[y->p[i]];
+    for (int i = 0; i < y->ndim; i++) g.v[1 + i] = y->dims[i], g.v[6 + i] = xs[y->p[LOOM_P_PERMUTE_PERM + i]];
     int64_t n = loom_tensor_numel(y);
     return loom__cu_launch(o, permute_k<U>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, g, loom__cu_ptr<U>(o, x),
                            loom__cu_ptr<U>(o, y), n);
@@ -83,7 +83,7 @@ static loom_status run_permute(loom__cu_op *o) {
 template <typename U>
 static loom_status run_concat(loom__cu_op *o) {
     const loom_tensor *y = o->t;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_CONCAT_AXIS];
     int64_t outer, inner;
     axis_split(y, ax, &outer, &inner);
     loom__cu_tab<4 + LOOM_MAX_SRC> g = {};
@@ -99,12 +99,12 @@ static loom_status run_concat(loom__cu_op *o) {
 template <typename U>
 static loom_status run_slice(loom__cu_op *o, bool grad) {
     const loom_tensor *y = o->t, *src = y->src[0], *big = grad ? y : src, *small = grad ? src : y;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_SLICE_AXIS];
     int64_t outer, inner, n = loom_tensor_numel(y);
     axis_split(big, ax, &outer, &inner);
     return loom__cu_launch(o, grad ? slice_grad_k<U> : slice_k<U>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0,
                            loom__cu_ptr<U>(o, src), loom__cu_ptr<U>(o, y), n, inner, small->dims[ax], big->dims[ax],
-                           y->p[1]);
+                           y->p[LOOM_P_SLICE_START]);
 }
 
 loom_status loom__cu_permute(loom__cu_op *o) { return BY_SIZE(o->t, run_permute, o); }

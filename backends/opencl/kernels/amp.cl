@@ -3,8 +3,6 @@
  * NaN), tested on the bits so no compiler option can assume finite math. */
 
 /* the hyper layout (core/optim_impl.h; optim.cl defines the same) */
-#define H_APPLY 3
-#define H_GMULT 4
 
 inline bool nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
 
@@ -19,7 +17,7 @@ __kernel void amp_found_scan(__global const uchar *x, ulong xo, int xdt, long n,
                              int has_prev, __global float *y, ulong yo) {
     long i = get_global_id(0);
     if (i >= n) return;
-    float v = ld_any(x + xo * (xdt == DT_F32 ? 4 : 2), xdt, i);
+    float v = ld_any(x + xo * (xdt == LOOM_K_DT_F32 ? 4 : 2), xdt, i);
     if (!nonfinite(v)) return;
     float raised = (has_prev ? prev[po] : 0.0f) + 1.0f;
     atomic_max((__global volatile int *)(y + yo), as_int(raised));
@@ -31,8 +29,8 @@ __kernel void amp_unscale(__global const float *hy, ulong ho, __global const flo
     int i = get_global_id(0);
     if (i >= 8) return;
     float v = hy[ho + i];
-    if (i == H_GMULT) v = v / scale[so];
-    if (i == H_APPLY && found[fo] != 0.0f && v != 0.0f) v = -1.0f;
+    if (i == LOOM_G_HYPER_GMULT) v = v / scale[so];
+    if (i == LOOM_G_HYPER_APPLY && found[fo] != 0.0f && v != 0.0f) v = -1.0f;
     y[yo + i] = v;
 }
 
@@ -43,7 +41,7 @@ __kernel void amp_scaler_update(__global float *scale, ulong so, __global float 
                                 float backoff, float interval) {
     if (get_global_id(0) != 0) return;
     y[yo] = 0.0f;
-    if (hy[ho + H_APPLY] == 0.0f) return;
+    if (hy[ho + LOOM_G_HYPER_APPLY] == 0.0f) return;
     if (found[fo] != 0.0f) {
         scale[so] = scale[so] * backoff;
         tracker[to] = 0.0f;

@@ -2,18 +2,12 @@
  * broadcast), expand, scale, fill, cast. Matches backends/cpu/ops/binary.c:
  * one float operation per element, one rounding to the storage dtype. */
 
-#define B_ADD 0
-#define B_SUB 1
-#define B_MUL 2
-#define B_DIV 3
-#define B_COPY 4
-
 inline float bin_op(int kind, float a, float b) {
     switch (kind) {
-    case B_ADD: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    case B_DIV: return a / b;
+    case LOOM_K_BIN_ADD: return a + b;
+    case LOOM_K_BIN_SUB: return a - b;
+    case LOOM_K_BIN_MUL: return a * b;
+    case LOOM_K_BIN_DIV: return a / b;
     default: return a;
     }
 }
@@ -29,7 +23,7 @@ __kernel void binary_flat(__global const T *a, ulong ao, __global const T *b, ul
 
 /* y (g[1..nd]) = a op b with broadcasting; g = {nd, dims[5], sa[5], sb[5]}:
  * element strides of a and b per y axis (0 on broadcast axes). For expand
- * (B_COPY) b is a again and unused. */
+ * (LOOM_K_BIN_COPY) b is a again and unused. */
 __kernel void binary_bcast(__constant long *g, __global const T *a, ulong ao, __global const T *b, ulong bo,
                            __global T *y, ulong yo, long n, int kind) {
     long i = get_global_id(0);
@@ -43,7 +37,7 @@ __kernel void binary_bcast(__constant long *g, __global const T *a, ulong ao, __
         oa += k * g[6 + d];
         ob += k * g[11 + d];
     }
-    ST(y, i, bin_op(kind, LD(a, oa), kind == B_COPY ? 0.0f : LD(b, ob)));
+    ST(y, i, bin_op(kind, LD(a, oa), kind == LOOM_K_BIN_COPY ? 0.0f : LD(b, ob)));
 }
 
 /* y (n) = s * x */
@@ -71,29 +65,29 @@ __kernel void cast(__global const uchar *x, ulong xo, int sdt, __global uchar *y
     if (i >= n) return;
     float v = 0.0f;
     int iv = 0;
-    bool is_int = sdt == DT_I32 || sdt == DT_U8;
-    if (sdt == DT_I32) iv = ((__global const int *)x)[xo + i];
-    else if (sdt == DT_U8) iv = ((__global const uchar *)x)[xo + i];
-    else v = ld_any(x + xo * (sdt == DT_F32 ? 4 : 2), sdt, i);
-    if (ddt == DT_I32 || ddt == DT_U8) {
+    bool is_int = sdt == LOOM_K_DT_I32 || sdt == LOOM_K_DT_U8;
+    if (sdt == LOOM_K_DT_I32) iv = ((__global const int *)x)[xo + i];
+    else if (sdt == LOOM_K_DT_U8) iv = ((__global const uchar *)x)[xo + i];
+    else v = ld_any(x + xo * (sdt == LOOM_K_DT_F32 ? 4 : 2), sdt, i);
+    if (ddt == LOOM_K_DT_I32 || ddt == LOOM_K_DT_U8) {
         int r;
         if (is_int) {
             r = iv;
         } else if (isnan(v)) {
             r = 0;
-        } else if (ddt == DT_I32) {
+        } else if (ddt == LOOM_K_DT_I32) {
             r = v >= 2147483647.0f ? INT_MAX : v <= -2147483648.0f ? INT_MIN : (int)v;
         } else {
             r = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)v;
         }
-        if (ddt == DT_U8) ((__global uchar *)y)[yo + i] = (uchar)(r <= 0 ? 0 : r >= 255 ? 255 : r);
+        if (ddt == LOOM_K_DT_U8) ((__global uchar *)y)[yo + i] = (uchar)(r <= 0 ? 0 : r >= 255 ? 255 : r);
         else ((__global int *)y)[yo + i] = r;
         return;
     }
     if (is_int) v = (float)iv;
     switch (ddt) {
-    case DT_F16: ST_F16((__global half *)y + yo, i, v); break;
-    case DT_BF16: ST_BF16((__global ushort *)y + yo, i, v); break;
+    case LOOM_K_DT_F16: ST_F16((__global half *)y + yo, i, v); break;
+    case LOOM_K_DT_BF16: ST_BF16((__global ushort *)y + yo, i, v); break;
     default: ST_F32((__global float *)y + yo, i, v); break;
     }
 }

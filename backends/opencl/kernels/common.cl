@@ -12,14 +12,6 @@
  * (C11 without -ffp-contract), so elementwise results match it exactly. */
 #pragma OPENCL FP_CONTRACT OFF
 
-/* dtype codes = enum loom_dtype (include/loom/tensor.h) */
-#define DT_F32 0
-#define DT_F16 1
-#define DT_BF16 2
-#define DT_F64 3
-#define DT_I32 4
-#define DT_U8 5
-
 inline float bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
 
 inline ushort f32_to_bf16(float f) {
@@ -58,8 +50,8 @@ typedef ushort T;
 /* Any float dtype through a byte pointer (element index i). */
 inline float ld_any(__global const uchar *p, int dt, long i) {
     switch (dt) {
-    case DT_F16: return vload_half(i, (__global const half *)p);
-    case DT_BF16: return bf16_to_f32(((__global const ushort *)p)[i]);
+    case LOOM_K_DT_F16: return vload_half(i, (__global const half *)p);
+    case LOOM_K_DT_BF16: return bf16_to_f32(((__global const ushort *)p)[i]);
     default: return ((__global const float *)p)[i];
     }
 }

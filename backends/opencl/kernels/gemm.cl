@@ -32,7 +32,7 @@
  * Reproducible mode (built with -DLOOM_REPRO, core/repro.h): each output's
  * sum is the canonical cdot: s = s + a * b (two roundings, never fused) over
  * k from 0 (every item walks k in order; the zero padding past K adds
- * nothing), folded every LOOM_REPRO_CHUNK k's (a multiple of GEMM_TK) into a
+ * nothing), folded every LOOM__REPRO_CHUNK k's (a multiple of GEMM_TK) into a
  * running total (t = p0; t = t + p1 ...); the bias is added after. Otherwise
  * mad() (which may fuse), one chain. */
 
@@ -45,10 +45,10 @@
 #pragma OPENCL FP_CONTRACT OFF
 #define GEMM_MAC(a, b, c) ((a) * (b) + (c))
 /* before the tile at k0: close the chunk that ends there */
-#define GEMM_FOLD                                                                    \
-    if (k0 > 0 && k0 % LOOM_REPRO_CHUNK == 0) {                                      \
+#define GEMM_FOLD                                                                                        \
+    if (k0 > 0 && k0 % LOOM__REPRO_CHUNK == 0) {                                                         \
         for (int i = 0; i < 4; i++) tot[i] = folded ? tot[i] + acc[i] : acc[i], acc[i] = (float4)(0.0f); \
-        folded = 1;                                                                  \
+        folded = 1;                                                                                      \
     }
 #define GEMM_TOTAL for (int i = 0; i < 4; i++) tot[i] = folded ? tot[i] + acc[i] : acc[i];
 #else
@@ -80,72 +80,72 @@ inline float4 run4(__global const T *X, long ld, long r, long c, long rows, long
 }
 
 /* A's tile rows m0.., columns k0.. into As[k][m] (item t of 256) */
-#define GEMM_LOAD_A_n                                                                 \
-    {                                                                                 \
-        int m = t >> 2, k4 = (t & 3) << 2;                                            \
-        float4 v = run4(A, lda, m0 + m, k0 + k4, M, K);                               \
+#define GEMM_LOAD_A_n                                                                       \
+    {                                                                                       \
+        int m = t >> 2, k4 = (t & 3) << 2;                                                  \
+        float4 v = run4(A, lda, m0 + m, k0 + k4, M, K);                                     \
         As[k4][m] = v.s0, As[k4 + 1][m] = v.s1, As[k4 + 2][m] = v.s2, As[k4 + 3][m] = v.s3; \
     }
-#define GEMM_LOAD_A_t                                                                 \
-    {                                                                                 \
-        int k = t >> 4, m4 = (t & 15) << 2;                                           \
-        vstore4(run4(A, lda, k0 + k, m0 + m4, K, M), 0, &As[k][m4]);                  \
+#define GEMM_LOAD_A_t                                                \
+    {                                                                \
+        int k = t >> 4, m4 = (t & 15) << 2;                          \
+        vstore4(run4(A, lda, k0 + k, m0 + m4, K, M), 0, &As[k][m4]); \
     }
 /* B's tile rows k0.., columns n0.. into Bs[k][n] */
-#define GEMM_LOAD_B_n                                                                 \
-    {                                                                                 \
-        int k = t >> 4, n4 = (t & 15) << 2;                                           \
-        vstore4(run4(B, ldb, k0 + k, n0 + n4, K, N), 0, &Bs[k][n4]);                  \
+#define GEMM_LOAD_B_n                                                \
+    {                                                                \
+        int k = t >> 4, n4 = (t & 15) << 2;                          \
+        vstore4(run4(B, ldb, k0 + k, n0 + n4, K, N), 0, &Bs[k][n4]); \
     }
-#define GEMM_LOAD_B_t                                                                 \
-    {                                                                                 \
-        int n = t >> 2, k4 = (t & 3) << 2;                                            \
-        float4 v = run4(B, ldb, n0 + n, k0 + k4, N, K);                               \
+#define GEMM_LOAD_B_t                                                                       \
+    {                                                                                       \
+        int n = t >> 2, k4 = (t & 3) << 2;                                                  \
+        float4 v = run4(B, ldb, n0 + n, k0 + k4, N, K);                                     \
         Bs[k4][n] = v.s0, Bs[k4 + 1][n] = v.s1, Bs[k4 + 2][n] = v.s2, Bs[k4 + 3][n] = v.s3; \
     }
 
 /* NAME: kernel name; TA, TB: n or t; TC: C's element type; STC: its store */
-#define GEMM_KERNEL(NAME, TA, TB, TC, STC)                                                                    \
-    __kernel __attribute__((reqd_work_group_size(GEMM_WG, GEMM_WG, 1))) void NAME(                            \
-        __global const T *A, ulong ao, __global const T *B, ulong bo, __global TC *C, ulong co,               \
-        __global const T *bias, ulong biaso, __constant long *g, long M, long N, long K, long lda, long ldb,  \
-        long ldc, int has_bias) {                                                                             \
-        __local float As[GEMM_TK][GEMM_TM];                                                                   \
-        __local float Bs[GEMM_TK][GEMM_TN];                                                                   \
-        int lx = get_local_id(0), ly = get_local_id(1), t = ly * GEMM_WG + lx;                                \
-        long mt = (M + GEMM_TM - 1) / GEMM_TM;                                                                \
-        long bt = get_group_id(1) / mt;                                                                       \
-        long m0 = (get_group_id(1) % mt) * GEMM_TM, n0 = (long)get_group_id(0) * GEMM_TN;                     \
-        long i2 = bt % g[2], i1 = bt / g[2] % g[1], i0 = bt / (g[2] * g[1]);                                  \
-        A += ao + i0 * g[3] + i1 * g[4] + i2 * g[5];                                                          \
-        B += bo + i0 * g[6] + i1 * g[7] + i2 * g[8];                                                          \
-        C += co + i0 * g[9] + i1 * g[10] + i2 * g[11];                                                        \
-        float4 acc[4], tot[4];                                                                                \
-        int folded = 0;                                                                                       \
-        for (int i = 0; i < 4; i++) acc[i] = (float4)(0.0f);                                                  \
-        for (long k0 = 0; k0 < K; k0 += GEMM_TK) {                                                            \
-            GEMM_FOLD                                                                                         \
-            GEMM_LOAD_A_##TA GEMM_LOAD_B_##TB barrier(CLK_LOCAL_MEM_FENCE);                                   \
-            for (int k = 0; k < GEMM_TK; k++) {                                                               \
-                float4 b = vload4(0, &Bs[k][lx * 4]);                                                         \
-                for (int i = 0; i < 4; i++) acc[i] = GEMM_MAC((float4)(As[k][ly + GEMM_WG * i]), b, acc[i]);  \
-            }                                                                                                 \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                                     \
-        }                                                                                                     \
-        GEMM_TOTAL                                                                                            \
-        (void)folded;                                                                                         \
-        if (has_bias) bias += biaso + i0 * g[12] + i1 * g[13] + i2 * g[14];                                   \
-        for (int i = 0; i < 4; i++) {                                                                         \
-            long m = m0 + ly + GEMM_WG * i;                                                                   \
-            if (m >= M) break;                                                                                \
-            for (int j = 0; j < 4; j++) {                                                                     \
-                long n = n0 + lx * 4 + j;                                                                     \
-                if (n >= N) break;                                                                            \
-                float v = ((float *)&tot[i])[j];                                                                          \
-                if (has_bias) v += LD(bias, m * g[15] + n * g[16]);                                           \
-                STC(C, m * ldc + n, v);                                                                       \
-            }                                                                                                 \
-        }                                                                                                     \
+#define GEMM_KERNEL(NAME, TA, TB, TC, STC)                                                                   \
+    __kernel __attribute__((reqd_work_group_size(GEMM_WG, GEMM_WG, 1))) void NAME(                           \
+        __global const T *A, ulong ao, __global const T *B, ulong bo, __global TC *C, ulong co,              \
+        __global const T *bias, ulong biaso, __constant long *g, long M, long N, long K, long lda, long ldb, \
+        long ldc, int has_bias) {                                                                            \
+        __local float As[GEMM_TK][GEMM_TM];                                                                  \
+        __local float Bs[GEMM_TK][GEMM_TN];                                                                  \
+        int lx = get_local_id(0), ly = get_local_id(1), t = ly * GEMM_WG + lx;                               \
+        long mt = (M + GEMM_TM - 1) / GEMM_TM;                                                               \
+        long bt = get_group_id(1) / mt;                                                                      \
+        long m0 = (get_group_id(1) % mt) * GEMM_TM, n0 = (long)get_group_id(0) * GEMM_TN;                    \
+        long i2 = bt % g[2], i1 = bt / g[2] % g[1], i0 = bt / (g[2] * g[1]);                                 \
+        A += ao + i0 * g[3] + i1 * g[4] + i2 * g[5];                                                         \
+        B += bo + i0 * g[6] + i1 * g[7] + i2 * g[8];                                                         \
+        C += co + i0 * g[9] + i1 * g[10] + i2 * g[11];                                                       \
+        float4 acc[4], tot[4];                                                                               \
+        int folded = 0;                                                                                      \
+        for (int i = 0; i < 4; i++) acc[i] = (float4)(0.0f);                                                 \
+        for (long k0 = 0; k0 < K; k0 += GEMM_TK) {                                                           \
+            GEMM_FOLD                                                                                        \
+            GEMM_LOAD_A_##TA GEMM_LOAD_B_##TB barrier(CLK_LOCAL_MEM_FENCE);                                  \
+            for (int k = 0; k < GEMM_TK; k++) {                                                              \
+                float4 b = vload4(0, &Bs[k][lx * 4]);                                                        \
+                for (int i = 0; i < 4; i++) acc[i] = GEMM_MAC((float4)(As[k][ly + GEMM_WG * i]), b, acc[i]); \
+            }                                                                                                \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+        }                                                                                                    \
+        GEMM_TOTAL                                                                                           \
+        (void)folded;                                                                                        \
+        if (has_bias) bias += biaso + i0 * g[12] + i1 * g[13] + i2 * g[14];                                  \
+        for (int i = 0; i < 4; i++) {                                                                        \
+            long m = m0 + ly + GEMM_WG * i;                                                                  \
+            if (m >= M) break;                                                                               \
+            for (int j = 0; j < 4; j++) {                                                                    \
+                long n = n0 + lx * 4 + j;                                                                    \
+                if (n >= N) break;                                                                           \
+                float v = ((float *)&tot[i])[j];                                                             \
+                if (has_bias) v += LD(bias, m * g[15] + n * g[16]);                                          \
+                STC(C, m * ldc + n, v);                                                                      \
+            }                                                                                                \
+        }                                                                                                    \
     }
 
 GEMM_KERNEL(gemm_nn, n, n, T, ST)

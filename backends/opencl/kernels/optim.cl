@@ -9,14 +9,7 @@
  * 1 - lr wd uses an exact product and sum (fma, two-sum). The placeholder
  * output y () is set to 0. */
 
-#define H_LR 0
-#define H_BC1 1
-#define H_BC2 2
-#define H_APPLY 3
-#define H_GMULT 4
-#define H_FIRST 5
-
-/* flags: 1 momentum buffer, 2 nesterov, 4 zero grad, 8 coef given */
+/* flags (LOOM_K_OPT_*): momentum buffer, nesterov, zero grad, coef given */
 __kernel void sgd_step(__global float *p, ulong po, __global float *gr, ulong go, __global const float *hy, ulong ho,
                        __global float *buf, ulong bo, __global const float *cf, ulong co, __global float *y, ulong yo,
                        long n, int flags, float mom, float damp1, float wd) {
@@ -24,22 +17,22 @@ __kernel void sgd_step(__global float *p, ulong po, __global float *gr, ulong go
     if (i >= n) return;
     hy += ho;
     if (i == 0) y[yo] = 0.0f;
-    if (hy[H_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if (flags & 4) gr[go + i] = 0.0f;
+    if (hy[LOOM_G_HYPER_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if (flags & LOOM_K_OPT_ZERO_GRAD) gr[go + i] = 0.0f;
         return;
     }
-    if (hy[H_APPLY] == 0.0f) return;
+    if (hy[LOOM_G_HYPER_APPLY] == 0.0f) return;
     p += po, gr += go, buf += bo;
-    float lr = hy[H_LR], mult = hy[H_GMULT] * ((flags & 8) ? cf[co] : 1.0f);
-    bool first = hy[H_FIRST] != 0.0f;
+    float lr = hy[LOOM_G_HYPER_LR], mult = hy[LOOM_G_HYPER_GMULT] * ((flags & LOOM_K_OPT_COEF) ? cf[co] : 1.0f);
+    bool first = hy[LOOM_G_HYPER_FIRST] != 0.0f;
     float g = gr[i] * mult;
     if (wd != 0.0f) g += wd * p[i];
-    if (flags & 1) {
+    if (flags & LOOM_K_OPT_BUF) {
         buf[i] = first ? g : mom * buf[i] + damp1 * g;
-        g = (flags & 2) ? g + mom * buf[i] : buf[i];
+        g = (flags & LOOM_K_OPT_NESTEROV) ? g + mom * buf[i] : buf[i];
     }
     p[i] -= lr * g;
-    if (flags & 4) gr[i] = 0.0f;
+    if (flags & LOOM_K_OPT_ZERO_GRAD) gr[i] = 0.0f;
 }
 
 /* 1 - lr * (wd_hi + wd_lo), rounded once from a nearly exact value */
@@ -51,7 +44,7 @@ inline float one_minus_prod(float lr, float wd_hi, float wd_lo) {
     return s + (e - pl);
 }
 
-/* flags: 1 decoupled (AdamW), 4 zero grad, 8 coef given */
+/* flags (LOOM_K_OPT_*): BUF = decoupled weight decay (AdamW), zero grad, coef given */
 __kernel void adam_step(__global float *p, ulong po, __global float *gr, ulong go, __global const float *hy, ulong ho,
                         __global float *m, ulong mo, __global float *v, ulong vo, __global const float *cf, ulong co,
                         __global float *y, ulong yo, long n, int flags, float b1, float b2, float eps, float wd,
@@ -60,26 +53,26 @@ __kernel void adam_step(__global float *p, ulong po, __global float *gr, ulong g
     if (i >= n) return;
     hy += ho;
     if (i == 0) y[yo] = 0.0f;
-    if (hy[H_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if (flags & 4) gr[go + i] = 0.0f;
+    if (hy[LOOM_G_HYPER_APPLY] < 0.0f) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
+        if (flags & LOOM_K_OPT_ZERO_GRAD) gr[go + i] = 0.0f;
         return;
     }
-    if (hy[H_APPLY] == 0.0f) return;
+    if (hy[LOOM_G_HYPER_APPLY] == 0.0f) return;
     p += po, gr += go, m += mo, v += vo;
-    float lr = hy[H_LR];
-    float mult = hy[H_GMULT] * ((flags & 8) ? cf[co] : 1.0f);
+    float lr = hy[LOOM_G_HYPER_LR];
+    float mult = hy[LOOM_G_HYPER_GMULT] * ((flags & LOOM_K_OPT_COEF) ? cf[co] : 1.0f);
     float decay = one_minus_prod(lr, wd_hi, wd_lo);
-    float step = lr / hy[H_BC1];
-    float bc2s = sqrt(hy[H_BC2]);
+    float step = lr / hy[LOOM_G_HYPER_BC1];
+    float bc2s = sqrt(hy[LOOM_G_HYPER_BC2]);
     float g = gr[i] * mult;
     if (wd != 0.0f) {
-        if (flags & 1) p[i] *= decay;
+        if (flags & LOOM_K_OPT_BUF) p[i] *= decay;
         else g += wd * p[i];
     }
     m[i] = b1 * m[i] + omb1 * g;
     v[i] = b2 * v[i] + omb2 * g * g;
     p[i] -= step * m[i] / (sqrt(v[i]) / bc2s + eps);
-    if (flags & 4) gr[i] = 0.0f;
+    if (flags & LOOM_K_OPT_ZERO_GRAD) gr[i] = 0.0f;
 }
 
 /* acc (n) += grad */
@@ -96,7 +89,7 @@ __kernel void accumulate(__global float *acc, ulong ao, __global const float *g,
 __kernel void clip_coef(__global const uchar *ss, ulong so, int sdt, __global const float *hy, ulong ho,
                         __global float *y, ulong yo, float max_norm) {
     if (get_global_id(0) != 0) return;
-    float s = ld_any(ss + so * (sdt == DT_F32 ? 4 : 2), sdt, 0);
-    float c = max_norm / (sqrt(s) * hy[ho + H_GMULT] + 1e-6f);
+    float s = ld_any(ss + so * (sdt == LOOM_K_DT_F32 ? 4 : 2), sdt, 0);
+    float c = max_norm / (sqrt(s) * hy[ho + LOOM_G_HYPER_GMULT] + 1e-6f);
     y[yo] = c < 1.0f ? c : 1.0f;
 }

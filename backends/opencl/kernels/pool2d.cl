@@ -5,35 +5,24 @@
  * the CPU's (i, j) order), so there are no atomics. Max-pool's gradient
  * recomputes each covering window's argmax exactly as the forward does.
  *
- * Geometry table g (__constant long): */
-#define PG_PLANES 0 /* N * C */
-#define PG_H 1
-#define PG_W 2
-#define PG_OH 3
-#define PG_OW 4
-#define PG_KH 5
-#define PG_KW 6
-#define PG_SH 7
-#define PG_SW 8
-#define PG_PH 9
-#define PG_PW 10
-#define PG_INCL 11 /* count_include_pad */
+ * Geometry table g (__constant long): LOOM_G_POOL_* (core/params.h). */
 
 /* window of output (i, j) clipped to x: rows [h0, h1), cols [w0, w1);
  * returns torch's avg divisor (as window() in the CPU file) */
 inline long pool_window(__constant long *g, long i, long j, long *h0, long *h1, long *w0, long *w1) {
-    long H = g[PG_H], W = g[PG_W];
-    long hs = i * g[PG_SH] - g[PG_PH], ws = j * g[PG_SW] - g[PG_PW];
-    long he = min(hs + g[PG_KH], H + g[PG_PH]), we = min(ws + g[PG_KW], W + g[PG_PW]);
+    long H = g[LOOM_G_POOL_H], W = g[LOOM_G_POOL_W];
+    long hs = i * g[LOOM_G_POOL_SH] - g[LOOM_G_POOL_PH], ws = j * g[LOOM_G_POOL_SW] - g[LOOM_G_POOL_PW];
+    long he = min(hs + g[LOOM_G_POOL_KH], H + g[LOOM_G_POOL_PH]);
+    long we = min(ws + g[LOOM_G_POOL_KW], W + g[LOOM_G_POOL_PW]);
     long padded = (he - hs) * (we - ws);
     *h0 = max(hs, 0L), *w0 = max(ws, 0L);
     *h1 = min(he, H), *w1 = min(we, W);
-    return g[PG_INCL] ? padded : (*h1 - *h0) * (*w1 - *w0);
+    return g[LOOM_G_POOL_INCL] ? padded : (*h1 - *h0) * (*w1 - *w0);
 }
 
 /* index in the plane x (H, W) of window (i, j)'s first maximum; NaN wins */
 inline long pool_argmax(__constant long *g, __global const T *x, long i, long j) {
-    long h0, h1, w0, w1, W = g[PG_W];
+    long h0, h1, w0, w1, W = g[LOOM_G_POOL_W];
     pool_window(g, i, j, &h0, &h1, &w0, &w1);
     long best = h0 * W + w0;
     float m = -INFINITY;
@@ -56,23 +45,19 @@ inline void pool_cover(long h, long k, long s, long p, long O, long *i0, long *i
 inline long pool_bin_start(long i, long in, long out) { return i * in / out; }
 inline long pool_bin_end(long i, long in, long out) { return ((i + 1) * in + out - 1) / out; }
 
-#define PK_MAX 0
-#define PK_AVG 1
-#define PK_ADAPTIVE 2
-
 /* x (P, H, W) -> y (P, OH, OW) */
 __kernel void pool2d(__global const T *x, ulong xo, __global T *y, ulong yo, __constant long *g, int kind) {
-    long OH = g[PG_OH], OW = g[PG_OW], H = g[PG_H], W = g[PG_W];
+    long OH = g[LOOM_G_POOL_OH], OW = g[LOOM_G_POOL_OW], H = g[LOOM_G_POOL_H], W = g[LOOM_G_POOL_W];
     long k = get_global_id(0);
-    if (k >= g[PG_PLANES] * OH * OW) return;
+    if (k >= g[LOOM_G_POOL_PLANES] * OH * OW) return;
     long j = k % OW, i = (k / OW) % OH, p = k / (OH * OW);
     x += xo + p * H * W;
-    if (kind == PK_MAX) {
+    if (kind == LOOM_K_POOL_MAX) {
         ST(y + yo, k, LD(x, pool_argmax(g, x, i, j)));
         return;
     }
     long h0, h1, w0, w1, div;
-    if (kind == PK_AVG) {
+    if (kind == LOOM_K_POOL_AVG) {
         div = pool_window(g, i, j, &h0, &h1, &w0, &w1);
     } else {
         h0 = pool_bin_start(i, H, OH), h1 = pool_bin_end(i, H, OH), w0 = pool_bin_start(j, W, OW), w1 = pool_bin_end(j, W, OW);
@@ -87,13 +72,13 @@ __kernel void pool2d(__global const T *x, ulong xo, __global T *y, ulong yo, __c
 /* dy (P, OH, OW) [, x (P, H, W) for max] -> dx (P, H, W), one item per dx element */
 __kernel void pool2d_grad(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo,
                           __constant long *g, int kind) {
-    long OH = g[PG_OH], OW = g[PG_OW], H = g[PG_H], W = g[PG_W];
+    long OH = g[LOOM_G_POOL_OH], OW = g[LOOM_G_POOL_OW], H = g[LOOM_G_POOL_H], W = g[LOOM_G_POOL_W];
     long k = get_global_id(0);
-    if (k >= g[PG_PLANES] * H * W) return;
+    if (k >= g[LOOM_G_POOL_PLANES] * H * W) return;
     long w = k % W, h = (k / W) % H, p = k / (H * W);
     dy += dyo + p * OH * OW;
     float acc = 0.0f;
-    if (kind == PK_ADAPTIVE) {
+    if (kind == LOOM_K_POOL_ADAPTIVE) {
         /* bins containing h: i in [floor(h*OH/H), ceil((h+1)*OH/H)), checked */
         long i0 = max(h * OH / H - 1, 0L), i1 = min(((h + 1) * OH + H - 1) / H + 1, OH);
         long j0 = max(w * OW / W - 1, 0L), j1 = min(((w + 1) * OW + W - 1) / W + 1, OW);
@@ -108,12 +93,12 @@ __kernel void pool2d_grad(__global const T *x, ulong xo, __global const T *dy, u
         }
     } else {
         long i0, i1, j0, j1;
-        pool_cover(h, g[PG_KH], g[PG_SH], g[PG_PH], OH, &i0, &i1);
-        pool_cover(w, g[PG_KW], g[PG_SW], g[PG_PW], OW, &j0, &j1);
-        if (kind == PK_MAX) x += xo + p * H * W;
+        pool_cover(h, g[LOOM_G_POOL_KH], g[LOOM_G_POOL_SH], g[LOOM_G_POOL_PH], OH, &i0, &i1);
+        pool_cover(w, g[LOOM_G_POOL_KW], g[LOOM_G_POOL_SW], g[LOOM_G_POOL_PW], OW, &j0, &j1);
+        if (kind == LOOM_K_POOL_MAX) x += xo + p * H * W;
         for (long i = i0; i < i1; i++)
             for (long j = j0; j < j1; j++) {
-                if (kind == PK_MAX) {
+                if (kind == LOOM_K_POOL_MAX) {
                     if (pool_argmax(g, x, i, j) == h * W + w) acc += LD(dy, i * OW + j);
                 } else {
                     long h0, h1, w0, w1, div = pool_window(g, i, j, &h0, &h1, &w0, &w1);

@@ -1,8 +1,9 @@
 /* backends/opencl/kernels/repro.cl — reproducible mode's canonical kernels
- * (core/repro.h is the contract, backends/cpu/ops/repro.c the reference):
+ * (core/repro.h is the contract, the CPU's loom__cpu_*_repro kernels the reference):
  * sum/mean, the batch-norm statistics, cross-entropy and its gradient, with
- * the chunked sums csum / cdot and the polynomial exp / log of core/repro.h,
- * in single roundings (no fma, no contraction).
+ * the chunked sums csum / cdot and the polynomial exp / log of core/repro.h
+ * (prepended to the program source: the same text as the C side), in single
+ * roundings (no fma, no contraction).
  * Compiled only into -DLOOM_REPRO programs (program.c); f32. The GEMM
  * family's canonical form is in gemm.cl and conv2d.cl under the same define;
  * batch_norm_grad's ordinary kernel (norm.cl) is already the canonical
@@ -16,120 +17,64 @@
 
 #pragma OPENCL FP_CONTRACT OFF /* every product and sum rounds on its own (core/repro.h) */
 
-/* loom__repro_exp of core/repro.h, step for step */
-inline float repro_exp(float x) {
-    if (x != x) return x;
-    if (x > 88.72283f) return INFINITY;
-    if (x < -87.33654f) return 0.0f;
-    float k = floor(x * 1.44269504f + 0.5f);
-    float r = x - k * 0.693359375f;
-    r = r + k * 2.12194440e-4f;
-    float q = 1.9875691500e-4f;
-    q = q * r + 1.3981999507e-3f;
-    q = q * r + 8.3334519073e-3f;
-    q = q * r + 4.1665795894e-2f;
-    q = q * r + 1.6666665459e-1f;
-    q = q * r + 5.0000001201e-1f;
-    float r2 = r * r;
-    float p = q * r2 + r;
-    p = p + 1.0f;
-    int ki = (int)k, k1 = ki >> 1, k2 = ki - k1;
-    float y = p * as_float((uint)(k1 + 127) << 23);
-    y = y * as_float((uint)(k2 + 127) << 23);
-    return y < 1.17549435e-38f ? 0.0f : y;
-}
-
-/* loom__repro_log of core/repro.h, step for step */
-inline float repro_log(float x) {
-    if (x != x || x == INFINITY) return x;
-    if (x < 0.0f) return NAN;
-    if (x < 1.17549435e-38f) return -INFINITY;
-    uint u = as_uint(x);
-    float e = (float)((int)(u >> 23) - 126);
-    float m = as_float((u & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
-    if (m < 0.707106781f) {
-        e = e - 1.0f;
-        m = m + m;
-        m = m - 1.0f;
-    } else {
-        m = m - 1.0f;
-    }
-    float z = m * m;
-    float q = 7.0376836292e-2f;
-    q = q * m - 1.1514610310e-1f;
-    q = q * m + 1.1676998740e-1f;
-    q = q * m - 1.2420140846e-1f;
-    q = q * m + 1.4249322787e-1f;
-    q = q * m - 1.6668057665e-1f;
-    q = q * m + 2.0000714765e-1f;
-    q = q * m - 2.4999993993e-1f;
-    q = q * m + 3.3333331174e-1f;
-    float y = q * m;
-    y = y * z;
-    y = y - e * 2.12194440e-4f;
-    y = y - z * 0.5f;
-    float r = m + y;
-    return r + e * 0.693359375f;
-}
-
 /* TOT = csum over e in [0, n) (cdot when BODY adds products): BODY accumulates
  * element e into the chunk sum p_ (p_ = p_ + v, or p_ = p_ + a * b).
  * s: __local float[local size]; every item gets TOT; every item reaches
  * every barrier (the loop bounds are uniform). */
-#define REPRO_CSUM(s, n, TOT, BODY)                                                                   \
-    {                                                                                                 \
-        int l_ = get_local_id(0), nl_ = get_local_size(0);                                            \
-        long n_ = (n), nc_ = (n_ + LOOM_REPRO_CHUNK - 1) / LOOM_REPRO_CHUNK;                          \
-        float t_ = 0.0f;                                                                              \
-        for (long cb_ = 0; cb_ < nc_; cb_ += nl_) {                                                   \
-            float p_ = 0.0f;                                                                          \
-            long c_ = cb_ + l_;                                                                       \
-            if (c_ < nc_) {                                                                           \
-                long e1_ = min((c_ + 1) * LOOM_REPRO_CHUNK, n_);                                      \
-                for (long e = c_ * LOOM_REPRO_CHUNK; e < e1_; e++) {                                  \
-                    BODY;                                                                             \
-                }                                                                                     \
-            }                                                                                         \
-            s[l_] = p_;                                                                               \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-            if (l_ == 0)                                                                              \
+#define REPRO_CSUM(s, n, TOT, BODY)                                                                          \
+    {                                                                                                        \
+        int l_ = get_local_id(0), nl_ = get_local_size(0);                                                   \
+        long n_ = (n), nc_ = (n_ + LOOM__REPRO_CHUNK - 1) / LOOM__REPRO_CHUNK;                               \
+        float t_ = 0.0f;                                                                                     \
+        for (long cb_ = 0; cb_ < nc_; cb_ += nl_) {                                                          \
+            float p_ = 0.0f;                                                                                 \
+            long c_ = cb_ + l_;                                                                              \
+            if (c_ < nc_) {                                                                                  \
+                long e1_ = min((c_ + 1) * LOOM__REPRO_CHUNK, n_);                                            \
+                for (long e = c_ * LOOM__REPRO_CHUNK; e < e1_; e++) {                                        \
+                    BODY;                                                                                    \
+                }                                                                                            \
+            }                                                                                                \
+            s[l_] = p_;                                                                                      \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+            if (l_ == 0)                                                                                     \
                 for (long j_ = 0; j_ < nl_ && cb_ + j_ < nc_; j_++) t_ = cb_ + j_ == 0 ? s[j_] : t_ + s[j_]; \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-        }                                                                                             \
-        if (l_ == 0) s[0] = t_;                                                                       \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-        TOT = s[0];                                                                                   \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+        }                                                                                                    \
+        if (l_ == 0) s[0] = t_;                                                                              \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+        TOT = s[0];                                                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
     }
 
 /* MX = the sequential max m = x0; m = v > m ? v : m over e in [0, n) of
  * v = ELEM (first of equals; a NaN x0 stays, later NaNs are skipped): each
  * chunk starts from x0, the chunk maxima are folded in order the same way. */
-#define REPRO_CMAX(s, n, x0, MX, ELEM)                                                                \
-    {                                                                                                 \
-        int l_ = get_local_id(0), nl_ = get_local_size(0);                                            \
-        long n_ = (n), nc_ = (n_ + LOOM_REPRO_CHUNK - 1) / LOOM_REPRO_CHUNK;                          \
-        float t_ = (x0);                                                                              \
-        for (long cb_ = 0; cb_ < nc_; cb_ += nl_) {                                                   \
-            float p_ = (x0);                                                                          \
-            long c_ = cb_ + l_;                                                                       \
-            if (c_ < nc_) {                                                                           \
-                long e1_ = min((c_ + 1) * LOOM_REPRO_CHUNK, n_);                                      \
-                for (long e = c_ * LOOM_REPRO_CHUNK; e < e1_; e++) {                                  \
-                    float v_ = (ELEM);                                                                \
-                    p_ = v_ > p_ ? v_ : p_;                                                           \
-                }                                                                                     \
-            }                                                                                         \
-            s[l_] = p_;                                                                               \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-            if (l_ == 0)                                                                              \
-                for (long j_ = 0; j_ < nl_ && cb_ + j_ < nc_; j_++) t_ = s[j_] > t_ ? s[j_] : t_;     \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-        }                                                                                             \
-        if (l_ == 0) s[0] = t_;                                                                       \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-        MX = s[0];                                                                                    \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+#define REPRO_CMAX(s, n, x0, MX, ELEM)                                                            \
+    {                                                                                             \
+        int l_ = get_local_id(0), nl_ = get_local_size(0);                                        \
+        long n_ = (n), nc_ = (n_ + LOOM__REPRO_CHUNK - 1) / LOOM__REPRO_CHUNK;                    \
+        float t_ = (x0);                                                                          \
+        for (long cb_ = 0; cb_ < nc_; cb_ += nl_) {                                               \
+            float p_ = (x0);                                                                      \
+            long c_ = cb_ + l_;                                                                   \
+            if (c_ < nc_) {                                                                       \
+                long e1_ = min((c_ + 1) * LOOM__REPRO_CHUNK, n_);                                 \
+                for (long e = c_ * LOOM__REPRO_CHUNK; e < e1_; e++) {                             \
+                    float v_ = (ELEM);                                                            \
+                    p_ = v_ > p_ ? v_ : p_;                                                       \
+                }                                                                                 \
+            }                                                                                     \
+            s[l_] = p_;                                                                           \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                         \
+            if (l_ == 0)                                                                          \
+                for (long j_ = 0; j_ < nl_ && cb_ + j_ < nc_; j_++) t_ = s[j_] > t_ ? s[j_] : t_; \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                         \
+        }                                                                                         \
+        if (l_ == 0) s[0] = t_;                                                                   \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+        MX = s[0];                                                                                \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
     }
 
 /* ---- sum, mean: y (nout) = csum over the reduced elements of x in row-major
@@ -165,13 +110,13 @@ __kernel void repro_reduce(__constant long *g, __global const T *x, ulong xo, __
 
 /* mean = csum(x) / M, var = cdot(d, d) / M, d = x - mean, over the first
  * Mt (M in train mode, 0 in eval mode: no reads, barriers still reached) */
-#define BN_STATS(x, Mt, Mf, mean, var)                                                                \
-    {                                                                                                 \
-        float sum_, sq_;                                                                              \
-        REPRO_CSUM(s, Mt, sum_, p_ = p_ + LD(x, BN_K(e)));                                            \
-        mean = sum_ / (Mf);                                                                           \
-        REPRO_CSUM(s, Mt, sq_, float d_ = LD(x, BN_K(e)) - mean; p_ = p_ + d_ * d_);               \
-        var = sq_ / (Mf);                                                                             \
+#define BN_STATS(x, Mt, Mf, mean, var)                                               \
+    {                                                                                \
+        float sum_, sq_;                                                             \
+        REPRO_CSUM(s, Mt, sum_, p_ = p_ + LD(x, BN_K(e)));                           \
+        mean = sum_ / (Mf);                                                          \
+        REPRO_CSUM(s, Mt, sq_, float d_ = LD(x, BN_K(e)) - mean; p_ = p_ + d_ * d_); \
+        var = sq_ / (Mf);                                                            \
     }
 
 /* y = ((x - mean) invstd) gamma + beta; train: batch statistics and (has_run)
@@ -235,9 +180,9 @@ inline bool repro_ce_valid(int t, int ignore, long C, long i, __global int *err,
 }
 
 /* m = the row's max, se = csum(exp(x - m)) over its first n (C, or 0 for a skipped row) */
-#define CE_ROW(x, n, m, se)                                                                           \
-    REPRO_CMAX(s, n, (n) > 0 ? LD(x, 0) : 0.0f, m, LD(x, e));                                         \
-    REPRO_CSUM(s, n, se, p_ = p_ + repro_exp(LD(x, e) - m))
+#define CE_ROW(x, n, m, se)                                   \
+    REPRO_CMAX(s, n, (n) > 0 ? LD(x, 0) : 0.0f, m, LD(x, e)); \
+    REPRO_CSUM(s, n, se, p_ = p_ + loom__repro_exp(LD(x, e) - m))
 
 /* part (N): l = -(a1 (x[t] - lse)) - a2 (csum(x) / C - lse), lse = m + log(se);
  * 0 for rows that do not count. a1 = (float)(1 - eps), a2 = (float)eps. */
@@ -252,7 +197,7 @@ __kernel void repro_ce_rows(__global const T *x, ulong xo, __global const int *t
     CE_ROW(x, n, m, se);
     REPRO_CSUM(s, n, sx, p_ = p_ + LD(x, e));
     if (get_local_id(0) == 0) {
-        float lse = m + repro_log(se);
+        float lse = m + loom__repro_log(se);
         part[i] = ok ? -(a1 * (LD(x, t) - lse)) - a2 * (sx / (float)C - lse) : 0.0f;
     }
 }
@@ -268,7 +213,7 @@ __kernel void repro_ce_final(__global const float *part, __global const int *tg,
         int t = tg[to + i];
         count += t != ignore && t >= 0 && t < C;
         p = p + part[i];
-        if (++in_chunk == LOOM_REPRO_CHUNK) tot = any ? tot + p : p, any = true, p = 0.0f, in_chunk = 0;
+        if (++in_chunk == LOOM__REPRO_CHUNK) tot = any ? tot + p : p, any = true, p = 0.0f, in_chunk = 0;
     }
     if (in_chunk > 0 || !any) tot = any ? tot + p : p;
     ST(y + yo, 0, count ? tot / (float)count : 0.0f);
@@ -289,7 +234,7 @@ __kernel void repro_ce_grad_rows(__global const T *x, ulong xo, __global const i
     float m, se;
     CE_ROW(x, n, m, se);
     float inv = 1.0f / se, k = scale[0];
-    for (long c = l; c < C; c += nl) ST(dx, c, ok ? (repro_exp(LD(x, c) - m) * inv - (c == t ? on : off)) * k : 0.0f);
+    for (long c = l; c < C; c += nl) ST(dx, c, ok ? (loom__repro_exp(LD(x, c) - m) * inv - (c == t ? on : off)) * k : 0.0f);
 }
 #undef CE_ROW
 

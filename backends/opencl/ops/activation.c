@@ -3,8 +3,6 @@
  * kind. */
 #include "../opencl.h"
 
-enum { A_RELU, A_LEAKY, A_GELU, A_SILU, A_TANH, A_SIGMOID, G_RELU, G_LEAKY, G_GELU, G_SILU, G_TANH, G_SIGMOID };
-
 static loom_status run(loom__cl_op *o, int kind) {
     const loom_tensor *y = o->t;
     int64_t n = loom_tensor_numel(y);
@@ -13,22 +11,22 @@ static loom_status run(loom__cl_op *o, int kind) {
     if (st != LOOM_OK) return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, y->src[0]);
-    loom__cl_arg_t(&ar, kind >= G_RELU ? y->src[1] : y->src[0]); /* dy (unused by forward kinds) */
+    loom__cl_arg_t(&ar, kind >= LOOM_K_ACT_FIRST_GRAD ? y->src[1] : y->src[0]); /* dy (unused by forward kinds) */
     loom__cl_arg_t(&ar, y);
-    loom__cl_arg_i64(&ar, n), loom__cl_arg_i32(&ar, kind), loom__cl_arg_f32(&ar, (float)y->f[0]);
+    loom__cl_arg_i64(&ar, n), loom__cl_arg_i32(&ar, kind), loom__cl_arg_f32(&ar, (float)y->f[LOOM_F_LEAKY_SLOPE]);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, n);
 }
 
-loom_status loom__cl_relu(loom__cl_op *o) { return run(o, A_RELU); }
-loom_status loom__cl_leaky_relu(loom__cl_op *o) { return run(o, A_LEAKY); }
-loom_status loom__cl_gelu(loom__cl_op *o) { return run(o, A_GELU); }
-loom_status loom__cl_silu(loom__cl_op *o) { return run(o, A_SILU); }
-loom_status loom__cl_tanh(loom__cl_op *o) { return run(o, A_TANH); }
-loom_status loom__cl_sigmoid(loom__cl_op *o) { return run(o, A_SIGMOID); }
-loom_status loom__cl_relu_grad(loom__cl_op *o) { return run(o, G_RELU); }
-loom_status loom__cl_leaky_relu_grad(loom__cl_op *o) { return run(o, G_LEAKY); }
-loom_status loom__cl_gelu_grad(loom__cl_op *o) { return run(o, G_GELU); }
-loom_status loom__cl_silu_grad(loom__cl_op *o) { return run(o, G_SILU); }
-loom_status loom__cl_tanh_grad(loom__cl_op *o) { return run(o, G_TANH); }
-loom_status loom__cl_sigmoid_grad(loom__cl_op *o) { return run(o, G_SIGMOID); }
+loom_status loom__cl_relu(loom__cl_op *o) { return run(o, LOOM_K_ACT_RELU); }
+loom_status loom__cl_leaky_relu(loom__cl_op *o) { return run(o, LOOM_K_ACT_LEAKY); }
+loom_status loom__cl_gelu(loom__cl_op *o) { return run(o, LOOM_K_ACT_GELU); }
+loom_status loom__cl_silu(loom__cl_op *o) { return run(o, LOOM_K_ACT_SILU); }
+loom_status loom__cl_tanh(loom__cl_op *o) { return run(o, LOOM_K_ACT_TANH); }
+loom_status loom__cl_sigmoid(loom__cl_op *o) { return run(o, LOOM_K_ACT_SIGMOID); }
+loom_status loom__cl_relu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_RELU_GRAD); }
+loom_status loom__cl_leaky_relu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_LEAKY_GRAD); }
+loom_status loom__cl_gelu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_GELU_GRAD); }
+loom_status loom__cl_silu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_SILU_GRAD); }
+loom_status loom__cl_tanh_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_TANH_GRAD); }
+loom_status loom__cl_sigmoid_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_SIGMOID_GRAD); }

@@ -44,7 +44,8 @@ loom_status loom__cl_amp_scaler_update(loom__cl_op *o) {
     loom__cl_args a = loom__cl_args_begin(o, k);
     for (int i = 0; i < 5; i++) loom__cl_arg_t(&a, t->src[i]);
     loom__cl_arg_t(&a, t);
-    loom__cl_arg_f32(&a, (float)t->f[0]), loom__cl_arg_f32(&a, (float)t->f[1]), loom__cl_arg_f32(&a, (float)t->p[0]);
+    loom__cl_arg_f32(&a, (float)t->f[LOOM_F_AMP_GROWTH]), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_AMP_BACKOFF]),
+        loom__cl_arg_f32(&a, (float)t->p[LOOM_P_AMP_INTERVAL]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, 1);
 }

@@ -3,14 +3,12 @@
  * cast. Kernels in kernels/binary.cl. */
 #include "../opencl.h"
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_COPY };
-
 static loom_status run_binary(loom__cl_op *o, int kind) {
-    const loom_tensor *y = o->t, *a = y->src[0], *b = kind == B_COPY ? a : y->src[1];
+    const loom_tensor *y = o->t, *a = y->src[0], *b = kind == LOOM_K_BIN_COPY ? a : y->src[1];
     int64_t n = loom_tensor_numel(y);
     cl_kernel k;
     loom_status st;
-    if (kind != B_COPY && loom__same_shape(a, y) && loom__same_shape(b, y)) {
+    if (kind != LOOM_K_BIN_COPY && loom__same_shape(a, y) && loom__same_shape(b, y)) {
         if ((st = loom__cl_kernel(o, y->dtype, "binary_flat", &k)) != LOOM_OK) return st;
         loom__cl_args ar = loom__cl_args_begin(o, k);
         loom__cl_arg_t(&ar, a), loom__cl_arg_t(&ar, b), loom__cl_arg_t(&ar, y);
@@ -33,11 +31,11 @@ static loom_status run_binary(loom__cl_op *o, int kind) {
     return loom__cl_launch_1d(o, k, n);
 }
 
-loom_status loom__cl_add(loom__cl_op *o) { return run_binary(o, B_ADD); }
-loom_status loom__cl_sub(loom__cl_op *o) { return run_binary(o, B_SUB); }
-loom_status loom__cl_mul(loom__cl_op *o) { return run_binary(o, B_MUL); }
-loom_status loom__cl_div(loom__cl_op *o) { return run_binary(o, B_DIV); }
-loom_status loom__cl_expand(loom__cl_op *o) { return run_binary(o, B_COPY); }
+loom_status loom__cl_add(loom__cl_op *o) { return run_binary(o, LOOM_K_BIN_ADD); }
+loom_status loom__cl_sub(loom__cl_op *o) { return run_binary(o, LOOM_K_BIN_SUB); }
+loom_status loom__cl_mul(loom__cl_op *o) { return run_binary(o, LOOM_K_BIN_MUL); }
+loom_status loom__cl_div(loom__cl_op *o) { return run_binary(o, LOOM_K_BIN_DIV); }
+loom_status loom__cl_expand(loom__cl_op *o) { return run_binary(o, LOOM_K_BIN_COPY); }
 
 loom_status loom__cl_scale(loom__cl_op *o) {
     const loom_tensor *y = o->t;
@@ -46,7 +44,7 @@ loom_status loom__cl_scale(loom__cl_op *o) {
     if (st != LOOM_OK) return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, y->src[0]), loom__cl_arg_t(&ar, y);
-    loom__cl_arg_i64(&ar, loom_tensor_numel(y)), loom__cl_arg_f32(&ar, (float)y->f[0]);
+    loom__cl_arg_i64(&ar, loom_tensor_numel(y)), loom__cl_arg_f32(&ar, (float)y->f[LOOM_F_SCALE_S]);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, loom_tensor_numel(y));
 }
@@ -58,7 +56,7 @@ loom_status loom__cl_fill(loom__cl_op *o) {
     if (st != LOOM_OK) return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, y);
-    loom__cl_arg_i64(&ar, loom_tensor_numel(y)), loom__cl_arg_f32(&ar, (float)y->f[0]);
+    loom__cl_arg_i64(&ar, loom_tensor_numel(y)), loom__cl_arg_f32(&ar, (float)y->f[LOOM_F_FILL_VALUE]);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, loom_tensor_numel(y));
 }

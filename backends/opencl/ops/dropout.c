@@ -15,14 +15,15 @@ static loom_status set_step(loom__cl *cl, const loom_plan *p, loom__cl_node *n) 
 
 loom_status loom__cl_dropout(loom__cl_op *o) {
     const loom_tensor *t = o->t;
-    double p = t->f[0];
+    double p = t->f[LOOM_F_DROP_P];
     int64_t n = loom_tensor_numel(t);
     cl_kernel k;
     loom_status st = loom__cl_kernel(o, t->dtype, "dropout", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, t->src[0]), loom__cl_arg_t(&a, t);
-    loom__cl_arg_i64(&a, n), loom__cl_arg_u64(&a, o->plan->g->seed), loom__cl_arg_u64(&a, (uint64_t)t->p[0]);
+    loom__cl_arg_i64(&a, n), loom__cl_arg_u64(&a, o->plan->g->seed),
+        loom__cl_arg_u64(&a, (uint64_t)t->p[LOOM_P_DROP_STREAM]);
     LOOM__ASSERT(a.i == ARG_CTR_HI);
     loom__cl_arg_u64(&a, 0); /* ctr_hi: set_step */
     loom__cl_arg_u32(&a, (uint32_t)ceil(p * 16777216.0)), loom__cl_arg_f32(&a, (float)(1.0 / (1.0 - p)));

@@ -6,7 +6,7 @@
 /* the first bad position k: read its index back, name it as a multi-index */
 static loom_status idx_check(loom__cl *cl, const loom_plan *p, const loom_tensor *t, int32_t k) {
     const loom_tensor *it = t->src[1];
-    int64_t V = t->op == LOOM_OP_EMBEDDING ? t->src[0]->dims[0] : t->p[0];
+    int64_t V = t->op == LOOM_OP_EMBEDDING ? t->src[0]->dims[0] : t->p[LOOM_P_EMB_V];
     int32_t v = 0;
     cl_int e = clEnqueueReadBuffer(cl->queue, loom__cl_mem(p, it), CL_TRUE,
                                    (loom__cl_elem_off(p, it) + (size_t)k) * sizeof v, sizeof v, &v, 0, NULL, NULL);
@@ -38,7 +38,7 @@ loom_status loom__cl_embedding(loom__cl_op *o) {
 
 loom_status loom__cl_embedding_grad(loom__cl_op *o) {
     const loom_tensor *y = o->t, *dy = y->src[0], *it = y->src[1];
-    int64_t n = loom_tensor_numel(it), V = y->p[0], D = y->dims[1];
+    int64_t n = loom_tensor_numel(it), V = y->p[LOOM_P_EMB_V], D = y->dims[1];
     bool f32 = y->dtype == LOOM_F32;
     int slot;
     loom__cl_err_slot(o, &slot);

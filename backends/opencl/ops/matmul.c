@@ -60,7 +60,7 @@ loom_status loom__cl_matmul(loom__cl_op *o) {
     const loom_tensor *y = o->t, *A = y->src[0], *B = y->src[1];
     loom__mm_geom q = loom__matmul_geom_of(y);
     loom__cl_gemm_desc d = {0};
-    d.ta = y->p[0], d.tb = y->p[1];
+    d.ta = y->p[LOOM_P_MATMUL_TRANS_A], d.tb = y->p[LOOM_P_MATMUL_TRANS_B];
     d.M = q.M, d.N = q.N, d.K = q.K, d.lda = q.lda, d.ldb = q.ldb, d.ldc = q.ldc;
     for (int i = 0; i < 3; i++) d.batch[i] = q.batch[i], d.sa[i] = q.sa[i], d.sb[i] = q.sb[i], d.sc[i] = q.sc[i];
     d.a = loom__cl_mat_t(o, A), d.b = loom__cl_mat_t(o, B), d.c = loom__cl_mat_t(o, y);
@@ -75,6 +75,6 @@ loom_status loom__cl_linear(loom__cl_op *o) {
     d.M = loom_tensor_numel(y) / (out ? out : 1), d.N = out, d.K = in;
     d.lda = in, d.ldb = in, d.ldc = out;
     d.a = loom__cl_mat_t(o, x), d.b = loom__cl_mat_t(o, w), d.c = loom__cl_mat_t(o, y);
-    if (y->p[0]) d.bias = loom__cl_mat_t(o, y->src[2]), d.bias_rs = 0, d.bias_cs = 1;
+    if (y->p[LOOM_P_LINEAR_BIAS]) d.bias = loom__cl_mat_t(o, y->src[2]), d.bias_rs = 0, d.bias_cs = 1;
     return loom__cl_gemm(o, y->dtype, &d);
 }

@@ -8,9 +8,6 @@
  * batch-norm statistics are f32. */
 #include "../opencl.h"
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
-
 /* src[idx], or x when absent (idx < 0) */
 static const loom_tensor *opt(const loom_tensor *t, int64_t idx) { return idx >= 0 ? t->src[idx] : t->src[0]; }
 
@@ -29,12 +26,14 @@ loom_status loom__cl_batch_norm(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "batch_norm", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[BN_GAMMA])), loom__cl_arg_t(&a, opt(y, y->p[BN_BETA]));
-    loom__cl_arg_t(&a, opt(y, y->p[BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[BN_RVAR])), loom__cl_arg_t(&a, y);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
-    loom__cl_arg_i32(&a, y->p[BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[BN_GAMMA] >= 0);
-    loom__cl_arg_i32(&a, y->p[BN_BETA] >= 0), loom__cl_arg_i32(&a, y->p[BN_RMEAN] >= 0);
-    loom__cl_arg_f32(&a, (float)y->f[0]), loom__cl_arg_f32(&a, (float)y->f[1]);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_RMEAN] >= 0);
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_MOMENTUM]);
     loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, C, local);
@@ -49,10 +48,11 @@ loom_status loom__cl_batch_norm_grad_params(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "batch_norm_grad_params", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[BN_DY]));
-    loom__cl_arg_t(&a, opt(y, y->p[BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[BN_RVAR])), loom__cl_arg_t(&a, y);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
-    loom__cl_arg_i32(&a, y->p[BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[0]);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]);
     loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, C, local);
@@ -66,10 +66,11 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "batch_norm_grad", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[BN_GAMMA])), loom__cl_arg_t(&a, opt(y, y->p[BN_DY]));
-    loom__cl_arg_t(&a, opt(y, y->p[BN_STATS])), loom__cl_arg_t(&a, y);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_STATS])), loom__cl_arg_t(&a, y);
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
-    loom__cl_arg_i32(&a, y->p[BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[BN_GAMMA] >= 0);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, N * C * S);
 }
@@ -77,7 +78,7 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
 /* x viewed as (R, D), D = the last norm_dims dims */
 static void ln_dims(const loom_tensor *t, int64_t *R, int64_t *D) {
     const loom_tensor *x = t->src[0];
-    int nd = (int)t->p[LN_DIMS];
+    int nd = (int)t->p[LOOM_P_LN_DIMS];
     *D = 1;
     for (int d = x->ndim - nd; d < x->ndim; d++) *D *= x->dims[d];
     *R = *D ? loom_tensor_numel(x) / *D : 0;
@@ -92,9 +93,10 @@ loom_status loom__cl_layer_norm(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "layer_norm", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LN_GAMMA])), loom__cl_arg_t(&a, opt(y, y->p[LN_BETA]));
-    loom__cl_arg_t(&a, y), loom__cl_arg_i64(&a, D), loom__cl_arg_i32(&a, y->p[LN_GAMMA] >= 0);
-    loom__cl_arg_i32(&a, y->p[LN_BETA] >= 0), loom__cl_arg_f32(&a, (float)y->f[0]);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_LN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_LN_BETA]));
+    loom__cl_arg_t(&a, y), loom__cl_arg_i64(&a, D), loom__cl_arg_i32(&a, y->p[LOOM_P_LN_GAMMA] >= 0);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_LN_BETA] >= 0), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_LN_EPS]);
     loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, R, local);
@@ -109,9 +111,10 @@ loom_status loom__cl_layer_norm_grad(loom__cl_op *o) {
     loom_status st = loom__cl_kernel(o, x->dtype, "layer_norm_grad", &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LN_GAMMA])), loom__cl_arg_t(&a, opt(y, y->p[LN_DY]));
-    loom__cl_arg_t(&a, y), loom__cl_arg_i64(&a, D), loom__cl_arg_i32(&a, y->p[LN_GAMMA] >= 0);
-    loom__cl_arg_f32(&a, (float)y->f[0]), loom__cl_arg_local(&a, local * sizeof(float));
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_LN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_LN_DY]));
+    loom__cl_arg_t(&a, y), loom__cl_arg_i64(&a, D), loom__cl_arg_i32(&a, y->p[LOOM_P_LN_GAMMA] >= 0);
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_LN_EPS]), loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, R, local);
 }
@@ -131,13 +134,59 @@ loom_status loom__cl_layer_norm_grad_params(loom__cl_op *o) {
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k1);
     loom__cl_arg_t(&a, x), loom__cl_arg_mem(&a, stats), loom__cl_arg_i64(&a, R), loom__cl_arg_i64(&a, D);
-    loom__cl_arg_f32(&a, (float)y->f[0]), loom__cl_arg_local(&a, lrow * sizeof(float));
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_LN_EPS]), loom__cl_arg_local(&a, lrow * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     a = loom__cl_args_begin(o, k2);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LN_DY])), loom__cl_arg_mem(&a, stats);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_LN_DY])), loom__cl_arg_mem(&a, stats);
     loom__cl_arg_t(&a, y), loom__cl_arg_i64(&a, R), loom__cl_arg_i64(&a, D);
     loom__cl_arg_local(&a, lcol * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_groups(o, k1, R, lrow)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k2, D, lcol);
+}
+
+/* ---- reproducible mode (core/repro.h; kernels/repro.cl, built only into
+ * -DLOOM_REPRO programs): the canonical chunked sums ---- */
+
+loom_status loom__cl_batch_norm_repro(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    double M = (double)(N * S);
+    size_t local = loom__cl_chunk_local(o->cl, N * S);
+    cl_kernel k;
+    loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm", &k);
+    if (st != LOOM_OK) return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
+        loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
+    loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_RMEAN] >= 0);
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]), loom__cl_arg_f32(&a, (float)(1.0 - y->f[LOOM_F_BN_MOMENTUM]));
+    loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_MOMENTUM]), loom__cl_arg_f32(&a, M > 1 ? (float)(M / (M - 1)) : 1.0f);
+    loom__cl_arg_local(&a, local * sizeof(float));
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_groups(o, k, C, local);
+}
+
+loom_status loom__cl_batch_norm_grad_params_repro(loom__cl_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    size_t local = loom__cl_chunk_local(o->cl, N * S);
+    cl_kernel k;
+    loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm_grad_params", &k);
+    if (st != LOOM_OK) return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
+        loom__cl_arg_t(&a, y);
+    loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
+    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]);
+    loom__cl_arg_local(&a, local * sizeof(float));
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_groups(o, k, C, local);
 }

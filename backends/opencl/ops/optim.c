@@ -14,17 +14,19 @@ loom_status loom__cl_sgd_step(loom__cl_op *o) {
     const loom_tensor *t = o->t, *p = t->src[0];
     loom_status st = need_f32(o, p);
     if (st != LOOM_OK) return st;
-    int ci = (int)t->p[3];
-    int flags = (t->p[0] ? 1 : 0) | (t->p[1] ? 2 : 0) | (t->p[2] ? 4 : 0) | (ci >= 0 ? 8 : 0);
+    int ci = (int)t->p[LOOM_P_OPT_COEF];
+    int flags = (t->p[LOOM_P_SGD_BUF] ? LOOM_K_OPT_BUF : 0) | (t->p[LOOM_P_SGD_NESTEROV] ? LOOM_K_OPT_NESTEROV : 0) |
+                (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     cl_kernel k;
     if ((st = loom__cl_kernel(o, LOOM_F32, "sgd_step", &k)) != LOOM_OK) return st;
     int64_t n = loom_tensor_numel(p);
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, p), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t->src[2]);
-    loom__cl_arg_t(&a, t->p[0] ? t->src[3] : p);       /* momentum buffer (or unused) */
+    loom__cl_arg_t(&a, t->p[LOOM_P_SGD_BUF] ? t->src[3] : p); /* momentum buffer (or unused) */
     loom__cl_arg_t(&a, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
     loom__cl_arg_t(&a, t), loom__cl_arg_i64(&a, n), loom__cl_arg_i32(&a, flags);
-    loom__cl_arg_f32(&a, (float)t->f[0]), loom__cl_arg_f32(&a, (float)(1 - t->f[1])), loom__cl_arg_f32(&a, (float)t->f[2]);
+    loom__cl_arg_f32(&a, (float)t->f[LOOM_F_SGD_MOMENTUM]),
+        loom__cl_arg_f32(&a, (float)(1 - t->f[LOOM_F_SGD_DAMPENING])), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_SGD_WD]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, n);
 }
@@ -33,20 +35,22 @@ loom_status loom__cl_adam_step(loom__cl_op *o) {
     const loom_tensor *t = o->t, *p = t->src[0];
     loom_status st = need_f32(o, p);
     if (st != LOOM_OK) return st;
-    int ci = (int)t->p[3];
-    int flags = (t->p[0] ? 1 : 0) | (t->p[2] ? 4 : 0) | (ci >= 0 ? 8 : 0);
+    int ci = (int)t->p[LOOM_P_OPT_COEF];
+    int flags = (t->p[LOOM_P_ADAM_DECOUPLED] ? LOOM_K_OPT_BUF : 0) |
+                (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     cl_kernel k;
     if ((st = loom__cl_kernel(o, LOOM_F32, "adam_step", &k)) != LOOM_OK) return st;
     int64_t n = loom_tensor_numel(p);
-    float wd_hi = (float)t->f[3], wd_lo = (float)(t->f[3] - (double)wd_hi);
+    float wd_hi = (float)t->f[LOOM_F_ADAM_WD], wd_lo = (float)(t->f[LOOM_F_ADAM_WD] - (double)wd_hi);
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, p), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t->src[2]);
     loom__cl_arg_t(&a, t->src[3]), loom__cl_arg_t(&a, t->src[4]);
     loom__cl_arg_t(&a, ci >= 0 ? t->src[ci] : t->src[2]);
     loom__cl_arg_t(&a, t), loom__cl_arg_i64(&a, n), loom__cl_arg_i32(&a, flags);
-    loom__cl_arg_f32(&a, (float)t->f[0]), loom__cl_arg_f32(&a, (float)t->f[1]);
-    loom__cl_arg_f32(&a, (float)t->f[2]), loom__cl_arg_f32(&a, (float)t->f[3]);
-    loom__cl_arg_f32(&a, (float)(1 - t->f[0])), loom__cl_arg_f32(&a, (float)(1 - t->f[1]));
+    loom__cl_arg_f32(&a, (float)t->f[LOOM_F_ADAM_BETA1]), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_ADAM_BETA2]);
+    loom__cl_arg_f32(&a, (float)t->f[LOOM_F_ADAM_EPS]), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_ADAM_WD]);
+    loom__cl_arg_f32(&a, (float)(1 - t->f[LOOM_F_ADAM_BETA1])),
+        loom__cl_arg_f32(&a, (float)(1 - t->f[LOOM_F_ADAM_BETA2]));
     loom__cl_arg_f32(&a, wd_hi), loom__cl_arg_f32(&a, wd_lo);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, n);
@@ -73,7 +77,7 @@ loom_status loom__cl_clip_coef(loom__cl_op *o) {
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, ss), loom__cl_arg_i32(&a, (int32_t)ss->dtype), loom__cl_arg_t(&a, t->src[1]);
-    loom__cl_arg_t(&a, t), loom__cl_arg_f32(&a, (float)t->f[0]);
+    loom__cl_arg_t(&a, t), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_CLIP_MAX_NORM]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, 1);
 }

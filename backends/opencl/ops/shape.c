@@ -26,7 +26,7 @@ loom_status loom__cl_permute(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t g[11] = {y->ndim}, xs[LOOM_MAX_DIMS], st = 1;
     for (int i = x->ndim - 1; i >= 0; i--) xs[i] = st, st *= x->dims[i];
-    for (int i = 0; i < y->ndim; i++) g[1 + i] = y->dims[i], g[6 + i] = xs[y->p[i]];
+    for (int i = 0; i < y->ndim; i++) g[1 + i] = y->dims[i], g[6 + i] = xs[y->p[LOOM_P_PERMUTE_PERM + i]];
     cl_mem gm;
     cl_kernel k;
     loom_status s;
@@ -40,7 +40,7 @@ loom_status loom__cl_permute(loom__cl_op *o) {
 
 loom_status loom__cl_concat(loom__cl_op *o) {
     const loom_tensor *y = o->t;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_CONCAT_AXIS];
     int64_t outer, inner, g[3 + LOOM_MAX_SRC + 1] = {y->nsrc};
     axis_split(y, ax, &outer, &inner);
     g[1] = inner, g[2] = y->dims[ax], g[3] = 0;
@@ -61,7 +61,7 @@ loom_status loom__cl_concat(loom__cl_op *o) {
 static loom_status run_slice(loom__cl_op *o, const char *stem, const loom_tensor *src, const loom_tensor *big,
                              const loom_tensor *small) {
     const loom_tensor *y = o->t;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_SLICE_AXIS];
     int64_t outer, inner;
     axis_split(big, ax, &outer, &inner);
     cl_kernel k;
@@ -70,7 +70,8 @@ static loom_status run_slice(loom__cl_op *o, const char *stem, const loom_tensor
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, src), loom__cl_arg_t(&ar, y);
     loom__cl_arg_i64(&ar, loom_tensor_numel(y)), loom__cl_arg_i64(&ar, inner);
-    loom__cl_arg_i64(&ar, small->dims[ax]), loom__cl_arg_i64(&ar, big->dims[ax]), loom__cl_arg_i64(&ar, y->p[1]);
+    loom__cl_arg_i64(&ar, small->dims[ax]), loom__cl_arg_i64(&ar, big->dims[ax]),
+        loom__cl_arg_i64(&ar, y->p[LOOM_P_SLICE_START]);
     if ((s = loom__cl_args_end(&ar)) != LOOM_OK) return s;
     return loom__cl_launch_1d(o, k, loom_tensor_numel(y));
 }

@@ -2,8 +2,6 @@
  * their gradient ops (kernels/softmax.cl): one work-group per row. */
 #include "../opencl.h"
 
-enum { K_SOFTMAX, K_LOG_SOFTMAX, K_SOFTMAX_GRAD, K_LOG_SOFTMAX_GRAD };
-
 static loom_status run(loom__cl_op *o, int kind) {
     const loom_tensor *t = o->t;
     int64_t C = t->dims[t->ndim - 1], R = loom_tensor_numel(t) / C;
@@ -13,14 +11,14 @@ static loom_status run(loom__cl_op *o, int kind) {
     if (st != LOOM_OK) return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, t->src[0]);
-    loom__cl_arg_t(&ar, kind >= K_SOFTMAX_GRAD ? t->src[1] : t->src[0]);
+    loom__cl_arg_t(&ar, kind >= LOOM_K_SOFTMAX_GRAD ? t->src[1] : t->src[0]);
     loom__cl_arg_t(&ar, t);
     loom__cl_arg_i64(&ar, C), loom__cl_arg_i32(&ar, kind), loom__cl_arg_local(&ar, local * sizeof(float));
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, R, local);
 }
 
-loom_status loom__cl_softmax(loom__cl_op *o) { return run(o, K_SOFTMAX); }
-loom_status loom__cl_log_softmax(loom__cl_op *o) { return run(o, K_LOG_SOFTMAX); }
-loom_status loom__cl_softmax_grad(loom__cl_op *o) { return run(o, K_SOFTMAX_GRAD); }
-loom_status loom__cl_log_softmax_grad(loom__cl_op *o) { return run(o, K_LOG_SOFTMAX_GRAD); }
+loom_status loom__cl_softmax(loom__cl_op *o) { return run(o, LOOM_K_SOFTMAX); }
+loom_status loom__cl_log_softmax(loom__cl_op *o) { return run(o, LOOM_K_LOG_SOFTMAX); }
+loom_status loom__cl_softmax_grad(loom__cl_op *o) { return run(o, LOOM_K_SOFTMAX_GRAD); }
+loom_status loom__cl_log_softmax_grad(loom__cl_op *o) { return run(o, LOOM_K_LOG_SOFTMAX_GRAD); }

@@ -39,6 +39,7 @@ loom_status loom__vk_amp_scaler_update(loom__vk_op *o) {
     loom__vk_begin(o, &c, "amp_scaler_update", LOOM__VK_NODT);
     loom__vk_inout(&c, t->src[0]), loom__vk_inout(&c, t->src[1]), loom__vk_inout(&c, t->src[2]);
     loom__vk_in(&c, t->src[3]), loom__vk_in(&c, t->src[4]), loom__vk_out(&c, t);
-    loom__vk_f32(&c, (float)t->f[0]), loom__vk_f32(&c, (float)t->f[1]), loom__vk_f32(&c, (float)t->p[0]);
+    loom__vk_f32(&c, (float)t->f[LOOM_F_AMP_GROWTH]), loom__vk_f32(&c, (float)t->f[LOOM_F_AMP_BACKOFF]),
+        loom__vk_f32(&c, (float)t->p[LOOM_P_AMP_INTERVAL]);
     return loom__vk_run_1d(&c, 1);
 }

@@ -4,13 +4,11 @@
  * "How to add a family". */
 #include "../vulkan.h"
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_COPY };
-
 static loom_status run_binary(loom__vk_op *o, int kind) {
-    const loom_tensor *y = o->t, *a = y->src[0], *b = kind == B_COPY ? a : y->src[1];
+    const loom_tensor *y = o->t, *a = y->src[0], *b = kind == LOOM_K_BIN_COPY ? a : y->src[1];
     int64_t n = loom_tensor_numel(y);
     loom__vk_call c;
-    if (kind != B_COPY && loom__same_shape(a, y) && loom__same_shape(b, y)) {
+    if (kind != LOOM_K_BIN_COPY && loom__same_shape(a, y) && loom__same_shape(b, y)) {
         /* binding 0 a, 1 b, 2 y; push {ao, bo, yo, n, kind} */
         loom__vk_begin(o, &c, "binary_flat", y->dtype);
         loom__vk_in(&c, a), loom__vk_in(&c, b), loom__vk_out(&c, y);
@@ -33,11 +31,11 @@ static loom_status run_binary(loom__vk_op *o, int kind) {
     return loom__vk_run_1d(&c, n);
 }
 
-loom_status loom__vk_add(loom__vk_op *o) { return run_binary(o, B_ADD); }
-loom_status loom__vk_sub(loom__vk_op *o) { return run_binary(o, B_SUB); }
-loom_status loom__vk_mul(loom__vk_op *o) { return run_binary(o, B_MUL); }
-loom_status loom__vk_div(loom__vk_op *o) { return run_binary(o, B_DIV); }
-loom_status loom__vk_expand(loom__vk_op *o) { return run_binary(o, B_COPY); }
+loom_status loom__vk_add(loom__vk_op *o) { return run_binary(o, LOOM_K_BIN_ADD); }
+loom_status loom__vk_sub(loom__vk_op *o) { return run_binary(o, LOOM_K_BIN_SUB); }
+loom_status loom__vk_mul(loom__vk_op *o) { return run_binary(o, LOOM_K_BIN_MUL); }
+loom_status loom__vk_div(loom__vk_op *o) { return run_binary(o, LOOM_K_BIN_DIV); }
+loom_status loom__vk_expand(loom__vk_op *o) { return run_binary(o, LOOM_K_BIN_COPY); }
 
 loom_status loom__vk_scale(loom__vk_op *o) {
     const loom_tensor *y = o->t;
@@ -45,7 +43,7 @@ loom_status loom__vk_scale(loom__vk_op *o) {
     loom__vk_call c;
     loom__vk_begin(o, &c, "scale", y->dtype);
     loom__vk_in(&c, y->src[0]), loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)n), loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_u32(&c, (uint32_t)n), loom__vk_f32(&c, (float)y->f[LOOM_F_SCALE_S]);
     return loom__vk_run_1d(&c, n);
 }
 
@@ -55,7 +53,7 @@ loom_status loom__vk_fill(loom__vk_op *o) {
     loom__vk_call c;
     loom__vk_begin(o, &c, "fill", y->dtype);
     loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)n), loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_u32(&c, (uint32_t)n), loom__vk_f32(&c, (float)y->f[LOOM_F_FILL_VALUE]);
     return loom__vk_run_1d(&c, n);
 }
 

@@ -43,10 +43,10 @@
 
 #define LOOM__VK_CONV_DIRECT_K 32
 
-/* the direct kernels serve this convolution (its K is small); never in
- * reproducible mode (their sums are not the canonical order of core/repro.h) */
-static bool use_direct(const loom__vk *vk, const loom__conv_geom *q) {
-    if (vk->reproducible) return false;
+/* the direct kernels serve this convolution (its K is small); never for the
+ * reproducible variants (their sums are not the canonical order of core/repro.h) */
+static bool use_direct(bool repro, const loom__conv_geom *q) {
+    if (repro) return false;
     int64_t lim = LOOM__VK_CONV_DIRECT_K;
     const char *e = getenv("LOOM_VULKAN_CONV_DIRECT_K");
     if (e && *e && strtoll(e, NULL, 10) < lim) lim = strtoll(e, NULL, 10); /* never above: MAXK in the shader */
@@ -110,11 +110,11 @@ static bool is_1x1(const geom *q) {
 }
 
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
-loom_status loom__vk_conv2d(loom__vk_op *o) {
+static loom_status conv2d(loom__vk_op *o, bool repro) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
     geom q = loom__conv_geom_of(y);
     loom_status st;
-    if (use_direct(o->vk, &q)) {
+    if (use_direct(repro, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         loom__vk_call c;
         int64_t ob = q.Og < 32 ? q.Og : 32; /* output channels per invocation */
@@ -131,6 +131,7 @@ loom_status loom__vk_conv2d(loom__vk_op *o) {
     }
     /* batch (1, n, g): y[n, g] (Og, P) = w_g (Og, K) @ col[n, g] (K, P) */
     loom__vk_gemm_desc d = {.batch = {1, q.N, q.G}, .M = q.Og, .N = q.P, .K = q.K, .lda = q.K, .ldb = q.P, .ldc = q.P};
+    d.repro = repro;
     d.a = loom__vk_mat_t(w), d.sa[2] = q.Og * q.K;
     d.c = loom__vk_mat_t(y), d.sc[1] = q.O * q.P, d.sc[2] = q.Og * q.P;
     if (y->nsrc > 2) d.bias = loom__vk_mat_t(y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
@@ -146,11 +147,11 @@ loom_status loom__vk_conv2d(loom__vk_op *o) {
 }
 
 /* dx (N,C,H,W) = conv2d_grad_input(dy (N,O,OH,OW), w (O,Cg,KH,KW)) */
-loom_status loom__vk_conv2d_grad_input(loom__vk_op *o) {
+static loom_status conv2d_grad_input(loom__vk_op *o, bool repro) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
     geom q = loom__conv_geom_of(dx);
     loom_status st;
-    if (use_direct(o->vk, &q)) {
+    if (use_direct(repro, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         int64_t n = q.N * q.C * q.H * ((q.W + 3) / 4); /* 4 elements of a row per invocation (RQ) */
         loom__vk_call c;
@@ -166,6 +167,7 @@ loom_status loom__vk_conv2d_grad_input(loom__vk_op *o) {
     /* batch (1, n, g): col[n, g] (K, P) = w_g^T (K, Og) @ dy[n, g] (Og, P) */
     loom__vk_gemm_desc d = {.ta = true, .batch = {1, q.N, q.G}, .M = q.K, .N = q.P, .K = q.Og,
                             .lda = q.K, .ldb = q.P, .ldc = q.P};
+    d.repro = repro;
     d.a = loom__vk_mat_t(w), d.sa[2] = q.Og * q.K;
     d.b = loom__vk_mat_t(dy), d.sb[1] = q.O * q.P, d.sb[2] = q.Og * q.P;
     if (is_1x1(&q)) { /* col2im is the identity: the product is dx[n, g] (Cg, HW) */
@@ -190,11 +192,11 @@ loom_status loom__vk_conv2d_grad_input(loom__vk_op *o) {
 }
 
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
-loom_status loom__vk_conv2d_grad_weight(loom__vk_op *o) {
+static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
     loom_status st;
-    if (use_direct(o->vk, &q)) {
+    if (use_direct(repro, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         int64_t n = q.O * q.Cg * ((q.KH * q.KW + 8) / 9);
         loom__vk_call c;
@@ -210,6 +212,7 @@ loom_status loom__vk_conv2d_grad_weight(loom__vk_op *o) {
     /* batch (1, n, g): part[n, g] (Og, K) = dy[n, g] (Og, P) @ col[n, g]^T (P, K), in float */
     loom__vk_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.Og, .N = q.K, .K = q.P,
                             .lda = q.P, .ldb = q.P, .ldc = q.K};
+    d.repro = repro;
     d.a = loom__vk_mat_t(dy), d.sa[1] = q.O * q.P, d.sa[2] = q.Og * q.P;
     if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__vk_mat_t(x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
@@ -233,3 +236,11 @@ loom_status loom__vk_conv2d_grad_weight(loom__vk_op *o) {
     loom__vk_u32(&c, (uint32_t)q.N), loom__vk_u32(&c, (uint32_t)n);
     return loom__vk_run_1d(&c, n);
 }
+
+loom_status loom__vk_conv2d(loom__vk_op *o) { return conv2d(o, false); }
+loom_status loom__vk_conv2d_grad_input(loom__vk_op *o) { return conv2d_grad_input(o, false); }
+loom_status loom__vk_conv2d_grad_weight(loom__vk_op *o) { return conv2d_grad_weight(o, false); }
+/* reproducible mode: im2col + the canonical GEMM, never the direct kernels */
+loom_status loom__vk_conv2d_repro(loom__vk_op *o) { return conv2d(o, true); }
+loom_status loom__vk_conv2d_grad_input_repro(loom__vk_op *o) { return conv2d_grad_input(o, true); }
+loom_status loom__vk_conv2d_grad_weight_repro(loom__vk_op *o) { return conv2d_grad_weight(o, true); }

@@ -16,9 +16,9 @@ static loom_status set_step(loom__vk *vk, const loom_plan *p, loom__vk_node *n) 
 
 loom_status loom__vk_dropout(loom__vk_op *o) {
     const loom_tensor *t = o->t;
-    double p = t->f[0];
+    double p = t->f[LOOM_F_DROP_P];
     int64_t n = loom_tensor_numel(t);
-    uint64_t seed = o->plan->g->seed, stream = (uint64_t)t->p[0];
+    uint64_t seed = o->plan->g->seed, stream = (uint64_t)t->p[LOOM_P_DROP_STREAM];
     /* binding 0 x, 1 y, 2 params; push {xo, yo, n, seed lo/hi, stream lo/hi, thr, scale, po} */
     loom__vk_call c;
     loom__vk_begin(o, &c, "dropout", t->dtype);

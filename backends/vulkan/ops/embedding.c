@@ -6,7 +6,7 @@
 /* the first bad position k: read its index back, name it as a multi-index */
 static loom_status idx_check(loom__vk *vk, const loom_plan *p, const loom_tensor *t, int32_t k) {
     const loom_tensor *it = t->src[1];
-    int64_t V = t->op == LOOM_OP_EMBEDDING ? t->src[0]->dims[0] : t->p[0];
+    int64_t V = t->op == LOOM_OP_EMBEDDING ? t->src[0]->dims[0] : t->p[LOOM_P_EMB_V];
     int32_t v = 0;
     loom_status st = loom__vk_read(vk, loom__vk_buffer_of(p, it), (loom__vk_elem_off(p, it) + (size_t)k) * sizeof v,
                                    &v, sizeof v);
@@ -35,7 +35,7 @@ loom_status loom__vk_embedding(loom__vk_op *o) {
 
 loom_status loom__vk_embedding_grad(loom__vk_op *o) {
     const loom_tensor *y = o->t, *dy = y->src[0], *it = y->src[1];
-    int64_t n = loom_tensor_numel(it), V = y->p[0], D = y->dims[1];
+    int64_t n = loom_tensor_numel(it), V = y->p[LOOM_P_EMB_V], D = y->dims[1];
     bool f32 = y->dtype == LOOM_F32;
     o->node->check = idx_check;
     loom__buffer *acc = NULL;

@@ -19,6 +19,7 @@ typedef struct loom__vk_mat {
  * c_float. bias (t and buf NULL = none) at bias_rs * row + bias_cs * col. */
 typedef struct loom__vk_gemm_desc {
     bool ta, tb, c_float;
+    bool repro; /* f32: reproducible mode's canonical summation order (core/repro.h) */
     int64_t M, N, K, lda, ldb, ldc;
     int64_t batch[3], sa[3], sb[3], sc[3], sbias[3];
     int64_t bias_rs, bias_cs;

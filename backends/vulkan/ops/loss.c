@@ -16,14 +16,13 @@ static loom_status ce_check(loom__vk *vk, const loom_plan *p, const loom_tensor 
     return loom__err(vk->ctx, LOOM_ERR_INVALID_ARG,
                      "%s (node '%s'): target %d at row %lld is outside [0, %lld) and is not ignore_index %d",
                      loom_op_name(t->op), t->name, (int)v, (long long)row, (long long)t->src[0]->dims[1],
-                     (int)t->p[0]);
+                     (int)t->p[LOOM_P_CE_IGNORE]);
 }
 
 loom_status loom__vk_cross_entropy(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1];
     int64_t N = x->dims[0], C = x->dims[1];
     o->node->check = ce_check;
-    if (o->vk->reproducible) return loom__vk_repro_cross_entropy(o);
     loom__buffer *part;
     loom_status st = loom__vk_scratch(o, (size_t)(N ? N : 1) * sizeof(float), &part);
     if (st != LOOM_OK) return st;
@@ -32,23 +31,22 @@ loom_status loom__vk_cross_entropy(loom__vk_op *o) {
     loom__vk_call c;
     loom__vk_begin(o, &c, "ce_rows", y->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, part, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[0]);
-    loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    loom__vk_f32(&c, (float)y->f[LOOM_F_CE_EPS]);
     loom__vk_err(&c);
     if ((st = loom__vk_run_groups(&c, N, loom__vk_reduce_local(o->vk, C))) != LOOM_OK) return st;
     /* y = sum(part) / count: binding 0 part, 1 tg, 2 y; push {to, yo, N, C, ignore} */
     loom__vk_begin(o, &c, "ce_final", y->dtype);
     loom__vk_buf(&c, part, LOOM__VK_R), loom__vk_in(&c, tg), loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[0]);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     return loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, N)); /* N == 0 writes 0 */
 }
 
 loom_status loom__vk_cross_entropy_grad(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
     int64_t N = x->dims[0], C = x->dims[1];
-    double eps = y->f[0];
+    double eps = y->f[LOOM_F_CE_EPS];
     o->node->check = ce_check;
-    if (o->vk->reproducible) return loom__vk_repro_cross_entropy_grad(o);
     loom__buffer *scale;
     loom_status st = loom__vk_scratch(o, sizeof(float), &scale);
     if (st != LOOM_OK) return st;
@@ -56,14 +54,14 @@ loom_status loom__vk_cross_entropy_grad(loom__vk_op *o) {
     loom__vk_call c;
     loom__vk_begin(o, &c, "ce_scale", y->dtype);
     loom__vk_in(&c, tg), loom__vk_in(&c, dl), loom__vk_buf(&c, scale, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[0]);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     if ((st = loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, N))) != LOOM_OK) return st;
     /* dx rows: binding 0 x, 1 tg, 2 scale, 3 dx, 4 err slots;
      * push {xo, to, dxo, N, C, ignore, on, off, slot}. The smoothed one-hot is
      * formed in double and rounded once, as the CPU does. */
     loom__vk_begin(o, &c, "ce_grad_rows", y->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, scale, LOOM__VK_R), loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[0]);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     loom__vk_f32(&c, (float)(1.0 - eps + eps / (double)C)), loom__vk_f32(&c, (float)(eps / (double)C));
     loom__vk_err(&c);
     return loom__vk_run_groups(&c, N, loom__vk_reduce_local(o->vk, C));
@@ -78,4 +76,51 @@ loom_status loom__vk_mse(loom__vk_op *o) {
     loom__vk_in(&c, y->src[0]), loom__vk_in(&c, y->src[1]), loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)n);
     return loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, n));
+}
+
+/* ---- reproducible mode (core/repro.h; shaders/repro.comp), f32 only: the
+ * kernel table's repro variants; bindings and push constants follow the
+ * PUSH blocks of shaders/repro.comp ---- */
+
+loom_status loom__vk_cross_entropy_repro(loom__vk_op *o) {
+    o->node->check = ce_check;
+    const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1];
+    int64_t N = x->dims[0], C = x->dims[1];
+    double eps = y->f[LOOM_F_CE_EPS];
+    loom__buffer *part;
+    loom_status st = loom__vk_scratch(o, (size_t)(N ? N : 1) * sizeof(float), &part);
+    if (st != LOOM_OK) return st;
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_ce_rows", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, part, LOOM__VK_W);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    loom__vk_f32(&c, (float)(1.0 - eps)), loom__vk_f32(&c, (float)eps);
+    loom__vk_err(&c);
+    if ((st = loom__vk_run_1d(&c, N)) != LOOM_OK) return st;
+    loom__vk_begin(o, &c, "repro_ce_final", LOOM_F32);
+    loom__vk_buf(&c, part, LOOM__VK_R), loom__vk_in(&c, tg), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    return loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, (N + 1023) / 1024));
+}
+
+loom_status loom__vk_cross_entropy_grad_repro(loom__vk_op *o) {
+    o->node->check = ce_check;
+    const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
+    int64_t N = x->dims[0], C = x->dims[1];
+    double eps = y->f[LOOM_F_CE_EPS];
+    loom__buffer *scale;
+    loom_status st = loom__vk_scratch(o, sizeof(float), &scale);
+    if (st != LOOM_OK) return st;
+    /* scale = dloss / (float)count: ops/loss.c's ce_scale (an exact count, one division) */
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "ce_scale", LOOM_F32);
+    loom__vk_in(&c, tg), loom__vk_in(&c, dl), loom__vk_buf(&c, scale, LOOM__VK_W);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    if ((st = loom__vk_run_groups(&c, 1, loom__vk_reduce_local(o->vk, N))) != LOOM_OK) return st;
+    loom__vk_begin(o, &c, "repro_ce_grad_rows", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, scale, LOOM__VK_R), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
+    loom__vk_f32(&c, (float)(1.0 - eps + eps / (double)C)), loom__vk_f32(&c, (float)(eps / (double)C));
+    loom__vk_err(&c);
+    return loom__vk_run_1d(&c, N);
 }

@@ -50,7 +50,7 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
     char name[32];
     snprintf(name, sizeof name, "%s_%c%c%s", tl->prefix, d->ta ? 't' : 'n', d->tb ? 't' : 'n',
-             d->c_float && dt != LOOM_F32 ? "_cf" : vk->reproducible && dt == LOOM_F32 ? "_r" : "");
+             d->c_float && dt != LOOM_F32 ? "_cf" : d->repro && dt == LOOM_F32 ? "_r" : "");
     bool has_bias = d->bias.t || d->bias.buf;
     loom__vk_call c;
     loom__vk_begin(o, &c, name, dt);
@@ -76,11 +76,11 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
 
 /* y (batch..., M, N) = op(a) (batch_a..., M, K) x op(b) (batch_b..., K, N);
  * up to 3 batch dims (LOOM_MAX_DIMS = 5), broadcast strides as the CPU backend */
-loom_status loom__vk_matmul(loom__vk_op *o) {
+static loom_status matmul(loom__vk_op *o, bool repro) {
     const loom_tensor *y = o->t, *A = y->src[0], *B = y->src[1];
     loom__mm_geom q = loom__matmul_geom_of(y);
-    loom__vk_gemm_desc d = {0};
-    d.ta = y->p[0], d.tb = y->p[1];
+    loom__vk_gemm_desc d = {.repro = repro};
+    d.ta = y->p[LOOM_P_MATMUL_TRANS_A], d.tb = y->p[LOOM_P_MATMUL_TRANS_B];
     d.M = q.M, d.N = q.N, d.K = q.K, d.lda = q.lda, d.ldb = q.ldb, d.ldc = q.ldc;
     for (int i = 0; i < 3; i++) d.batch[i] = q.batch[i], d.sa[i] = q.sa[i], d.sb[i] = q.sb[i], d.sc[i] = q.sc[i];
     d.a = loom__vk_mat_t(A), d.b = loom__vk_mat_t(B), d.c = loom__vk_mat_t(y);
@@ -88,13 +88,19 @@ loom_status loom__vk_matmul(loom__vk_op *o) {
 }
 
 /* y (R, OUT) = x (R, IN) w^T (IN, OUT) + bias (OUT) per column */
-loom_status loom__vk_linear(loom__vk_op *o) {
+static loom_status linear(loom__vk_op *o, bool repro) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
     int64_t out = w->dims[0], in = w->dims[1];
-    loom__vk_gemm_desc d = {.ta = false, .tb = true, .batch = {1, 1, 1}};
+    loom__vk_gemm_desc d = {.ta = false, .tb = true, .repro = repro, .batch = {1, 1, 1}};
     d.M = loom_tensor_numel(y) / (out ? out : 1), d.N = out, d.K = in;
     d.lda = in, d.ldb = in, d.ldc = out;
     d.a = loom__vk_mat_t(x), d.b = loom__vk_mat_t(w), d.c = loom__vk_mat_t(y);
-    if (y->p[0]) d.bias = loom__vk_mat_t(y->src[2]), d.bias_rs = 0, d.bias_cs = 1;
+    if (y->p[LOOM_P_LINEAR_BIAS]) d.bias = loom__vk_mat_t(y->src[2]), d.bias_rs = 0, d.bias_cs = 1;
     return loom__vk_gemm(o, y->dtype, &d);
 }
+
+loom_status loom__vk_matmul(loom__vk_op *o) { return matmul(o, false); }
+loom_status loom__vk_linear(loom__vk_op *o) { return linear(o, false); }
+/* reproducible mode: the canonical GEMM (gemm*_r_f32, core/repro.h) */
+loom_status loom__vk_matmul_repro(loom__vk_op *o) { return matmul(o, true); }
+loom_status loom__vk_linear_repro(loom__vk_op *o) { return linear(o, true); }

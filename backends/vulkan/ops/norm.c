@@ -9,9 +9,6 @@
  * statistics are f32. */
 #include "../vulkan.h"
 
-enum { BN_TRAIN = 0, BN_GAMMA = 1, BN_BETA = 2, BN_RMEAN = 3, BN_RVAR = 4, BN_DY = 5, BN_STATS = 6 };
-enum { LN_DIMS = 0, LN_GAMMA = 1, LN_BETA = 2, LN_DY = 3 };
-
 /* src[idx], or x when absent (idx < 0) */
 static const loom_tensor *opt(const loom_tensor *t, int64_t idx) { return idx >= 0 ? t->src[idx] : t->src[0]; }
 
@@ -22,57 +19,55 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
 }
 
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
-    if (o->vk->reproducible) return loom__vk_repro_batch_norm(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
-    bool train = y->p[BN_TRAIN] != 0, run = y->p[BN_RMEAN] >= 0;
+    bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
     loom__vk_call c;
     loom__vk_begin(o, &c, "batch_norm", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[BN_BETA]));
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_BETA]));
     if (train && run) /* updated in place */
-        loom__vk_inout(&c, opt(y, y->p[BN_RMEAN])), loom__vk_inout(&c, opt(y, y->p[BN_RVAR]));
+        loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
     else
-        loom__vk_in(&c, opt(y, y->p[BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[BN_RVAR]));
+        loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
-    loom__vk_i32(&c, train), loom__vk_i32(&c, y->p[BN_GAMMA] >= 0), loom__vk_i32(&c, y->p[BN_BETA] >= 0);
-    loom__vk_i32(&c, run), loom__vk_f32(&c, (float)y->f[0]), loom__vk_f32(&c, (float)y->f[1]);
+    loom__vk_i32(&c, train), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_BN_BETA] >= 0);
+    loom__vk_i32(&c, run), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]),
+        loom__vk_f32(&c, (float)y->f[LOOM_F_BN_MOMENTUM]);
     return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, N * S));
 }
 
 loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
-    if (o->vk->reproducible) return loom__vk_repro_batch_norm_grad_params(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     loom__vk_call c;
     loom__vk_begin(o, &c, "batch_norm_grad_params", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[BN_DY]));
-    loom__vk_in(&c, opt(y, y->p[BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[BN_RVAR])), loom__vk_out(&c, y);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
-    loom__vk_i32(&c, y->p[BN_TRAIN] != 0), loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]);
     return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, N * S));
 }
 
 loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
-    if (o->vk->reproducible) return loom__vk_repro_batch_norm_grad(o);
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     loom__vk_call c;
     loom__vk_begin(o, &c, "batch_norm_grad", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[BN_DY]));
-    loom__vk_in(&c, opt(y, y->p[BN_STATS])), loom__vk_out(&c, y);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
-    loom__vk_i32(&c, y->p[BN_TRAIN] != 0), loom__vk_i32(&c, y->p[BN_GAMMA] >= 0);
+    loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
     return loom__vk_run_1d(&c, N * C * S);
 }
 
 /* x viewed as (R, D), D = the last norm_dims dims */
 static void ln_dims(const loom_tensor *t, int64_t *R, int64_t *D) {
     const loom_tensor *x = t->src[0];
-    int nd = (int)t->p[LN_DIMS];
+    int nd = (int)t->p[LOOM_P_LN_DIMS];
     *D = 1;
     for (int d = x->ndim - nd; d < x->ndim; d++) *D *= x->dims[d];
     *R = *D ? loom_tensor_numel(x) / *D : 0;
@@ -84,10 +79,11 @@ loom_status loom__vk_layer_norm(loom__vk_op *o) {
     ln_dims(y, &R, &D);
     loom__vk_call c;
     loom__vk_begin(o, &c, "layer_norm", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LN_BETA]));
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_BETA]));
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
-    loom__vk_i32(&c, y->p[LN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LN_BETA] >= 0), loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_i32(&c, y->p[LOOM_P_LN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_LN_BETA] >= 0),
+        loom__vk_f32(&c, (float)y->f[LOOM_F_LN_EPS]);
     return loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, D));
 }
 
@@ -97,10 +93,10 @@ loom_status loom__vk_layer_norm_grad(loom__vk_op *o) {
     ln_dims(y, &R, &D);
     loom__vk_call c;
     loom__vk_begin(o, &c, "layer_norm_grad", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LN_DY]));
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_DY]));
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
-    loom__vk_i32(&c, y->p[LN_GAMMA] >= 0), loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_i32(&c, y->p[LOOM_P_LN_GAMMA] >= 0), loom__vk_f32(&c, (float)y->f[LOOM_F_LN_EPS]);
     return loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, D));
 }
 
@@ -115,11 +111,65 @@ loom_status loom__vk_layer_norm_grad_params(loom__vk_op *o) {
     loom__vk_call c;
     loom__vk_begin(o, &c, "ln_rowstats", x->dtype);
     loom__vk_in(&c, x), loom__vk_buf(&c, stats, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D), loom__vk_f32(&c, (float)y->f[0]);
+    loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D), loom__vk_f32(&c, (float)y->f[LOOM_F_LN_EPS]);
     if ((st = loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, D))) != LOOM_OK) return st;
     loom__vk_begin(o, &c, "layer_norm_grad_params", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LN_DY])), loom__vk_buf(&c, stats, LOOM__VK_R);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_DY])), loom__vk_buf(&c, stats, LOOM__VK_R);
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
     return loom__vk_run_groups(&c, D, loom__vk_reduce_local(o->vk, R));
+}
+
+/* ---- reproducible mode (core/repro.h; shaders/repro.comp), f32 only: the
+ * kernel table's repro variants; bindings and push constants follow the
+ * PUSH blocks of shaders/repro.comp ---- */
+
+loom_status loom__vk_batch_norm_repro(loom__vk_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
+    double M = (double)(N * S);
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_bn_fwd", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_BETA]));
+    if (train && run)
+        loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
+    else
+        loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
+    loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_i32(&c, train), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_BN_BETA] >= 0);
+    loom__vk_i32(&c, run);
+    /* the host-side constants of core/repro.h, rounded as the CPU rounds them */
+    loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]), loom__vk_f32(&c, (float)(1.0 - y->f[LOOM_F_BN_MOMENTUM])),
+        loom__vk_f32(&c, (float)y->f[LOOM_F_BN_MOMENTUM]);
+    loom__vk_f32(&c, M > 1 ? (float)(M / (M - 1)) : 1.0f);
+    return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, N * S));
+}
+
+loom_status loom__vk_batch_norm_grad_params_repro(loom__vk_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_bn_dstats", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]);
+    return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, (N * S + 1023) / 1024));
+}
+
+loom_status loom__vk_batch_norm_grad_repro(loom__vk_op *o) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    loom__vk_call c;
+    loom__vk_begin(o, &c, "repro_bn_dx", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
+    return loom__vk_run_1d(&c, N * C * S);
 }

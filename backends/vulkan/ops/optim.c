@@ -16,19 +16,23 @@ loom_status loom__vk_sgd_step(loom__vk_op *o) {
     const loom_tensor *t = o->t, *p = t->src[0];
     loom_status st = need_f32(o, p);
     if (st != LOOM_OK) return st;
-    int ci = (int)t->p[3];
-    uint32_t flags = (t->p[0] ? 1u : 0u) | (t->p[1] ? 2u : 0u) | (t->p[2] ? 4u : 0u) | (ci >= 0 ? 8u : 0u);
+    int ci = (int)t->p[LOOM_P_OPT_COEF];
+    uint32_t flags = (t->p[LOOM_P_SGD_BUF] ? LOOM_K_OPT_BUF : 0) |
+                     (t->p[LOOM_P_SGD_NESTEROV] ? LOOM_K_OPT_NESTEROV : 0) |
+                     (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     int64_t n = loom_tensor_numel(p);
     loom__vk_call c;
     /* bindings p, grad, hyper, buf, coef, y: push {po, go, ho, bo, co, yo, n, flags, mom, damp1, wd} */
     loom__vk_begin(o, &c, "sgd_step", LOOM__VK_NODT);
     loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
-    if (t->p[0]) loom__vk_inout(&c, t->src[3]);
+    if (t->p[LOOM_P_SGD_BUF])
+        loom__vk_inout(&c, t->src[3]);
     else loom__vk_in(&c, p); /* unused */
     loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
     loom__vk_out(&c, t);
     loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);
-    loom__vk_f32(&c, (float)t->f[0]), loom__vk_f32(&c, (float)(1 - t->f[1])), loom__vk_f32(&c, (float)t->f[2]);
+    loom__vk_f32(&c, (float)t->f[LOOM_F_SGD_MOMENTUM]), loom__vk_f32(&c, (float)(1 - t->f[LOOM_F_SGD_DAMPENING])),
+        loom__vk_f32(&c, (float)t->f[LOOM_F_SGD_WD]);
     return loom__vk_run_1d(&c, n > 0 ? n : 1); /* invocation 0 writes y */
 }
 
@@ -36,10 +40,11 @@ loom_status loom__vk_adam_step(loom__vk_op *o) {
     const loom_tensor *t = o->t, *p = t->src[0];
     loom_status st = need_f32(o, p);
     if (st != LOOM_OK) return st;
-    int ci = (int)t->p[3];
-    uint32_t flags = (t->p[0] ? 1u : 0u) | (t->p[2] ? 4u : 0u) | (ci >= 0 ? 8u : 0u);
+    int ci = (int)t->p[LOOM_P_OPT_COEF];
+    uint32_t flags = (t->p[LOOM_P_ADAM_DECOUPLED] ? LOOM_K_OPT_BUF : 0) |
+                     (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     int64_t n = loom_tensor_numel(p);
-    float wd_hi = (float)t->f[3], wd_lo = (float)(t->f[3] - (double)wd_hi);
+    float wd_hi = (float)t->f[LOOM_F_ADAM_WD], wd_lo = (float)(t->f[LOOM_F_ADAM_WD] - (double)wd_hi);
     loom__vk_call c;
     /* bindings p, grad, hyper, m, v, coef, y: push {po, go, ho, mo, vo, co, yo, n, flags,
      * b1, b2, eps, wd, omb1, omb2, wd_hi, wd_lo} */
@@ -49,9 +54,9 @@ loom_status loom__vk_adam_step(loom__vk_op *o) {
     loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]);
     loom__vk_out(&c, t);
     loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);
-    loom__vk_f32(&c, (float)t->f[0]), loom__vk_f32(&c, (float)t->f[1]);
-    loom__vk_f32(&c, (float)t->f[2]), loom__vk_f32(&c, (float)t->f[3]);
-    loom__vk_f32(&c, (float)(1 - t->f[0])), loom__vk_f32(&c, (float)(1 - t->f[1]));
+    loom__vk_f32(&c, (float)t->f[LOOM_F_ADAM_BETA1]), loom__vk_f32(&c, (float)t->f[LOOM_F_ADAM_BETA2]);
+    loom__vk_f32(&c, (float)t->f[LOOM_F_ADAM_EPS]), loom__vk_f32(&c, (float)t->f[LOOM_F_ADAM_WD]);
+    loom__vk_f32(&c, (float)(1 - t->f[LOOM_F_ADAM_BETA1])), loom__vk_f32(&c, (float)(1 - t->f[LOOM_F_ADAM_BETA2]));
     loom__vk_f32(&c, wd_hi), loom__vk_f32(&c, wd_lo);
     return loom__vk_run_1d(&c, n > 0 ? n : 1);
 }
@@ -76,6 +81,6 @@ loom_status loom__vk_clip_coef(loom__vk_op *o) {
     /* bindings sumsq (32-bit words), hyper, y: push {so, ho, yo, sdt, max_norm} */
     loom__vk_begin(o, &c, "clip_coef", LOOM__VK_NODT);
     loom__vk_in(&c, ss), loom__vk_in(&c, t->src[1]), loom__vk_out(&c, t);
-    loom__vk_u32(&c, (uint32_t)ss->dtype), loom__vk_f32(&c, (float)t->f[0]);
+    loom__vk_u32(&c, (uint32_t)ss->dtype), loom__vk_f32(&c, (float)t->f[LOOM_F_CLIP_MAX_NORM]);
     return loom__vk_run_1d(&c, 1);
 }

@@ -24,7 +24,7 @@ loom_status loom__vk_permute(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t g[11] = {y->ndim}, xs[LOOM_MAX_DIMS], st = 1;
     for (int i = x->ndim - 1; i >= 0; i--) xs[i] = st, st *= x->dims[i];
-    for (int i = 0; i < y->ndim; i++) g[1 + i] = y->dims[i], g[6 + i] = xs[y->p[i]];
+    for (int i = 0; i < y->ndim; i++) g[1 + i] = y->dims[i], g[6 + i] = xs[y->p[LOOM_P_PERMUTE_PERM + i]];
     loom__buffer *gm;
     loom_status s = loom__vk_meta(o, g, 11, &gm);
     if (s != LOOM_OK) return s;
@@ -42,7 +42,7 @@ _Static_assert(LOOM_MAX_SRC <= 8, "shape.comp's concat has 8 source bindings");
  * meta g = {nsrc, inner, L, start[0..nsrc]}; unused source bindings repeat src[0] */
 loom_status loom__vk_concat(loom__vk_op *o) {
     const loom_tensor *y = o->t;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_CONCAT_AXIS];
     int64_t outer, inner, g[4 + LOOM_MAX_SRC] = {y->nsrc};
     LOOM__ASSERT(y->nsrc >= 1 && y->nsrc <= 8);
     axis_split(y, ax, &outer, &inner);
@@ -63,7 +63,7 @@ loom_status loom__vk_concat(loom__vk_op *o) {
 /* slice: big = x, small = y; slice_grad: big = y, small = dy (src[0]) */
 static loom_status run_slice(loom__vk_op *o, const char *stem, const loom_tensor *big, const loom_tensor *small) {
     const loom_tensor *y = o->t;
-    int ax = (int)y->p[0];
+    int ax = (int)y->p[LOOM_P_SLICE_AXIS];
     int64_t outer, inner;
     axis_split(big, ax, &outer, &inner);
     loom__vk_call c;
@@ -71,7 +71,7 @@ static loom_status run_slice(loom__vk_op *o, const char *stem, const loom_tensor
     loom__vk_in(&c, y->src[0]), loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)loom_tensor_numel(y)), loom__vk_u32(&c, (uint32_t)inner);
     loom__vk_u32(&c, (uint32_t)small->dims[ax]), loom__vk_u32(&c, (uint32_t)big->dims[ax]);
-    loom__vk_u32(&c, (uint32_t)y->p[1]);
+    loom__vk_u32(&c, (uint32_t)y->p[LOOM_P_SLICE_START]);
     return loom__vk_run_1d(&c, loom_tensor_numel(y));
 }
 

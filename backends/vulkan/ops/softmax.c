@@ -3,8 +3,6 @@
  * last axis. */
 #include "../vulkan.h"
 
-enum { K_SOFTMAX, K_LOG_SOFTMAX, K_SOFTMAX_GRAD, K_LOG_SOFTMAX_GRAD };
-
 static loom_status run(loom__vk_op *o, int kind) {
     const loom_tensor *t = o->t;
     int64_t C = t->dims[t->ndim - 1], R = C ? loom_tensor_numel(t) / C : 0;
@@ -13,13 +11,13 @@ static loom_status run(loom__vk_op *o, int kind) {
      * push {xo, dyo, yo, R, C, kind} */
     loom__vk_begin(o, &c, "softmax", t->dtype);
     loom__vk_in(&c, t->src[0]);
-    loom__vk_in(&c, kind >= K_SOFTMAX_GRAD ? t->src[1] : t->src[0]);
+    loom__vk_in(&c, kind >= LOOM_K_SOFTMAX_GRAD ? t->src[1] : t->src[0]);
     loom__vk_out(&c, t);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, kind);
     return loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, C));
 }
 
-loom_status loom__vk_softmax(loom__vk_op *o) { return run(o, K_SOFTMAX); }
-loom_status loom__vk_log_softmax(loom__vk_op *o) { return run(o, K_LOG_SOFTMAX); }
-loom_status loom__vk_softmax_grad(loom__vk_op *o) { return run(o, K_SOFTMAX_GRAD); }
-loom_status loom__vk_log_softmax_grad(loom__vk_op *o) { return run(o, K_LOG_SOFTMAX_GRAD); }
+loom_status loom__vk_softmax(loom__vk_op *o) { return run(o, LOOM_K_SOFTMAX); }
+loom_status loom__vk_log_softmax(loom__vk_op *o) { return run(o, LOOM_K_LOG_SOFTMAX); }
+loom_status loom__vk_softmax_grad(loom__vk_op *o) { return run(o, LOOM_K_SOFTMAX_GRAD); }
+loom_status loom__vk_log_softmax_grad(loom__vk_op *o) { return run(o, LOOM_K_LOG_SOFTMAX_GRAD); }
