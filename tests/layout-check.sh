@@ -11,8 +11,9 @@
 #  3. one contract per op: the parameter slots and kind codes of an op are
 #     defined once, in core/params.h; no backend declares its own copy.
 #
-# Each failure prints the file, the line and the rule; the exit code is the
-# number of failures (capped at 125), 0 when the tree keeps every rule.
+# Run by ctest (test layout-check). Each failure prints the file, the line and
+# the rule; the exit code is the number of failures (capped at 125), 0 when
+# the tree keeps every rule.
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || { echo "layout-check: no source tree at '$root'" >&2; exit 1; }
