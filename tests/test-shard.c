@@ -202,15 +202,15 @@ static void test_pack_and_read(loom_ctx *ctx, char *shard, size_t n_shard) {
     struct stat sb;
     CHECK(stat(bad, &sb) != 0, "a failed pack left %s behind", bad);
     /* no temp file of the writer ("<path>.tmp.<pid>.<k>") is left either */
-    char dir[512], prefix[600];
-    snprintf(dir, sizeof dir, "%s", bad);
-    char *slash = strrchr(dir, '/');
+    char bad_dir[512], prefix[600];
+    snprintf(bad_dir, sizeof bad_dir, "%s", bad);
+    char *slash = strrchr(bad_dir, '/');
     *slash = 0;
     snprintf(prefix, sizeof prefix, "%s.tmp", slash + 1);
-    DIR *d = opendir(dir);
-    CHECK(d != NULL, "opendir %s", dir);
+    DIR *d = opendir(bad_dir);
+    CHECK(d != NULL, "opendir %s", bad_dir);
     for (struct dirent *e; d && (e = readdir(d));)
-        CHECK(strncmp(e->d_name, prefix, strlen(prefix)) != 0, "a failed pack left %s/%s behind", dir, e->d_name);
+        CHECK(strncmp(e->d_name, prefix, strlen(prefix)) != 0, "a failed pack left %s/%s behind", bad_dir, e->d_name);
     if (d) closedir(d);
     loom_source_destroy(ifs);
 }
