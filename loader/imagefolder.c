@@ -15,10 +15,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../core/impl.h"
@@ -70,6 +72,7 @@ typedef struct if_impl {
     bool skip_bad;
     _Atomic uint8_t *bad; /* skip_bad: 1 once sample i was found bad */
     _Atomic int64_t skipped;
+    int64_t not_regular; /* image-named entries left out: not regular files */
 } if_impl;
 
 /* ---- the file checks and decoders ---------------------------------------- */
@@ -281,24 +284,31 @@ done:
 }
 #endif
 
-/* Decode the file at path into a malloc'd RGB HWC buffer. */
+/* Decode the file at path into a malloc'd RGB HWC buffer. The file is
+ * opened without blocking and checked to be a regular file before anything
+ * is read: a FIFO or device put in place of an image is refused, never
+ * waited on. */
 static loom_status decode_file(loom_ctx *ctx, const char *path, const loom_decode_hint *hint, uint8_t **px, int64_t *h,
                                int64_t *w) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     uint8_t *b = NULL;
     loom_status st = LOOM_OK;
     size_t n = 0;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = loom__err(ctx, LOOM_ERR_IO, "%s: not a regular file", path);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = loom__err(ctx, LOOM_ERR_IO, "%s: not a regular file (a FIFO, socket or device is not read)", path);
     else if ((n = (size_t)sb.st_size) > (size_t)INT32_MAX)
         st = loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: %zu bytes: too large for an image file", path, n);
     else if (n > 0 && !(b = malloc(n)))
         st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory (%zu bytes)", path, n);
-    else if (n > 0 && fread(b, 1, n, f) != n)
-        st = loom__err(ctx, LOOM_ERR_IO, "%s: read error", path);
-    fclose(f);
+    for (size_t at = 0; st == LOOM_OK && at < n;) {
+        ssize_t r = read(fd, b + at, n - at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) st = loom__err(ctx, LOOM_ERR_IO, "%s: read error: %s", path, r < 0 ? strerror(errno) : "file shrank");
+        else at += (size_t)r;
+    }
+    close(fd);
     if (st == LOOM_OK) st = loom_image_decode(ctx, path, b, n, hint, px, h, w);
     free(b);
     return st;
@@ -409,11 +419,6 @@ static void sl_free(strlist *l) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static bool is_dir(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static bool has_ext(const char *name, const char *const *exts) {
     const char *dot = strrchr(name, '.');
     if (!dot) return false;
@@ -422,8 +427,52 @@ static bool has_ext(const char *name, const char *const *exts) {
     return false;
 }
 
-/* Sorted entries of dir (no '.' names): subfolders into dirs, files into files. */
-static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strlist *files) {
+static const char *const img_exts[] = {"jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff", "ppm", "pgm", NULL};
+
+/* The walk's state: every directory entered so far, by (device, inode), so
+ * that a symlink back to a parent (or to '.') or a second link to a folder
+ * is refused instead of listing its images again and again. */
+typedef struct walk_state {
+    struct seen_dir {
+        dev_t dev;
+        ino_t ino;
+        char *path;
+    } *seen;
+    size_t nseen, cap;
+    int64_t not_regular;
+} walk_state;
+
+static void ws_free(walk_state *ws) {
+    for (size_t k = 0; k < ws->nseen; k++) free(ws->seen[k].path);
+    free(ws->seen);
+}
+
+/* Record dir as entered; an error if it was entered before. */
+static loom_status ws_enter(loom_ctx *ctx, walk_state *ws, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: %s: %s", dir, strerror(errno));
+    for (size_t k = 0; k < ws->nseen; k++)
+        if (ws->seen[k].dev == sb.st_dev && ws->seen[k].ino == sb.st_ino)
+            return loom__err(ctx, LOOM_ERR_FORMAT,
+                             "ImageFolder: %s is the directory %s again (a symlink loop or a second link to one "
+                             "folder): refused",
+                             dir, ws->seen[k].path);
+    if (ws->nseen == ws->cap) {
+        size_t c = ws->cap ? 2 * ws->cap : 64;
+        struct seen_dir *v = realloc(ws->seen, c * sizeof *v);
+        if (!v) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
+        ws->seen = v, ws->cap = c;
+    }
+    char *p = strdup(dir);
+    if (!p) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
+    ws->seen[ws->nseen++] = (struct seen_dir){sb.st_dev, sb.st_ino, p};
+    return LOOM_OK;
+}
+
+/* Sorted entries of dir (no '.' names): subfolders into dirs, regular files
+ * into files. An entry with an image's extension that is neither (a FIFO,
+ * socket, device node, dangling symlink) is left out and counted. */
+static loom_status list_dir(loom_ctx *ctx, walk_state *ws, const char *dir, strlist *dirs, strlist *files) {
     DIR *d = opendir(dir);
     if (!d) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: cannot open directory %s: %s", dir, strerror(errno));
     struct dirent *e;
@@ -432,8 +481,12 @@ static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strli
     while (ok && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue; /* too long: not listed */
-        if (is_dir(p)) ok = sl_push(dirs, e->d_name);
-        else if (files) ok = sl_push(files, e->d_name);
+        struct stat sb;
+        bool found = stat(p, &sb) == 0;
+        if (found && S_ISDIR(sb.st_mode)) ok = sl_push(dirs, e->d_name);
+        else if (!files) continue;
+        else if (found && S_ISREG(sb.st_mode)) ok = sl_push(files, e->d_name);
+        else if (has_ext(e->d_name, img_exts)) ws->not_regular++;
     }
     closedir(d);
     if (!ok) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
@@ -442,12 +495,12 @@ static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strli
     return LOOM_OK;
 }
 
-static const char *const img_exts[] = {"jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff", "ppm", "pgm", NULL};
-
 /* The image files under dir (its own sorted, then each subfolder's), into out. */
-static loom_status walk(loom_ctx *ctx, const char *dir, int depth, strlist *out) {
+static loom_status walk(loom_ctx *ctx, walk_state *ws, const char *dir, int depth, strlist *out) {
+    loom_status st = ws_enter(ctx, ws, dir);
+    if (st != LOOM_OK) return st;
     strlist dirs = {0}, files = {0};
-    loom_status st = list_dir(ctx, dir, &dirs, &files);
+    st = list_dir(ctx, ws, dir, &dirs, &files);
     char p[4096];
     for (size_t k = 0; st == LOOM_OK && k < files.n; k++) {
         if (!has_ext(files.v[k], img_exts)) continue;
@@ -460,7 +513,7 @@ static loom_status walk(loom_ctx *ctx, const char *dir, int depth, strlist *out)
         if (snprintf(p, sizeof p, "%s/%s", dir, dirs.v[k]) >= (int)sizeof p)
             st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", dir, dirs.v[k]);
         else
-            st = walk(ctx, p, depth + 1, out);
+            st = walk(ctx, ws, p, depth + 1, out);
     }
     sl_free(&dirs), sl_free(&files);
     return st;
@@ -479,7 +532,9 @@ loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_d
     size_t lcap = 0;
     if_impl *m = NULL;
     loom_source *s = NULL;
-    loom_status st = list_dir(ctx, root, &classes, NULL);
+    walk_state ws = {0};
+    loom_status st = ws_enter(ctx, &ws, root);
+    if (st == LOOM_OK) st = list_dir(ctx, &ws, root, &classes, NULL);
     if (st == LOOM_OK && classes.n == 0)
         st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: %s has no class folders (expected root/<class>/<image>)", root);
     if (st == LOOM_OK && classes.n > INT32_MAX / 2)
@@ -491,7 +546,7 @@ loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_d
             st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", root, classes.v[k]);
             break;
         }
-        if ((st = walk(ctx, p, 0, &files)) != LOOM_OK) break;
+        if ((st = walk(ctx, &ws, p, 0, &files)) != LOOM_OK) break;
         if (files.n == before) {
             st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: class folder %s has no image (.jpg, .jpeg, .png, .bmp)", p);
             break;
@@ -536,13 +591,16 @@ loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_d
     m->labels = labels;
     labels = NULL;
     m->skip_bad = desc->skip_bad;
+    m->not_regular = ws.not_regular;
     atomic_init(&m->skipped, 0);
     *s = (loom_source){.name = m->root, .n = (int64_t)files.n, .kind = LOOM_SAMPLE_U8, .c = 3, .h = 0, .w = 0,
                        .num_classes = m->nclasses, .get = NULL, .destroy = if_destroy, .impl = m, .get_image = if_get};
     sl_free(&files);
+    ws_free(&ws);
     *out = s;
     return LOOM_OK;
 fail:
+    ws_free(&ws);
     if_free(m);
     free(s);
     sl_free(&classes), sl_free(&files);
@@ -567,4 +625,9 @@ const char *loom_imagefolder_path(const loom_source *src, int64_t i) {
 int64_t loom_imagefolder_skipped(const loom_source *src) {
     if_impl *m = (if_impl *)impl_of(src);
     return m ? atomic_load(&m->skipped) : 0;
+}
+
+int64_t loom_imagefolder_not_regular(const loom_source *src) {
+    const if_impl *m = impl_of(src);
+    return m ? m->not_regular : 0;
 }

@@ -123,7 +123,14 @@ void loom_source_destroy(loom_source *src);
  * other files are ignored. Images of any size, always 3 channels (RGB, as
  * torchvision's loader converts to): a variable-size source (get_image).
  * Open errors (LOOM_ERR_IO / LOOM_ERR_FORMAT) name the directory: missing,
- * not a directory, no class folders, a class folder with no image. */
+ * not a directory, no class folders, a class folder with no image, a folder
+ * reached twice (the walk tracks every directory by device and inode: a
+ * symlink to a parent or to '.', or a second link to one folder, is refused
+ * naming both paths). Symlinks are followed. An entry with an image's
+ * extension that is not a regular file (a FIFO, socket, device node or
+ * dangling symlink) is skipped and counted (loom_imagefolder_not_regular);
+ * a file that has become one since the walk is an error when read (files
+ * are opened without blocking and checked before reading). */
 typedef struct loom_imagefolder_desc {
     const char *root;  /* required */
     /* A corrupt, truncated, empty or unsupported file is by default an error
@@ -140,6 +147,9 @@ const char *loom_imagefolder_class(const loom_source *src, int k);
 const char *loom_imagefolder_path(const loom_source *src, int64_t i);
 /* Files skipped so far (skip_bad), each counted once; 0 for other sources. */
 int64_t loom_imagefolder_skipped(const loom_source *src);
+/* Image-named entries the walk left out because they are not regular files;
+ * 0 for other sources. */
+int64_t loom_imagefolder_not_regular(const loom_source *src);
 /* Decode one image file held in memory (JPEG, PNG or BMP, told apart by
  * their first bytes) as ImageFolder does, with the same checks: RGB HWC into
  * a buffer from malloc (*data, *h x *w x 3 bytes) that the caller frees.
