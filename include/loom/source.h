@@ -47,7 +47,20 @@ typedef struct loom_decode_hint {
      * pipeline's random crop of the sample. */
     bool (*region)(void *user, int64_t h, int64_t w, int64_t box[4]);
     void *user;
+    /* The decoded-pixel limit: an image whose header declares more than
+     * this many pixels (or a side longer) is refused before anything is
+     * allocated, "image too large" naming the file, both sides and the
+     * limit. 0 = LOOM_IMAGE_MAX_PIXELS. An ImageFolder sets it from its desc. */
+    int64_t max_pixels;
+    /* A JPEG that libjpeg-turbo decodes with a warning (corrupt data it
+     * guessed past, e.g. extraneous bytes) is an error unless this is set;
+     * an ImageFolder sets it from skip_bad. (A region decode sees the
+     * warnings of the rows it reads.) */
+    bool accept_warnings;
 } loom_decode_hint;
+
+/* The default decoded-pixel limit (loom_decode_hint.max_pixels). */
+#define LOOM_IMAGE_MAX_PIXELS ((int64_t)1 << 28)
 
 /* A dataset: n samples of one shape, each with an i32 label. A source
  * object is immutable after it is opened: `get` may be called from several
@@ -136,8 +149,13 @@ typedef struct loom_imagefolder_desc {
     /* A corrupt, truncated, empty or unsupported file is by default an error
      * naming the file (LOOM_ERR_FORMAT / LOOM_ERR_UNSUPPORTED). With skip_bad
      * such a sample is replaced by the next good one (i + 1, i + 2, ...,
-     * wrapping: a pure function of i) and counted once. */
+     * wrapping: a pure function of i) and counted once. A JPEG that
+     * libjpeg-turbo decodes with only a warning is then kept (else it is
+     * an error). */
     bool skip_bad;
+    /* Images declaring more pixels are refused (loom_decode_hint.max_pixels);
+     * 0 = LOOM_IMAGE_MAX_PIXELS. */
+    int64_t max_pixels;
 } loom_imagefolder_desc;
 
 loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_desc *desc, loom_source **out);
