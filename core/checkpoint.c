@@ -2,6 +2,7 @@
  * plan's graph to a safetensors file and back, with a report of what did not
  * match. The format itself is core/safetensors.c. */
 #include <errno.h>
+#include <math.h>
 
 #include "impl.h"
 #include "backend_impl.h"
@@ -191,11 +192,11 @@ static loom_status match_tensors(loader *L) {
             continue;
         }
         L->used[f - L->base] = true;
-        /* a parameter stored in 16 bits only (loom_train_desc.frozen_16bit) loads
-         * any float tensor of its shape, rounded to nearest even */
-        bool lowp_ok = t->leaf == LOOM__PARAM && !t->requires_grad && loom_dtype_is_float(f->dtype) &&
-                       (t->dtype == LOOM_F16 || t->dtype == LOOM_BF16);
-        bool same = (f->dtype == t->dtype || lowp_ok) && f->ndim == t->ndim;
+        /* a float tensor of the right shape in another float dtype (f16, bf16,
+         * f64 for an f32 parameter, and back) is converted, rounded to nearest
+         * even */
+        bool convert_ok = loom_dtype_is_float(f->dtype) && loom_dtype_is_float(t->dtype);
+        bool same = (f->dtype == t->dtype || convert_ok) && f->ndim == t->ndim;
         for (int a = 0; same && a < t->ndim; a++) same = f->dims[a] == t->dims[a];
         if (!same) {
             if (!first_bad) first_bad = t, first_bad_file = f;
@@ -212,10 +213,13 @@ static loom_status match_tensors(loader *L) {
     }
     if (first_bad && !L->d.skip_mismatched) {
         char a[96], b[96];
-        return loom__err(L->ctx, LOOM_ERR_SHAPE, "%s: '%s' is %s %s in the file but %s %s in the graph%s", L->path,
+        bool same_shape = first_bad_file->ndim == first_bad->ndim;
+        for (int k = 0; same_shape && k < first_bad->ndim; k++) same_shape = first_bad_file->dims[k] == first_bad->dims[k];
+        return loom__err(L->ctx, LOOM_ERR_SHAPE, "%s: '%s' is %s %s in the file but %s %s in the graph (%s)%s", L->path,
                          first_bad->name, loom_dtype_name(first_bad_file->dtype), st_shape(first_bad_file, a, sizeof a),
                          loom_dtype_name(first_bad->dtype),
                          loom__shape_str(first_bad->ndim, first_bad->dims, b, sizeof b),
+                         same_shape ? "a dtype mismatch: only float dtypes are converted" : "a shape mismatch",
                          rep->mismatched > 1 ? " (and more tensors differ)" : "");
     }
     if (L->d.strict && first_missing)
@@ -226,6 +230,50 @@ static loom_status match_tensors(loader *L) {
         return loom__err(L->ctx, LOOM_ERR_FORMAT,
                          "%s: strict load: %d tensors of the file are not in the graph, e.g. '%.64s'", L->path,
                          rep->unexpected, first_unexpected);
+    return LOOM_OK;
+}
+
+/* The index of the first NaN or infinity among t's n elements, or -1
+ * (integer dtypes: -1). The data may be unaligned. */
+static int64_t first_nonfinite(const loom_st_tensor *t, size_t n, double *bad) {
+    const uint8_t *p = t->data;
+    for (size_t i = 0; i < n; i++) {
+        double v;
+        if (t->dtype == LOOM_F32) {
+            float f;
+            memcpy(&f, p + 4 * i, 4);
+            v = f;
+        } else if (t->dtype == LOOM_F64) {
+            memcpy(&v, p + 8 * i, 8);
+        } else if (t->dtype == LOOM_F16 || t->dtype == LOOM_BF16) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            v = t->dtype == LOOM_F16 ? loom_f16_to_f32(h) : loom_bf16_to_f32(h);
+        } else {
+            return -1;
+        }
+        if (!isfinite(v)) {
+            *bad = v;
+            return (int64_t)i;
+        }
+    }
+    return -1;
+}
+
+/* Every matched tensor finite (unless allow_nonfinite): NaN or infinity in
+ * loaded weights would train on silently and be saved again. */
+static loom_status check_finite(loader *L) {
+    const loom_graph *g = L->plan->g;
+    for (int i = 0; i < g->n && !L->d.allow_nonfinite; i++) {
+        const loom_st_tensor *m = L->match[i];
+        double bad = 0;
+        int64_t at = m ? first_nonfinite(m, (size_t)loom_tensor_numel(g->nodes[i]), &bad) : -1;
+        if (at >= 0)
+            return loom__err(L->ctx, LOOM_ERR_FORMAT,
+                             "%s: '%s' holds %s at index %lld (flat): non-finite weights are refused "
+                             "(allow_nonfinite loads them)",
+                             L->path, g->nodes[i]->name, isnan(bad) ? "NaN" : bad > 0 ? "+inf" : "-inf", (long long)at);
+    }
     return LOOM_OK;
 }
 
@@ -297,6 +345,7 @@ loom_status loom_checkpoint_load(loom_plan *plan, const char *path, const loom_c
     if (st == LOOM_OK) st = map_file_names(&L);
     if (st == LOOM_OK && L.d.weights_only) mark_optimizer_states(&L);
     if (st == LOOM_OK) st = match_tensors(&L);
+    if (st == LOOM_OK) st = check_finite(&L);
     uint64_t step = 0;
     bool have_step = false;
     if (st == LOOM_OK) st = read_step(&L, &step, &have_step);

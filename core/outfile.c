@@ -1,9 +1,13 @@
 /* core/outfile.c — atomic output files (core/outfile.h): a temporary file
  * beside the target, written through a buffer, fsynced and renamed over the
  * target on commit, removed on abort or failure. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "outfile.h"
@@ -12,6 +16,9 @@
 /* O_EXCL collisions (names left by a crashed process with our pid) tried
  * past before giving up */
 #define OUTFILE_TRIES 64
+/* A dead writer's temporary file is removed only once it is this old (a
+ * file just renamed or being inspected is left alone). */
+#define OUTFILE_STALE_S 60
 
 struct loom__outfile {
     loom_ctx *ctx;
@@ -70,6 +77,41 @@ static void fsync_dir_of(const char *path) {
     close(fd);
 }
 
+/* Remove "<path>.tmp.<pid>.<k>" files beside path left by writers that died
+ * (kill -9, a crash): the pid is not alive (kill(pid, 0) fails with ESRCH),
+ * the entry is a regular file and it was last changed over OUTFILE_STALE_S
+ * ago. Best effort: a file that cannot be inspected or removed stays. A
+ * process in another pid namespace writing to the same folder could be
+ * taken for dead; the age keeps its file while it is being written. */
+static void clean_stale(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[4096];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t bl = strlen(base);
+    time_t now = time(NULL);
+    char p[4096];
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *t = e->d_name;
+        if (strncmp(t, base, bl) || strncmp(t + bl, ".tmp.", 5)) continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(t + bl + 5, &end, 10);
+        if (errno || pid <= 0 || pid == (long)getpid() || *end != '.' || end[1] < '0' || end[1] > '9') continue;
+        strtoul(end + 1, &end, 10);
+        if (*end || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        struct stat sb;
+        if (snprintf(p, sizeof p, "%s/%s", dir, t) >= (int)sizeof p) continue;
+        if (lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode) || now - sb.st_mtime < OUTFILE_STALE_S) continue;
+        (void)unlink(p);
+    }
+    closedir(d);
+}
+
 static void outfile_free(loom__outfile *f) {
     free(f->path), free(f->temp), free(f->buf);
     free(f);
@@ -89,6 +131,13 @@ static loom_status fail(loom__outfile *f, const char *step, int err) {
 loom_status loom__outfile_open(loom_ctx *ctx, const char *path, loom__outfile **out) {
     *out = NULL;
     if (!path) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "output file: path is NULL");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return loom__err(ctx, LOOM_ERR_IO, "%s exists and is not a regular file (%s): refused, nothing written", path,
+                         S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                         : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode)              ? "a device"
+                                                                                    : "a socket or other special file");
+    clean_stale(path);
     loom__outfile *f = calloc(1, sizeof *f);
     size_t tlen = strlen(path) + 64;
     if (f) f->fd = -1, f->ctx = ctx;

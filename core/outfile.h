@@ -14,6 +14,12 @@
  * LOOM_ERR_IO naming the target, the temporary file, the step that failed
  * and the system's reason. Writes are buffered.
  *
+ * A target that exists and is not a regular file (a device such as
+ * /dev/full, a FIFO, a directory; symlinks are followed) is refused at open,
+ * before anything is written. Open also removes the temporary files of this
+ * target left by writers that died (their pid is not alive and the file is
+ * over a minute old).
+ *
  * A writer is used by one thread at a time. Several writers to one target
  * may run at once: the last to commit wins, whole.
  */

@@ -15,10 +15,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../core/impl.h"
@@ -56,10 +58,10 @@
 #endif
 #endif
 
-/* Larger images are refused (384 MiB of RGB is no training sample; a
- * small file that claims more is a decompression bomb or corrupt). */
-#define MAX_PIXELS ((int64_t)1 << 27)
 #define MAX_DEPTH 16
+/* deflate's largest expansion (a run of one byte): a PNG whose IDAT data,
+ * expanded this much, cannot hold its declared pixels is corrupt */
+#define DEFLATE_MAX_RATIO 1032
 
 typedef struct if_impl {
     char *root;
@@ -68,8 +70,10 @@ typedef struct if_impl {
     char **paths;       /* n, each root/class/... */
     int32_t *labels;
     bool skip_bad;
+    int64_t max_pixels;
     _Atomic uint8_t *bad; /* skip_bad: 1 once sample i was found bad */
     _Atomic int64_t skipped;
+    int64_t not_regular; /* image-named entries left out: not regular files */
 } if_impl;
 
 /* ---- the file checks and decoders ---------------------------------------- */
@@ -91,8 +95,33 @@ static img_fmt sniff(const uint8_t *b, size_t n, const char **other) {
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 static uint32_t le32(const uint8_t *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
 
-/* PNG: every chunk inside the file with a correct CRC, up to IEND. */
-static loom_status check_png(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n) {
+/* The decoded-pixel limit of a decode (loom_decode_hint.max_pixels). */
+static int64_t pixel_limit(const loom_decode_hint *hint) {
+    return hint && hint->max_pixels > 0 ? hint->max_pixels : LOOM_IMAGE_MAX_PIXELS;
+}
+
+/* An error unless w x h is a size within the limit. */
+static loom_status check_size(loom_ctx *ctx, const char *path, const char *fmt, int64_t w, int64_t h, int64_t limit) {
+    if (w < 1 || h < 1)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt %s: declares %lldx%lld pixels", path, fmt, (long long)w,
+                         (long long)h);
+    if (w > limit || h > limit || w * h > limit)
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: image too large: %s of %lldx%lld pixels (the limit is %lld pixels)",
+                         path, fmt, (long long)w, (long long)h, (long long)limit);
+    return LOOM_OK;
+}
+
+/* PNG: the IHDR's size within the limit; every chunk inside the file with a
+ * correct CRC, up to IEND; enough IDAT data for the declared pixels. */
+static loom_status check_png(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int64_t limit) {
+    if (n < 33) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated PNG (%zu bytes, no complete IHDR chunk)", path, n);
+    if (memcmp(b + 12, "IHDR", 4)) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt PNG (no IHDR chunk first)", path);
+    int64_t w = be32(b + 16), h = be32(b + 20);
+    loom_status st = check_size(ctx, path, "PNG", w, h, limit);
+    if (st != LOOM_OK) return st;
+    static const int8_t chans[7] = {1, 0, 3, 1, 2, 0, 4}; /* by colour type */
+    int64_t bits = b[24] * (b[25] <= 6 ? chans[b[25]] : 0);
+    uint64_t idat = 0;
     size_t p = 8;
     for (;;) {
         if (n - p < 12)
@@ -105,11 +134,16 @@ static loom_status check_png(loom_ctx *ctx, const char *path, const uint8_t *b, 
         if (crc != be32(b + p + 8 + len))
             return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt PNG: bad CRC in chunk '%.4s' at byte %zu", path,
                              (const char *)b + p + 4, p);
-        if (!memcmp(b + p + 4, "IEND", 4)) return LOOM_OK;
+        if (!memcmp(b + p + 4, "IDAT", 4)) idat += len;
+        if (!memcmp(b + p + 4, "IEND", 4)) break;
         p += 12 + (size_t)len;
     }
+    uint64_t raw = (uint64_t)h * (uint64_t)((w * bits + 7) / 8); /* the rows without their filter bytes */
+    if (raw > idat * DEFLATE_MAX_RATIO + 1024)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt PNG: %llu bytes of image data cannot hold %lldx%lld pixels",
+                         path, (unsigned long long)idat, (long long)w, (long long)h);
+    return LOOM_OK;
 }
-
 /* JPEG: an end-of-image marker (FF D9) within the last 32 bytes (a little
  * padding after it is common; a truncated file has none). */
 static bool jpeg_has_eoi(const uint8_t *b, size_t n) {
@@ -119,9 +153,10 @@ static bool jpeg_has_eoi(const uint8_t *b, size_t n) {
     return false;
 }
 
-/* BMP: the file is at least as long as its header says, and holds the
- * pixel rows of an uncompressed image. */
-static loom_status check_bmp(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n) {
+/* BMP: the file is at least as long as its header says, the image is
+ * uncompressed (BI_RGB or BI_BITFIELDS, what stb_image reads) within the
+ * size limit, and the file holds its pixel rows. */
+static loom_status check_bmp(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int64_t limit) {
     if (n < 34) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated BMP (%zu bytes, shorter than its header)", path, n);
     uint32_t declared = le32(b + 2), off = le32(b + 10), hsize = le32(b + 14);
     if ((declared > 0 && n < declared) || off > n)
@@ -134,14 +169,17 @@ static loom_status check_bmp(loom_ctx *ctx, const char *path, const uint8_t *b, 
         w = (int32_t)le32(b + 18), h = (int32_t)le32(b + 22), bpp = b[28] | b[29] << 8, comp = le32(b + 30);
     }
     if (h < 0) h = -h;
-    if (w < 1 || h < 1 || w * h > MAX_PIXELS)
-        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: BMP of %lldx%lld pixels (1 to 2^27)", path, (long long)w, (long long)h);
-    if ((comp == 0 || comp == 3) && bpp >= 1 && bpp <= 32) { /* BI_RGB, BI_BITFIELDS: rows of 4-byte multiples */
-        int64_t need = (int64_t)off + (w * bpp + 31) / 32 * 4 * h;
-        if ((int64_t)n < need)
-            return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated BMP (%zu bytes; %lldx%lld pixels at %lld bits need %lld)",
-                             path, n, (long long)w, (long long)h, (long long)bpp, (long long)need);
-    }
+    loom_status st = check_size(ctx, path, "BMP", w, h, limit);
+    if (st != LOOM_OK) return st;
+    if (comp != 0 && comp != 3)
+        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: BMP compression %lld (only uncompressed BMPs, 0 and 3, are read)",
+                         path, (long long)comp);
+    if (bpp != 1 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt BMP: %lld bits per pixel", path, (long long)bpp);
+    int64_t need = (int64_t)off + (w * bpp + 31) / 32 * 4 * h; /* rows of 4-byte multiples */
+    if ((int64_t)n < need)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: truncated BMP (%zu bytes; %lldx%lld pixels at %lld bits need %lld)",
+                         path, n, (long long)w, (long long)h, (long long)bpp, (long long)need);
     return LOOM_OK;
 }
 
@@ -159,6 +197,7 @@ typedef struct jpeg_err {
     struct jpeg_error_mgr pub;
     jmp_buf jb;
     char msg[JMSG_LENGTH_MAX];
+    bool warned; /* msg holds the first warning */
 } jpeg_err;
 
 static void jpeg_err_exit(j_common_ptr ci) {
@@ -167,12 +206,19 @@ static void jpeg_err_exit(j_common_ptr ci) {
     longjmp(e->jb, 1);
 }
 
-static void jpeg_err_emit(j_common_ptr ci, int level) { (void)ci, (void)level; } /* warnings: as TurboJPEG's */
+/* Warnings (level -1) are kept, as TurboJPEG's are: the first one's text. */
+static void jpeg_err_emit(j_common_ptr ci, int level) {
+    jpeg_err *e = (jpeg_err *)(void *)ci->err;
+    if (level >= 0 || e->warned) return;
+    ci->err->format_message(ci, e->msg);
+    e->warned = true;
+}
 
 static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int denom, int sw, int sh,
-                            const int64_t box[4], uint8_t *out, loom_status *st) {
+                            const int64_t box[4], bool accept_warnings, uint8_t *out, loom_status *st) {
     struct jpeg_decompress_struct ci;
     jpeg_err e;
+    e.warned = false;
     ci.err = jpeg_std_error(&e.pub);
     e.pub.error_exit = jpeg_err_exit, e.pub.emit_message = jpeg_err_emit;
     if (setjmp(e.jb)) {
@@ -215,14 +261,20 @@ static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, s
     memset(out + (size_t)ci.output_scanline * pitch, 0, (size_t)(sh - (int)ci.output_scanline) * pitch);
     jpeg_abort_decompress(&ci);
     jpeg_destroy_decompress(&ci);
+    if (e.warned && !accept_warnings) {
+        *st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt JPEG: %s (libjpeg-turbo's warning; skip_bad accepts it)", path,
+                        e.msg);
+        return -1;
+    }
     return 1;
 }
 #endif
 
 #ifdef LOOM_HAVE_TURBOJPEG
 /* JPEG with TurboJPEG: DCT-domain scaling by 1/8, 1/4 or 1/2 when the
- * result still covers the hint. Warnings (e.g. extraneous bytes) are
- * accepted as libjpeg's tools accept them, unless the end marker is missing. */
+ * result still covers the hint. A warning (e.g. extraneous bytes: the data
+ * is corrupt, the decoder guessed) is an error unless the hint accepts
+ * warnings, and always when the end marker is missing. */
 static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, const loom_decode_hint *hint,
                              uint8_t **px, int64_t *h, int64_t *w) {
     tjhandle tj = tjInitDecompress();
@@ -235,10 +287,8 @@ static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, 
                        tjGetErrorStr2(tj));
         goto done;
     }
-    if (W < 1 || H < 1 || (int64_t)W * H > MAX_PIXELS) {
-        st = loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: JPEG of %dx%d pixels (at most 2^27)", path, W, H);
-        goto done;
-    }
+    if ((st = check_size(ctx, path, "JPEG", W, H, pixel_limit(hint))) != LOOM_OK) goto done;
+    bool accept_warnings = hint && hint->accept_warnings;
     tjscalingfactor f = {1, 1};
     for (int d = 8; d >= 2 && hint && (hint->min_h > 0 || hint->min_w > 0); d /= 2) {
         tjscalingfactor g = {1, d};
@@ -257,7 +307,7 @@ static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, 
     if (hint && hint->region && jpeg_has_eoi(b, n) && hint->region(hint->user, sh, sw, box) && box[0] >= 0 &&
         box[1] >= 0 && box[2] <= sh && box[3] <= sw && box[0] < box[2] && box[1] < box[3] &&
         (box[2] - box[0]) * (box[3] - box[1]) < (int64_t)sw * sh) {
-        int r = decode_jpeg_part(ctx, path, b, n, f.denom, sw, sh, box, out, &st);
+        int r = decode_jpeg_part(ctx, path, b, n, f.denom, sw, sh, box, accept_warnings, out, &st);
         if (r < 0) goto done;
         if (r > 0) {
             *px = out, *h = sh, *w = sw;
@@ -267,9 +317,10 @@ static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, 
     }
 #endif
     if (tjDecompress2(tj, b, (unsigned long)n, out, sw, 0, sh, TJPF_RGB, 0) != 0 &&
-        (tjGetErrorCode(tj) == TJERR_FATAL || !jpeg_has_eoi(b, n))) {
-        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: %s JPEG: %s", path, jpeg_has_eoi(b, n) ? "corrupt" : "truncated",
-                       tjGetErrorStr2(tj));
+        (tjGetErrorCode(tj) == TJERR_FATAL || !jpeg_has_eoi(b, n) || !accept_warnings)) {
+        bool warning = tjGetErrorCode(tj) == TJERR_WARNING && jpeg_has_eoi(b, n);
+        st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: %s JPEG: %s%s", path, jpeg_has_eoi(b, n) ? "corrupt" : "truncated",
+                       tjGetErrorStr2(tj), warning ? " (libjpeg-turbo's warning; skip_bad accepts it)" : "");
         goto done;
     }
     *px = out, *h = sh, *w = sw;
@@ -281,24 +332,31 @@ done:
 }
 #endif
 
-/* Decode the file at path into a malloc'd RGB HWC buffer. */
+/* Decode the file at path into a malloc'd RGB HWC buffer. The file is
+ * opened without blocking and checked to be a regular file before anything
+ * is read: a FIFO or device put in place of an image is refused, never
+ * waited on. */
 static loom_status decode_file(loom_ctx *ctx, const char *path, const loom_decode_hint *hint, uint8_t **px, int64_t *h,
                                int64_t *w) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     uint8_t *b = NULL;
     loom_status st = LOOM_OK;
     size_t n = 0;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = loom__err(ctx, LOOM_ERR_IO, "%s: not a regular file", path);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = loom__err(ctx, LOOM_ERR_IO, "%s: not a regular file (a FIFO, socket or device is not read)", path);
     else if ((n = (size_t)sb.st_size) > (size_t)INT32_MAX)
         st = loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: %zu bytes: too large for an image file", path, n);
     else if (n > 0 && !(b = malloc(n)))
         st = loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory (%zu bytes)", path, n);
-    else if (n > 0 && fread(b, 1, n, f) != n)
-        st = loom__err(ctx, LOOM_ERR_IO, "%s: read error", path);
-    fclose(f);
+    for (size_t at = 0; st == LOOM_OK && at < n;) {
+        ssize_t r = read(fd, b + at, n - at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) st = loom__err(ctx, LOOM_ERR_IO, "%s: read error: %s", path, r < 0 ? strerror(errno) : "file shrank");
+        else at += (size_t)r;
+    }
+    close(fd);
     if (st == LOOM_OK) st = loom_image_decode(ctx, path, b, n, hint, px, h, w);
     free(b);
     return st;
@@ -320,8 +378,9 @@ loom_status loom_image_decode(loom_ctx *ctx, const char *name, const void *buf, 
                          path, b[0], n > 1 ? b[1] : 0, n > 2 ? b[2] : 0, n > 3 ? b[3] : 0);
     }
     loom_status st;
-    if (fmt == FMT_PNG && (st = check_png(ctx, path, b, n)) != LOOM_OK) return st;
-    if (fmt == FMT_BMP && (st = check_bmp(ctx, path, b, n)) != LOOM_OK) return st;
+    int64_t limit = pixel_limit(hint);
+    if (fmt == FMT_PNG && (st = check_png(ctx, path, b, n, limit)) != LOOM_OK) return st;
+    if (fmt == FMT_BMP && (st = check_bmp(ctx, path, b, n, limit)) != LOOM_OK) return st;
 #ifdef LOOM_HAVE_TURBOJPEG
     if (fmt == FMT_JPEG) return decode_tj(ctx, path, b, n, hint, px, h, w);
 #endif
@@ -331,8 +390,7 @@ loom_status loom_image_decode(loom_ctx *ctx, const char *name, const void *buf, 
     int iw, ih, comp;
     if (!stbi_info_from_memory(b, (int)n, &iw, &ih, &comp))
         return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt %s: %s", path, fname, stbi_failure_reason());
-    if (iw < 1 || ih < 1 || (int64_t)iw * ih > MAX_PIXELS)
-        return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "%s: image of %dx%d pixels (1 to 2^27)", path, iw, ih);
+    if ((st = check_size(ctx, path, fname, iw, ih, limit)) != LOOM_OK) return st;
     uint8_t *out = stbi_load_from_memory(b, (int)n, &iw, &ih, &comp, 3);
     if (!out) return loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt %s: %s", path, fname, stbi_failure_reason());
     *px = out, *h = ih, *w = iw;
@@ -345,6 +403,9 @@ static loom_status if_get(const loom_source *src, loom_ctx *ctx, int64_t i, cons
                           int64_t *h, int64_t *w, int32_t *label) {
     if_impl *m = src->impl;
     *data = NULL;
+    loom_decode_hint hn = hint ? *hint : (loom_decode_hint){0};
+    hn.max_pixels = m->max_pixels, hn.accept_warnings = m->skip_bad;
+    hint = &hn;
     if (i < 0 || i >= src->n)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: sample %lld out of range (%lld samples)", src->name, (long long)i,
                          (long long)src->n);
@@ -409,11 +470,6 @@ static void sl_free(strlist *l) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static bool is_dir(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static bool has_ext(const char *name, const char *const *exts) {
     const char *dot = strrchr(name, '.');
     if (!dot) return false;
@@ -422,8 +478,52 @@ static bool has_ext(const char *name, const char *const *exts) {
     return false;
 }
 
-/* Sorted entries of dir (no '.' names): subfolders into dirs, files into files. */
-static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strlist *files) {
+static const char *const img_exts[] = {"jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff", "ppm", "pgm", NULL};
+
+/* The walk's state: every directory entered so far, by (device, inode), so
+ * that a symlink back to a parent (or to '.') or a second link to a folder
+ * is refused instead of listing its images again and again. */
+typedef struct walk_state {
+    struct seen_dir {
+        dev_t dev;
+        ino_t ino;
+        char *path;
+    } *seen;
+    size_t nseen, cap;
+    int64_t not_regular;
+} walk_state;
+
+static void ws_free(walk_state *ws) {
+    for (size_t k = 0; k < ws->nseen; k++) free(ws->seen[k].path);
+    free(ws->seen);
+}
+
+/* Record dir as entered; an error if it was entered before. */
+static loom_status ws_enter(loom_ctx *ctx, walk_state *ws, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: %s: %s", dir, strerror(errno));
+    for (size_t k = 0; k < ws->nseen; k++)
+        if (ws->seen[k].dev == sb.st_dev && ws->seen[k].ino == sb.st_ino)
+            return loom__err(ctx, LOOM_ERR_FORMAT,
+                             "ImageFolder: %s is the directory %s again (a symlink loop or a second link to one "
+                             "folder): refused",
+                             dir, ws->seen[k].path);
+    if (ws->nseen == ws->cap) {
+        size_t c = ws->cap ? 2 * ws->cap : 64;
+        struct seen_dir *v = realloc(ws->seen, c * sizeof *v);
+        if (!v) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
+        ws->seen = v, ws->cap = c;
+    }
+    char *p = strdup(dir);
+    if (!p) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
+    ws->seen[ws->nseen++] = (struct seen_dir){sb.st_dev, sb.st_ino, p};
+    return LOOM_OK;
+}
+
+/* Sorted entries of dir (no '.' names): subfolders into dirs, regular files
+ * into files. An entry with an image's extension that is neither (a FIFO,
+ * socket, device node, dangling symlink) is left out and counted. */
+static loom_status list_dir(loom_ctx *ctx, walk_state *ws, const char *dir, strlist *dirs, strlist *files) {
     DIR *d = opendir(dir);
     if (!d) return loom__err(ctx, LOOM_ERR_IO, "ImageFolder: cannot open directory %s: %s", dir, strerror(errno));
     struct dirent *e;
@@ -432,8 +532,12 @@ static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strli
     while (ok && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue; /* too long: not listed */
-        if (is_dir(p)) ok = sl_push(dirs, e->d_name);
-        else if (files) ok = sl_push(files, e->d_name);
+        struct stat sb;
+        bool found = stat(p, &sb) == 0;
+        if (found && S_ISDIR(sb.st_mode)) ok = sl_push(dirs, e->d_name);
+        else if (!files) continue;
+        else if (found && S_ISREG(sb.st_mode)) ok = sl_push(files, e->d_name);
+        else if (has_ext(e->d_name, img_exts)) ws->not_regular++;
     }
     closedir(d);
     if (!ok) return loom__err(ctx, LOOM_ERR_OOM, "ImageFolder: out of memory listing %s", dir);
@@ -442,12 +546,12 @@ static loom_status list_dir(loom_ctx *ctx, const char *dir, strlist *dirs, strli
     return LOOM_OK;
 }
 
-static const char *const img_exts[] = {"jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff", "ppm", "pgm", NULL};
-
 /* The image files under dir (its own sorted, then each subfolder's), into out. */
-static loom_status walk(loom_ctx *ctx, const char *dir, int depth, strlist *out) {
+static loom_status walk(loom_ctx *ctx, walk_state *ws, const char *dir, int depth, strlist *out) {
+    loom_status st = ws_enter(ctx, ws, dir);
+    if (st != LOOM_OK) return st;
     strlist dirs = {0}, files = {0};
-    loom_status st = list_dir(ctx, dir, &dirs, &files);
+    st = list_dir(ctx, ws, dir, &dirs, &files);
     char p[4096];
     for (size_t k = 0; st == LOOM_OK && k < files.n; k++) {
         if (!has_ext(files.v[k], img_exts)) continue;
@@ -460,7 +564,7 @@ static loom_status walk(loom_ctx *ctx, const char *dir, int depth, strlist *out)
         if (snprintf(p, sizeof p, "%s/%s", dir, dirs.v[k]) >= (int)sizeof p)
             st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", dir, dirs.v[k]);
         else
-            st = walk(ctx, p, depth + 1, out);
+            st = walk(ctx, ws, p, depth + 1, out);
     }
     sl_free(&dirs), sl_free(&files);
     return st;
@@ -479,7 +583,9 @@ loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_d
     size_t lcap = 0;
     if_impl *m = NULL;
     loom_source *s = NULL;
-    loom_status st = list_dir(ctx, root, &classes, NULL);
+    walk_state ws = {0};
+    loom_status st = ws_enter(ctx, &ws, root);
+    if (st == LOOM_OK) st = list_dir(ctx, &ws, root, &classes, NULL);
     if (st == LOOM_OK && classes.n == 0)
         st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: %s has no class folders (expected root/<class>/<image>)", root);
     if (st == LOOM_OK && classes.n > INT32_MAX / 2)
@@ -491,7 +597,7 @@ loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_d
             st = loom__err(ctx, LOOM_ERR_IO, "ImageFolder: path too long: %s/%s", root, classes.v[k]);
             break;
         }
-        if ((st = walk(ctx, p, 0, &files)) != LOOM_OK) break;
+        if ((st = walk(ctx, &ws, p, 0, &files)) != LOOM_OK) break;
         if (files.n == before) {
             st = loom__err(ctx, LOOM_ERR_FORMAT, "ImageFolder: class folder %s has no image (.jpg, .jpeg, .png, .bmp)", p);
             break;
@@ -536,13 +642,17 @@ loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_d
     m->labels = labels;
     labels = NULL;
     m->skip_bad = desc->skip_bad;
+    m->max_pixels = desc->max_pixels;
+    m->not_regular = ws.not_regular;
     atomic_init(&m->skipped, 0);
     *s = (loom_source){.name = m->root, .n = (int64_t)files.n, .kind = LOOM_SAMPLE_U8, .c = 3, .h = 0, .w = 0,
                        .num_classes = m->nclasses, .get = NULL, .destroy = if_destroy, .impl = m, .get_image = if_get};
     sl_free(&files);
+    ws_free(&ws);
     *out = s;
     return LOOM_OK;
 fail:
+    ws_free(&ws);
     if_free(m);
     free(s);
     sl_free(&classes), sl_free(&files);
@@ -567,4 +677,9 @@ const char *loom_imagefolder_path(const loom_source *src, int64_t i) {
 int64_t loom_imagefolder_skipped(const loom_source *src) {
     if_impl *m = (if_impl *)impl_of(src);
     return m ? atomic_load(&m->skipped) : 0;
+}
+
+int64_t loom_imagefolder_not_regular(const loom_source *src) {
+    const if_impl *m = impl_of(src);
+    return m ? m->not_regular : 0;
 }

@@ -38,6 +38,20 @@ typedef struct tval {
     char name[32];
 } tval;
 
+/* A decimal number at p (as Python writes one: digits, a point, an
+ * exponent; no hex, inf or nan, which strtod would take), else false. */
+static bool decimal(const char *p, double *x, char **end) {
+    const char *q = p;
+    if (*q == '+' || *q == '-') q++;
+    if (!(*q >= '0' && *q <= '9') && !(*q == '.' && q[1] >= '0' && q[1] <= '9')) return false;
+    errno = 0;
+    *x = strtod(p, end);
+    if (*end == p || errno || !isfinite(*x)) return false;
+    for (q = p; q < *end; q++)
+        if (!strchr("+-.0123456789eE", *q)) return false;
+    return true;
+}
+
 static loom_status value(tparse *t, tval *v) {
     ws(t);
     memset(v, 0, sizeof *v);
@@ -48,9 +62,8 @@ static loom_status value(tparse *t, tval *v) {
             ws(t);
             if (*t->p == close) break;
             char *end;
-            errno = 0;
-            double x = strtod(t->p, &end);
-            if (end == t->p || errno || v->n == 4) return perr(t, "a number (tuples hold up to 4)");
+            double x;
+            if (!decimal(t->p, &x, &end) || v->n == 4) return perr(t, "a number (tuples hold up to 4)");
             v->v[v->n++] = x;
             t->p = end;
             ws(t);
@@ -61,9 +74,8 @@ static loom_status value(tparse *t, tval *v) {
         return LOOM_OK;
     }
     char *end;
-    errno = 0;
-    double x = strtod(t->p, &end);
-    if (end != t->p && !errno) {
+    double x;
+    if (decimal(t->p, &x, &end)) {
         v->n = 1, v->v[0] = x;
         t->p = end;
         return LOOM_OK;

@@ -172,7 +172,7 @@ static loom_status shard_check(loom_ctx *ctx, const char *path, const uint8_t *b
 
 loom_status loom_source_open_shard(loom_ctx *ctx, const char *path, loom_source **out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO in its place must not block */
     if (fd < 0) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open the shard: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

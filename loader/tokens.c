@@ -115,7 +115,7 @@ loom_status loom_source_open_tokens(loom_ctx *ctx, const char *path, const loom_
     if (desc->vocab_size < 0 || desc->vocab_size > INT32_MAX)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s: vocab_size %lld (expected 1..2^31-1, or 0 for no bound)", path,
                          (long long)desc->vocab_size);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO in its place must not block */
     if (fd < 0) return loom__err(ctx, LOOM_ERR_IO, "%s: cannot open the token file: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -8,8 +8,12 @@
  * - every writer gets its own temporary name beside the target, also two
  *   writers of one target at once; threads saving one target concurrently
  *   leave one whole file
+ * - a target that is not a regular file (a directory, a FIFO, /dev/full)
+ *   is refused at open, naming it, and nothing is written
+ * - temporary files of dead writers (pid gone, over a minute old) are
+ *   removed when the target is next written; fresh ones are kept
  * - failures name the file and leave the target intact: a missing
- *   directory, a directory in the way of the rename, and the file-size limit
+ *   directory, and the file-size limit
  *   (RLIMIT_FSIZE, SIGXFSZ ignored) hit by a direct write and by the flush
  *   at commit
  *
@@ -24,6 +28,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "loom/loom.h"
@@ -199,17 +205,67 @@ static void test_errors(void) {
               strstr(loom_last_error(ctx), "cannot create the temporary file"),
           "missing directory: %s: %s", loom_status_str(s), loom_last_error(ctx));
 
-    /* a directory in the way: the rename fails, the directory is intact */
+    /* a directory in the way: refused at open, the directory is intact */
     const char *dir = tpath("a-directory");
     mkdir(dir, 0777);
     char inner[600];
     snprintf(inner, sizeof inner, "%s/inside", dir);
     CHECK_OK(ctx, save(inner, "x", 1));
     s = save(dir, "data", 4);
-    CHECK(s == LOOM_ERR_IO && strstr(loom_last_error(ctx), "rename") && strstr(loom_last_error(ctx), dir) &&
-              strstr(loom_last_error(ctx), "unchanged"),
+    CHECK(s == LOOM_ERR_IO && strstr(loom_last_error(ctx), "not a regular file") && strstr(loom_last_error(ctx), dir),
           "a directory in the way: %s: %s", loom_status_str(s), loom_last_error(ctx));
     CHECK(same_file(inner, "x", 1) && temp_files_left() == 0, "the directory is intact, no temporary file left");
+}
+
+/* A FIFO and a device node as the target: refused at open naming them; the
+ * FIFO stays a FIFO and no temporary file is made. */
+static void test_special(void) {
+    const char *fifo = tpath("a-fifo");
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    loom__outfile *f = NULL;
+    loom_status s = loom__outfile_open(ctx, fifo, &f);
+    struct stat sb;
+    CHECK(s == LOOM_ERR_IO && !f && strstr(loom_last_error(ctx), fifo) && strstr(loom_last_error(ctx), "a FIFO") &&
+              stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode) && temp_files_left() == 0,
+          "a FIFO as the target: %s: %s", loom_status_str(s), loom_last_error(ctx));
+    if (f) loom__outfile_abort(f), f = NULL;
+    unlink(fifo);
+    if (stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode)) {
+        s = loom__outfile_open(ctx, "/dev/full", &f);
+        CHECK(s == LOOM_ERR_IO && !f && strstr(loom_last_error(ctx), "/dev/full") &&
+                  strstr(loom_last_error(ctx), "not a regular file"),
+              "/dev/full as the target: %s: %s", loom_status_str(s), loom_last_error(ctx));
+        if (f) loom__outfile_abort(f);
+        CHECK(stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode), "/dev/full is still a device");
+    }
+}
+
+/* Stale temporary files: a dead pid's, two minutes old, is removed by the
+ * next writer of that target; a dead pid's fresh one and a live pid's old
+ * one stay. */
+static void test_stale(void) {
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, NULL, 0);
+    char old_dead[600], new_dead[600], old_live[600];
+    snprintf(old_dead, sizeof old_dead, TDIR "/stale.bin.tmp.%ld.3", (long)child);
+    snprintf(new_dead, sizeof new_dead, TDIR "/stale.bin.tmp.%ld.4", (long)child);
+    snprintf(old_live, sizeof old_live, TDIR "/stale.bin.tmp.%ld.5", (long)getppid());
+    const char *names[3] = {old_dead, new_dead, old_live};
+    struct timeval tv[2];
+    gettimeofday(&tv[0], NULL);
+    tv[0].tv_sec -= 120, tv[1] = tv[0];
+    for (int k = 0; k < 3; k++) {
+        FILE *fp = fopen(names[k], "wb");
+        if (fp) fputs("partial", fp), fclose(fp);
+        if (k != 1) utimes(names[k], tv);
+    }
+    CHECK_OK(ctx, save(tpath("stale.bin"), "new", 3));
+    struct stat sb;
+    CHECK(stat(old_dead, &sb) != 0, "a dead writer's old temporary file is removed");
+    CHECK(stat(new_dead, &sb) == 0 && stat(old_live, &sb) == 0, "a fresh one and a live writer's are kept");
+    unlink(new_dead), unlink(old_live);
 }
 
 /* The file-size limit hit (as a full disk would): by a write larger than
@@ -265,6 +321,8 @@ int main(void) {
     test_unique();
     test_threads();
     test_errors();
+    test_special();
+    test_stale();
     test_full();
     loom_ctx_destroy(ctx);
     return tu_summary();

@@ -122,8 +122,14 @@ typedef struct loom_checkpoint_load_desc {
     bool strict;
     /* Skip shape/dtype-mismatched tensors (reported) instead of failing. By
      * default a mismatch is LOOM_ERR_SHAPE naming the tensor and both
-     * shapes and dtypes. */
+     * shapes and dtypes. A float tensor of the right shape in another float
+     * dtype (F16, BF16, F32, F64) is not a mismatch: it is converted
+     * (rounded to nearest even); an integer one is ("a dtype mismatch"). */
     bool skip_mismatched;
+    /* Load NaN and infinities. By default a loaded float tensor holding one
+     * is LOOM_ERR_FORMAT naming the tensor and the first bad (flat) index,
+     * and nothing is written. */
+    bool allow_nonfinite;
     /* Rename the file's tensors before matching them with the graph's:
      * NULL or a NULL-terminated list of pairs "old", "new", "old", "new", ...,
      * NULL. A tensor takes the first pair that matches its name: an exact

@@ -47,7 +47,20 @@ typedef struct loom_decode_hint {
      * pipeline's random crop of the sample. */
     bool (*region)(void *user, int64_t h, int64_t w, int64_t box[4]);
     void *user;
+    /* The decoded-pixel limit: an image whose header declares more than
+     * this many pixels (or a side longer) is refused before anything is
+     * allocated, "image too large" naming the file, both sides and the
+     * limit. 0 = LOOM_IMAGE_MAX_PIXELS. An ImageFolder sets it from its desc. */
+    int64_t max_pixels;
+    /* A JPEG that libjpeg-turbo decodes with a warning (corrupt data it
+     * guessed past, e.g. extraneous bytes) is an error unless this is set;
+     * an ImageFolder sets it from skip_bad. (A region decode sees the
+     * warnings of the rows it reads.) */
+    bool accept_warnings;
 } loom_decode_hint;
+
+/* The default decoded-pixel limit (loom_decode_hint.max_pixels). */
+#define LOOM_IMAGE_MAX_PIXELS ((int64_t)1 << 28)
 
 /* A dataset: n samples of one shape, each with an i32 label. A source
  * object is immutable after it is opened: `get` may be called from several
@@ -123,14 +136,26 @@ void loom_source_destroy(loom_source *src);
  * other files are ignored. Images of any size, always 3 channels (RGB, as
  * torchvision's loader converts to): a variable-size source (get_image).
  * Open errors (LOOM_ERR_IO / LOOM_ERR_FORMAT) name the directory: missing,
- * not a directory, no class folders, a class folder with no image. */
+ * not a directory, no class folders, a class folder with no image, a folder
+ * reached twice (the walk tracks every directory by device and inode: a
+ * symlink to a parent or to '.', or a second link to one folder, is refused
+ * naming both paths). Symlinks are followed. An entry with an image's
+ * extension that is not a regular file (a FIFO, socket, device node or
+ * dangling symlink) is skipped and counted (loom_imagefolder_not_regular);
+ * a file that has become one since the walk is an error when read (files
+ * are opened without blocking and checked before reading). */
 typedef struct loom_imagefolder_desc {
     const char *root;  /* required */
     /* A corrupt, truncated, empty or unsupported file is by default an error
      * naming the file (LOOM_ERR_FORMAT / LOOM_ERR_UNSUPPORTED). With skip_bad
      * such a sample is replaced by the next good one (i + 1, i + 2, ...,
-     * wrapping: a pure function of i) and counted once. */
+     * wrapping: a pure function of i) and counted once. A JPEG that
+     * libjpeg-turbo decodes with only a warning is then kept (else it is
+     * an error). */
     bool skip_bad;
+    /* Images declaring more pixels are refused (loom_decode_hint.max_pixels);
+     * 0 = LOOM_IMAGE_MAX_PIXELS. */
+    int64_t max_pixels;
 } loom_imagefolder_desc;
 
 loom_status loom_source_open_imagefolder(loom_ctx *ctx, const loom_imagefolder_desc *desc, loom_source **out);
@@ -140,6 +165,9 @@ const char *loom_imagefolder_class(const loom_source *src, int k);
 const char *loom_imagefolder_path(const loom_source *src, int64_t i);
 /* Files skipped so far (skip_bad), each counted once; 0 for other sources. */
 int64_t loom_imagefolder_skipped(const loom_source *src);
+/* Image-named entries the walk left out because they are not regular files;
+ * 0 for other sources. */
+int64_t loom_imagefolder_not_regular(const loom_source *src);
 /* Decode one image file held in memory (JPEG, PNG or BMP, told apart by
  * their first bytes) as ImageFolder does, with the same checks: RGB HWC into
  * a buffer from malloc (*data, *h x *w x 3 bytes) that the caller frees.

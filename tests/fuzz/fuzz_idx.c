@@ -45,9 +45,13 @@ static void load(const char *images, const char *labels) {
     loom_dataset_free(&ds);
 }
 
+/* the three files go at exit (the replay program runs in ctest) */
+static void cleanup(void) { unlink(in_path), unlink(img_path), unlink(lab_path); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ctx) {
         loom_ctx_create(NULL, &ctx);
+        atexit(cleanup);
         long pid = (long)getpid();
         snprintf(in_path, sizeof in_path, "/tmp/loom-fuzz-idx-%ld.in", pid);
         snprintf(img_path, sizeof img_path, "/tmp/loom-fuzz-idx-%ld.images", pid);

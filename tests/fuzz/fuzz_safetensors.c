@@ -39,8 +39,9 @@ static void round_trip(const loom_safetensors *st) {
     int n = loom_safetensors_count(st), nm = loom_safetensors_meta_count(st);
     for (int i = 0; i < n; i++)
         if (!loom_safetensors_tensor(st, i)->name[0]) return; /* the writer refuses empty names */
-    loom_st_tensor *t = malloc((size_t)(n ? n : 1) * sizeof *t);
-    const char **meta = malloc((size_t)(2 * nm + 1) * sizeof *meta);
+    if (n < 0 || nm < 0) fail("a negative count");
+    loom_st_tensor *t = malloc((n > 0 ? (size_t)n : 1) * sizeof *t);
+    const char **meta = malloc((2 * (size_t)nm + 1) * sizeof *meta);
     for (int i = 0; i < n; i++) t[i] = *loom_safetensors_tensor(st, i);
     for (int i = 0; i < nm; i++) {
         meta[2 * i] = loom_safetensors_meta_key(st, i);
@@ -64,9 +65,12 @@ static void round_trip(const loom_safetensors *st) {
     free(meta);
 }
 
+static void cleanup(void) { unlink(out_path); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ctx) {
         loom_ctx_create(NULL, &ctx);
+        atexit(cleanup);
         snprintf(out_path, sizeof out_path, "/tmp/loom-fuzz-safetensors-%ld.safetensors", (long)getpid());
     }
     loom_safetensors *st = (loom_safetensors *)&ctx; /* must be overwritten */
