@@ -281,7 +281,9 @@ static void test_batch_norm_effects(void) {
         loom_init one = {LOOM_INIT_ONES, 0, 0};
         loom_tensor *rm = loom_state(g, "rm", LOOM_F32, D(3), NULL), *rv = loom_state(g, "rv", LOOM_F32, D(3), &one);
         bool train = k != 1, stats = k != 2;
-        loom_tensor *bn = loom_batch_norm(g, x, NULL, NULL, stats ? rm : NULL, stats ? rv : NULL, train, 0.1, 1e-5);
+        loom_tensor *bn = loom_batch_norm(g, x,
+                                          &(loom_batch_norm_desc){.running_mean = stats ? rm : NULL,
+                                                                  .running_var = stats ? rv : NULL, .eval = !train});
         (void)bn;
         loom_keep(loom_scale(g, x, 2.0));
         loom_plan *p = compile(g, false);

@@ -54,7 +54,7 @@ static bool build(loom_ctx *ctx, const char *backend, double smoothing, run *r) 
         loom_mean(g, loom_linear(g, x, w, bias), 3, false),
         loom_sum(g, loom_sum(g, x, 1u << 1, false), 1, false),
         loom_mean(g, loom_mean(g, x, 1u << 0, false), 1, false),
-        loom_mean(g, loom_mul(g, loom_batch_norm(g, bx, gamma, beta, rm, rv, true, 0.1, 1e-5), bx), 15, false),
+        loom_mean(g, loom_mul(g, loom_batch_norm(g, bx, &(loom_batch_norm_desc){.gamma = gamma, .beta = beta, .running_mean = rm, .running_var = rv}), bx), 15, false),
     };
     for (size_t i = 0; i < sizeof terms / sizeof *terms; i++) tot = loom_add(g, tot, terms[i]);
     CHECK_OK(ctx, loom_backward(g, tot));

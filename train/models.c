@@ -43,7 +43,9 @@ static loom_tensor *batch_norm(loom_graph *g, const char *layer, loom_tensor *x,
     loom_tensor *beta = loom_param(g, n[1], LOOM_F32, 1, &c, NULL);
     loom_tensor *rm = loom_state(g, n[2], LOOM_F32, 1, &c, NULL);
     loom_tensor *rv = loom_state(g, n[3], LOOM_F32, 1, &c, &ones);
-    return loom_batch_norm(g, x, gamma, beta, rm, rv, train, momentum, 1e-5);
+    return loom_batch_norm(g, x,
+                           &(loom_batch_norm_desc){.gamma = gamma, .beta = beta, .running_mean = rm,
+                                                   .running_var = rv, .eval = !train, .momentum = momentum});
 }
 
 static loom_tensor *conv_bn_relu_pool(loom_graph *g, int idx, loom_tensor *x, int64_t out, bool train, double mom) {

@@ -92,9 +92,12 @@ static void bn_check_running(loom_graph *g, const loom_tensor *x, const loom_ten
                    loom_tensor_shape_str(x, sx, sizeof sx));
 }
 
-loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, loom_tensor *beta,
-                             loom_tensor *running_mean, loom_tensor *running_var, bool train, double momentum,
-                             double eps) {
+loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, const loom_batch_norm_desc *desc) {
+    loom_batch_norm_desc d = {0};
+    if (desc) d = *desc;
+    loom_tensor *gamma = d.gamma, *beta = d.beta, *running_mean = d.running_mean, *running_var = d.running_var;
+    bool train = !d.eval;
+    double momentum = d.momentum == 0 ? 0.1 : d.momentum, eps = d.eps == 0 ? 1e-5 : d.eps;
     if (!loom__ok(g, 1, x)) return NULL;
     loom_tensor *ac[3] = {x, gamma, beta}; /* running stats stay f32 */
     loom__autocast(g, LOOM_OP_BATCH_NORM, 3, ac);

@@ -148,13 +148,18 @@ loom_tensor *loom_adaptive_avg_pool2d(loom_graph *g, loom_tensor *x, int out_h, 
 loom_tensor *loom_global_avg_pool2d(loom_graph *g, loom_tensor *x); /* (N,C,H,W) -> (N,C,1,1) */
 
 /* ---- normalisation and regularisation ---- */
-/* x (N, C, ...) ; gamma, beta (C) or NULL; running_mean/var (C) states or NULL.
- * train: normalise with batch statistics (biased variance) and, if running
- * statistics are given, update them with momentum (unbiased variance), like
- * torch. eval: normalise with the running statistics. */
-loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, loom_tensor *gamma, loom_tensor *beta,
-                             loom_tensor *running_mean, loom_tensor *running_var, bool train, double momentum,
-                             double eps);
+typedef struct loom_batch_norm_desc {
+    loom_tensor *gamma, *beta;               /* (C) affine parameters, or NULL */
+    loom_tensor *running_mean, *running_var; /* (C) states, given together, or NULL */
+    bool eval;       /* normalise with the running statistics (false: training mode) */
+    double momentum; /* running statistics r = (1 - momentum) r + momentum v; 0 = 0.1 (torch) */
+    double eps;      /* added to the variance; 0 = 1e-5 (torch) */
+} loom_batch_norm_desc;
+/* x (N, C, ...). Training mode: normalise with batch statistics (biased
+ * variance) and, if running statistics are given, update them with momentum
+ * (unbiased variance), like torch. eval: normalise with the running
+ * statistics. desc NULL = training mode, no affine, no running statistics. */
+loom_tensor *loom_batch_norm(loom_graph *g, loom_tensor *x, const loom_batch_norm_desc *desc);
 /* Normalise over the last `norm_dims` axes; gamma/beta have those axes' shape, or NULL. */
 loom_tensor *loom_layer_norm(loom_graph *g, loom_tensor *x, int norm_dims, loom_tensor *gamma, loom_tensor *beta,
                              double eps);

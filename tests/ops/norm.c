@@ -27,7 +27,9 @@ static loom_tensor *batch_norm(loom_graph *g, loom_dtype dt, int v) {
         rm = running(g, "running_mean", dt, c, -0.5, 0.5);
         rv = running(g, "running_var", dt, c, 0.5, 1.5);
     }
-    return loom_batch_norm(g, x, gamma, beta, rm, rv, !(v & BN_EVAL), 0.1, 1e-5);
+    return loom_batch_norm(g, x,
+                           &(loom_batch_norm_desc){.gamma = gamma, .beta = beta, .running_mean = rm,
+                                                   .running_var = rv, .eval = (v & BN_EVAL) != 0});
 }
 
 /* variant: bits 0..1 case (0: (4,7) over 1; 1: (2,3,4,5) over 2; 2: (3,5,6) over 2;
