@@ -10,6 +10,10 @@ int loom_cmd_info(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-ops")) {
             ops = false;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: loom info [--no-ops]\n"
+                   "  --no-ops   leave out the op table (the dtypes of each op on each backend)\n");
+            return 0;
         } else {
             fprintf(stderr, "loom info: unknown option '%s'\nusage: loom info [--no-ops]\n", argv[i]);
             return 2;
