@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/torch_train.py — PyTorch twin of `loom train` (CPU, or a GPU with --device cuda), for comparison.
 
-Mirrors loom's built-in models (core/models.c) and training step: same layers
+Mirrors loom's built-in models (train/models.c) and training step: same layers
 and PyTorch default initialisation, cross-entropy (mean), SGD with momentum
 (dampening 0) / Adam / AdamW, the same batch size and thread count. The data
 set is read once into memory as a normalised float tensor,

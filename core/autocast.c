@@ -77,7 +77,7 @@ void loom__autocast(loom_graph *g, int op, int n, loom_tensor **srcs) {
     }
 }
 
-/* Frozen parameters in 16 bits only (loom_train_desc.frozen_16bit): a frozen
+/* Frozen parameters in 16 bits only (loom_trainer_desc.transfer.frozen_16bit): a frozen
  * f32 parameter whose every use is autocast's cast to the 16-bit dtype keeps
  * only that copy. The parameter itself becomes 16-bit (initialised, loaded
  * and saved as such), its users read it directly, and the cast nodes are left

@@ -10,9 +10,9 @@ typedef struct job {
     int64_t n, chunk;
 } job;
 
-/* Waiting spins for a while before sleeping: a sleep/wake round trip costs
- * ~60 us on small VMs, longer than many kernels; spinning ~30 us keeps a
- * training step's back-to-back parallel regions on warm threads. */
+/* Waiting spins for a while before sleeping: a sleep/wake round trip can
+ * cost longer than many kernels take, and a short spin keeps a training
+ * step's back-to-back parallel regions on warm threads. */
 #define SPIN_ITERS 4000
 
 struct pool {

@@ -343,6 +343,6 @@ extern "C" const loom__backend_vtbl loom__cuda_backend = {
     .plan_release = cu_plan_release,
     .synchronize = cu_synchronize,
     .can_profile = true,
-    .reproducible = false, /* reproducible mode (core/repro.h): not on CUDA yet */
+    .reproducible = false, /* no canonical kernels (core/repro.h) on this backend */
     .kernels = loom__cu_kernels,
 };

@@ -22,15 +22,12 @@
  *        (K + O/groups) * nb * OH*OW floats, nb = min(N, max(1, 4M / ((K + O/groups) * OH*OW)))
  *      i.e. at most ~16 MB unless one image alone needs more; none for 1x1.
  *
- *      Measured (dev machine, 2 threads shared with other jobs, OpenBLAS;
- *      best of 50 runs, GFLOP/s = 2*N*O*OH*OW*K / time), chunked -> per image:
- *                                                forward         grad_input      grad_weight
- *        x (64,1,28,28)  w (32,1,3,3)  pad 1:    0.78 -> 0.32    0.87 -> 0.35    0.26 -> 0.13 ms
- *        x (64,32,14,14) w (64,32,3,3) pad 1:    2.8 -> 3.1      2.5 -> 2.6      4.1 -> 3.6 ms
- *      and the cnn's training step is ~15% faster per image (samples/s 5100-5270 -> 5490-6300).
- *      (the first layer, K = 9, is bound by memory traffic, not by the GEMM).
+ *      Per image keeps each image's columns in the caches while its GEMM reads
+ *      them; a layer with a tiny reduction (K = 9) is bound by memory traffic,
+ *      not by the GEMM (bench/gemm_conv.c times the conv ops; figures in
+ *      bench/results/).
  *      Depthwise convolutions (C/groups = 1) run one tiny GEMM per group here:
- *      correct but slow (~2 GFLOP/s); a direct loop would serve them better.
+ *      correct but slow; a direct loop would serve them better.
  *
  *      Thread count and bits: by default the path (per image when N >= threads)
  *      and the weight gradient's split (one image range per thread) follow the
@@ -367,10 +364,10 @@ static void gw_images(void *v, int64_t p0, int64_t p1) {
     }
 }
 
-/* Measured on the cnn (2 threads): the whole training step is ~15% faster
- * with every conv op per image than with the chunked path, although a lone
- * forward conv with K = 288 is a little faster chunked (one large GEMM):
- * the per-image path leaves far less in flight through the caches. */
+/* Every conv op of a training step per image rather than chunked: a lone
+ * forward conv with a large reduction can be a little faster chunked (one
+ * large GEMM), but the per-image path leaves far less in flight through the
+ * caches, which is what the whole step gains from. */
 static bool per_image(const loom__cpu_args *a, const geom *q) {
     if (a->cpu->deterministic) return q->N > 1; /* the choice must not depend on the thread count */
     return loom__cpu_threads(a->cpu) <= q->N && q->N > 1;

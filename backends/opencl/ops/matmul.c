@@ -1,10 +1,7 @@
 /* backends/opencl/ops/matmul.c — host side of matmul (batched, broadcast,
  * transposes) and linear (x w^T with the bias added in the GEMM's epilogue),
- * and the GEMM launcher (ops/gemm.h) the conv2d family shares.
- *
- * Measured (PoCL pthread device, 2 cores of an AMD EPYC shared with other
- * jobs; square f32 C = A B through a one-node plan, best of 5 runs):
- *   n = 256: 9.4 GFLOP/s, 512: 9.5, 1024: 10.9   (CPU backend, OpenBLAS: 114, 119, 96) */
+ * and the GEMM launcher (ops/gemm.h) the conv2d family shares. Its speed
+ * beside the other backends' is measured by bench/gemm_conv.c (bench/results/). */
 #include "gemm.h"
 
 /* tile of C per work-group and its items (kernels/gemm.cl) */

@@ -33,10 +33,10 @@
  * each dw element's N*OH*OW products (per invocation f32 block sums of 32
  * positions added into an f32 total, then a tree over the group). The
  * environment variable LOOM_VULKAN_CONV_DIRECT_K lowers the bound (0: always
- * GEMM; a test knob, read at plan_prepare).
- * Measured (lavapipe, 2 shared cores, best of runs; bench-gemm_conv) for
- * x (64,1,28,28) w (32,1,3,3) pad 1 (K = 9), GEMM path -> direct:
- *   forward 156 -> 5.4 ms, grad_input 147 -> 8.3 ms, grad_weight 84 -> 15 ms. */
+ * GEMM; a test knob, read at plan_prepare). The direct kernels serve small
+ * reductions (the first layer of an image model, K = 9), where the GEMM path
+ * spends its time on the column buffer (LOOM_VULKAN_CONV_DIRECT_K=0 and
+ * bench-gemm_conv compare the two). */
 #include <stdlib.h>
 
 #include "gemm.h"
