@@ -47,7 +47,9 @@ loom_status loom__cl_cross_entropy(loom__cl_op *o) {
     return loom__cl_launch_groups(o, k2, 1, lf);
 }
 
-loom_status loom__cl_cross_entropy_grad(loom__cl_op *o) {
+/* the dloss / count factor (ce_scale), then one group of `lr` items per row
+ * (`rows`: ce_grad_rows, or repro_ce_grad_rows in reproducible mode) */
+static loom_status ce_grad(loom__cl_op *o, const char *rows, size_t lr) {
     const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
     int64_t N = x->dims[0], C = x->dims[1];
     double eps = y->f[LOOM_F_CE_EPS];
@@ -59,9 +61,9 @@ loom_status loom__cl_cross_entropy_grad(loom__cl_op *o) {
     loom_status st;
     if ((st = loom__cl_scratch(o, sizeof(float), &scale)) != LOOM_OK ||
         (st = loom__cl_kernel(o, y->dtype, "ce_scale", &k1)) != LOOM_OK ||
-        (st = loom__cl_kernel(o, y->dtype, "ce_grad_rows", &k2)) != LOOM_OK)
+        (st = loom__cl_kernel(o, y->dtype, rows, &k2)) != LOOM_OK)
         return st;
-    size_t lr = loom__cl_reduce_local(o->cl, C), lf = loom__cl_reduce_local(o->cl, N);
+    size_t lf = loom__cl_reduce_local(o->cl, N);
     loom__cl_args a = loom__cl_args_begin(o, k1);
     loom__cl_arg_t(&a, tg), loom__cl_arg_t(&a, dl), loom__cl_arg_mem(&a, scale), loom__cl_arg_i64(&a, N);
     loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]),
@@ -76,6 +78,10 @@ loom_status loom__cl_cross_entropy_grad(loom__cl_op *o) {
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_groups(o, k1, 1, lf)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k2, N, lr);
+}
+
+loom_status loom__cl_cross_entropy_grad(loom__cl_op *o) {
+    return ce_grad(o, "ce_grad_rows", loom__cl_reduce_local(o->cl, o->t->src[0]->dims[1]));
 }
 
 loom_status loom__cl_mse(loom__cl_op *o) {
@@ -125,33 +131,7 @@ loom_status loom__cl_cross_entropy_repro(loom__cl_op *o) {
     return loom__cl_launch_groups(o, k2, 1, 1);
 }
 
-/* the dloss / count factor (loss.cl's ce_scale), then one group per row */
+/* the canonical row kernel, one group per row of chunk-sized items */
 loom_status loom__cl_cross_entropy_grad_repro(loom__cl_op *o) {
-    const loom_tensor *y = o->t, *x = y->src[0], *tg = y->src[1], *dl = y->src[2];
-    int64_t N = x->dims[0], C = x->dims[1];
-    double eps = y->f[LOOM_F_CE_EPS];
-    int slot;
-    loom__cl_err_slot(o, &slot);
-    o->node->check = ce_check;
-    cl_mem scale;
-    cl_kernel k1, k2;
-    loom_status st;
-    if ((st = loom__cl_scratch(o, sizeof(float), &scale)) != LOOM_OK ||
-        (st = loom__cl_kernel(o, y->dtype, "ce_scale", &k1)) != LOOM_OK ||
-        (st = loom__cl_kernel(o, y->dtype, "repro_ce_grad_rows", &k2)) != LOOM_OK)
-        return st;
-    size_t lr = loom__cl_chunk_local(o->cl, C), lf = loom__cl_reduce_local(o->cl, N);
-    loom__cl_args a = loom__cl_args_begin(o, k1);
-    loom__cl_arg_t(&a, tg), loom__cl_arg_t(&a, dl), loom__cl_arg_mem(&a, scale), loom__cl_arg_i64(&a, N);
-    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]),
-        loom__cl_arg_local(&a, lf * sizeof(float));
-    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    a = loom__cl_args_begin(o, k2);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, tg), loom__cl_arg_mem(&a, scale), loom__cl_arg_t(&a, y);
-    loom__cl_arg_i64(&a, C), loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]);
-    loom__cl_arg_f32(&a, (float)(1.0 - eps + eps / (double)C)), loom__cl_arg_f32(&a, (float)(eps / (double)C));
-    loom__cl_arg_mem(&a, o->err_buf), loom__cl_arg_i32(&a, slot), loom__cl_arg_local(&a, lr * sizeof(float));
-    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    if ((st = loom__cl_launch_groups(o, k1, 1, lf)) != LOOM_OK) return st;
-    return loom__cl_launch_groups(o, k2, N, lr);
+    return ce_grad(o, "repro_ce_grad_rows", loom__cl_chunk_local(o->cl, o->t->src[0]->dims[1]));
 }

@@ -39,13 +39,15 @@ loom_status loom__cl_batch_norm(loom__cl_op *o) {
     return loom__cl_launch_groups(o, k, C, local);
 }
 
-loom_status loom__cl_batch_norm_grad_params(loom__cl_op *o) {
+/* (4, C) per-channel sums for the gradient: `kernel` is batch_norm_grad_params,
+ * or repro_batch_norm_grad_params with chunk-sized groups in reproducible mode */
+static loom_status bn_grad_params(loom__cl_op *o, const char *kernel, bool repro) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
-    size_t local = loom__cl_reduce_local(o->cl, N * S);
+    size_t local = repro ? loom__cl_chunk_local(o->cl, N * S) : loom__cl_reduce_local(o->cl, N * S);
     cl_kernel k;
-    loom_status st = loom__cl_kernel(o, x->dtype, "batch_norm_grad_params", &k);
+    loom_status st = loom__cl_kernel(o, x->dtype, kernel, &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
@@ -56,6 +58,10 @@ loom_status loom__cl_batch_norm_grad_params(loom__cl_op *o) {
     loom__cl_arg_local(&a, local * sizeof(float));
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_groups(o, k, C, local);
+}
+
+loom_status loom__cl_batch_norm_grad_params(loom__cl_op *o) {
+    return bn_grad_params(o, "batch_norm_grad_params", false);
 }
 
 loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
@@ -173,20 +179,5 @@ loom_status loom__cl_batch_norm_repro(loom__cl_op *o) {
 }
 
 loom_status loom__cl_batch_norm_grad_params_repro(loom__cl_op *o) {
-    const loom_tensor *y = o->t, *x = y->src[0];
-    int64_t N, C, S;
-    bn_dims(x, &N, &C, &S);
-    size_t local = loom__cl_chunk_local(o->cl, N * S);
-    cl_kernel k;
-    loom_status st = loom__cl_kernel(o, x->dtype, "repro_batch_norm_grad_params", &k);
-    if (st != LOOM_OK) return st;
-    loom__cl_args a = loom__cl_args_begin(o, k);
-    loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_DY]));
-    loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_RVAR])),
-        loom__cl_arg_t(&a, y);
-    loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
-    loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_BN_EPS]);
-    loom__cl_arg_local(&a, local * sizeof(float));
-    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_groups(o, k, C, local);
+    return bn_grad_params(o, "repro_batch_norm_grad_params", true);
 }
