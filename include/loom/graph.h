@@ -149,8 +149,10 @@ loom_tensor *loom_global_avg_pool2d(loom_graph *g, loom_tensor *x); /* (N,C,H,W)
 
 /* ---- normalisation and regularisation ---- */
 typedef struct loom_batch_norm_desc {
-    loom_tensor *gamma, *beta;               /* (C) affine parameters, or NULL */
-    loom_tensor *running_mean, *running_var; /* (C) states, given together, or NULL */
+    loom_tensor *gamma;        /* (C) scale, or NULL        */
+    loom_tensor *beta;         /* (C) shift, or NULL */
+    loom_tensor *running_mean; /* (C) state, given with running_var, or NULL */
+    loom_tensor *running_var;  /* (C) state, given with running_mean, or NULL */
     bool eval;       /* normalise with the running statistics (false: training mode) */
     double momentum; /* running statistics r = (1 - momentum) r + momentum v; 0 = 0.1 (torch) */
     double eps;      /* added to the variance; 0 = 1e-5 (torch) */
