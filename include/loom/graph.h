@@ -149,7 +149,7 @@ loom_tensor *loom_global_avg_pool2d(loom_graph *g, loom_tensor *x); /* (N,C,H,W)
 
 /* ---- normalisation and regularisation ---- */
 typedef struct loom_batch_norm_desc {
-    loom_tensor *gamma;        /* (C) scale, or NULL        */
+    loom_tensor *gamma;        /* (C) scale, or NULL */
     loom_tensor *beta;         /* (C) shift, or NULL */
     loom_tensor *running_mean; /* (C) state, given with running_var, or NULL */
     loom_tensor *running_var;  /* (C) state, given with running_mean, or NULL */
