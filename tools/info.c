@@ -31,7 +31,7 @@ int loom_cmd_info(int argc, char **argv) {
     for (int i = 0; i < n; i++) printf(" %s", names[i]);
     /* the GPU backends loom knows, less the ones in this build */
     static const char *const known[] = {"cuda", "vulkan", "opencl"};
-    static const char *const why_not[] = {"not part of this version yet",
+    static const char *const why_not[] = {"nvcc and the CUDA toolkit not found at build time, or LOOM_CUDA=OFF",
                                           "Vulkan headers, glslangValidator or spirv-val not found at build time, "
                                           "or LOOM_VULKAN=OFF",
                                           "OpenCL not found at build time, or LOOM_OPENCL=OFF"};

@@ -323,7 +323,7 @@ static loom_status open_data(loom_trainer *t) {
 /* The run's counters and the observers: the CSV log, TensorBoard, then the desc's. */
 static loom_status start_run(loom_trainer *t) {
     const loom_trainer_desc *d = &t->d;
-    loom_status st;
+    loom_status st = LOOM_OK;
     t->epoch = t->start_epoch;
     t->res.epochs_run = t->start_epoch;
     t->res.test_loss = t->res.test_acc = t->res.val_loss = t->res.val_acc = NAN;

@@ -22,6 +22,7 @@ extern "C" {
 
 typedef struct loom_backend loom_backend;
 
+/* Options of loom_backend_create; a zero-initialised desc (or NULL) takes the defaults. */
 typedef struct loom_backend_desc {
     int device;  /* device index for GPU backends; -1/0 = default */
     int threads; /* CPU backend threads; 0 = the context's setting */

@@ -34,8 +34,8 @@ extern "C" {
 
 /* One tensor of a safetensors file: row-major, little-endian. */
 typedef struct loom_st_tensor {
-    const char *name;
-    loom_dtype dtype;
+    const char *name;             /* non-empty UTF-8, unique in the file, not "__metadata__" */
+    loom_dtype dtype;             /* element type */
     int ndim;                     /* 0..LOOM_MAX_DIMS; 0 is a scalar (one element) */
     int64_t dims[LOOM_MAX_DIMS];  /* each >= 0 */
     const void *data;             /* numel * dtype size bytes; in files read back it may be unaligned */
@@ -107,9 +107,9 @@ typedef struct loom_checkpoint_report {
     int missing;     /* params/states of the graph absent from the file (left as they were) */
     int unexpected;  /* tensors of the file the graph does not have (ignored) */
     int mismatched;  /* same name, different shape or dtype */
-    char missing_names[LOOM_CHECKPOINT_REPORT_NAMES][64];
-    char unexpected_names[LOOM_CHECKPOINT_REPORT_NAMES][64];
-    char mismatched_names[LOOM_CHECKPOINT_REPORT_NAMES][64];
+    char missing_names[LOOM_CHECKPOINT_REPORT_NAMES][64];    /* the first missing names; the rest "" */
+    char unexpected_names[LOOM_CHECKPOINT_REPORT_NAMES][64]; /* the first unexpected names; the rest "" */
+    char mismatched_names[LOOM_CHECKPOINT_REPORT_NAMES][64]; /* the first mismatched names; the rest "" */
     bool plan_step_restored; /* the file had LOOM_CHECKPOINT_PLAN_STEP_KEY */
     int renamed;     /* tensors of the file renamed by desc.name_map */
     int ignored;     /* weights_only: optimizer-state tensors of the file, ignored */

@@ -18,7 +18,9 @@ extern "C" {
 
 typedef struct loom_dataset {
     int64_t n;          /* samples */
-    int c, h, w;        /* per-sample shape (C, H, W) */
+    int c;              /* channels of one sample (C) */
+    int h;              /* height of one sample in pixels (H) */
+    int w;              /* width of one sample in pixels (W) */
     int num_classes;    /* max label + 1 */
     uint8_t *pixels;    /* n * c * h * w, owned */
     int32_t *labels;    /* n, owned */

@@ -25,6 +25,7 @@ extern "C" {
 typedef struct loom_graph loom_graph;
 typedef struct loom_tensor loom_tensor;
 
+/* Options of loom_graph_create; desc may be NULL (seed 0). */
 typedef struct loom_graph_desc {
     uint64_t seed; /* base seed for parameter init and dropout; 0 is a valid seed */
 } loom_graph_desc;
@@ -70,9 +71,11 @@ typedef enum loom_init_kind {
     LOOM_INIT_XAVIER_NORMAL
 } loom_init_kind;
 
+/* How a parameter or state is initialised (loom_param, loom_state). */
 typedef struct loom_init {
-    loom_init_kind kind;
-    double a, b;
+    loom_init_kind kind; /* what the values are: constant or drawn; 0 = zeros */
+    double a;            /* CONST: the value; UNIFORM: low bound; NORMAL: mean; KAIMING: leaky slope; XAVIER: gain (0 = 1) */
+    double b;            /* UNIFORM: high bound; NORMAL: standard deviation; unused by the other kinds */
 } loom_init;
 
 /* Data fed by the host before each run (loom_plan_write). */
@@ -125,19 +128,27 @@ loom_tensor *loom_mse(loom_graph *g, loom_tensor *a, loom_tensor *b);
 
 /* ---- convolution and pooling (NCHW) ---- */
 typedef struct loom_conv2d_desc {
-    int stride_h, stride_w;     /* 0 = 1 */
-    int pad_h, pad_w;           /* zero padding */
-    int dilation_h, dilation_w; /* 0 = 1 */
+    int stride_h;               /* vertical stride, >= 0; 0 = 1 */
+    int stride_w;               /* horizontal stride, >= 0; 0 = 1 */
+    int pad_h;                  /* zero rows added above and below, >= 0 */
+    int pad_w;                  /* zero columns added left and right, >= 0 */
+    int dilation_h;             /* vertical kernel dilation, >= 0; 0 = 1 */
+    int dilation_w;             /* horizontal kernel dilation, >= 0; 0 = 1 */
     int groups;                 /* 0 = 1 */
 } loom_conv2d_desc;
 /* x (N, C, H, W), w (O, C/groups, KH, KW), bias (O) or NULL. desc NULL = defaults. */
 loom_tensor *loom_conv2d(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias,
                          const loom_conv2d_desc *desc);
 
+/* Window of max and average pooling (torch semantics, floor mode):
+ * OH = (H + 2 pad_h - kernel_h) / stride_h + 1, the same for W. */
 typedef struct loom_pool2d_desc {
-    int kernel_h, kernel_w;
-    int stride_h, stride_w; /* 0 = kernel size */
-    int pad_h, pad_w;
+    int kernel_h;           /* window height, >= 1 */
+    int kernel_w;           /* window width, >= 1 */
+    int stride_h;           /* vertical stride, >= 0; 0 = kernel_h */
+    int stride_w;           /* horizontal stride, >= 0; 0 = kernel_w */
+    int pad_h;              /* rows added above and below, 0 to kernel_h / 2 (max pool: -inf, avg pool: zeros) */
+    int pad_w;              /* columns added left and right, 0 to kernel_w / 2 */
     int exclude_pad;        /* avg pool: divide by the window's elements inside x only
                              (torch count_include_pad=False); 0 = torch's default */
 } loom_pool2d_desc;

@@ -40,7 +40,8 @@ typedef struct loom_loader_desc {
     bool shuffle;            /* the order of the epoch from (seed, epoch): loom_sampler's */
     bool drop_last;          /* drop the final partial batch */
     uint64_t seed;           /* order and per-sample randomness */
-    int rank, world;         /* distributed: as loom_sampler_desc (world 0 = 1) */
+    int rank;                /* distributed: this process, 0..world-1 (as loom_sampler_desc) */
+    int world;               /* distributed: as loom_sampler_desc (world 0 = 1) */
     /* Worker threads: LOOM_WORKERS_AUTO (0, the default), LOOM_WORKERS_SYNC,
      * or N > 0. Batches are bitwise identical for every setting. */
     int workers;
@@ -51,9 +52,10 @@ typedef struct loom_loader_desc {
      * nstat = 1 (one value for every channel) or c; 0 = mean 0, std 1. F32
      * sources take no steps. */
     const loom_tf_step *steps;
-    int nsteps;
-    const float *mean, *std;
-    int nstat;
+    int nsteps;              /* number of steps, >= 0 */
+    const float *mean;       /* nstat values subtracted (after / 255), one per channel or one for all */
+    const float *std;        /* nstat divisors, each nonzero */
+    int nstat;               /* 0, 1 or the source's channel count */
     /* Where the batch slots live: loom_backend_host_alloc(backend), the
      * backend's pinned/staging host memory when it has one, else malloc.
      * NULL = malloc. */
@@ -75,7 +77,7 @@ typedef struct loom_loader_batch {
     int64_t index;           /* batch number within the epoch */
     const float *x;          /* U8 and F32 sources (NULL for I32) */
     const int32_t *ids;      /* I32 sources (token sequences): (count, c, h, w) int32; else NULL */
-    const int32_t *y;
+    const int32_t *y;        /* count labels */
 } loom_loader_batch;
 
 /* Counters since the last loom_loader_begin (all times in seconds). */
@@ -86,7 +88,8 @@ typedef struct loom_loader_stats {
     double load_s;           /* summed worker time loading the delivered batches */
     double first_batch_s;    /* begin -> the first batch delivered */
     int workers;             /* worker threads active now (0 = synchronous) */
-    int workers_min, workers_max; /* the range over the epoch */
+    int workers_min;         /* fewest worker threads active over the epoch */
+    int workers_max;         /* most worker threads active over the epoch */
     int64_t carried;         /* batches of this epoch loaded or loading at its begin: started ahead while
                                 the previous epoch ended (begin(e + 1) from the start after epoch e) */
 } loom_loader_stats;

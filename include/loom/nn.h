@@ -27,8 +27,10 @@ extern "C" {
 
 typedef struct loom_model_desc {
     const char *arch;     /* "mlp" or "cnn" */
-    int in_c, in_h, in_w; /* one sample's shape */
-    int num_classes;
+    int in_c;             /* one sample's channels */
+    int in_h;             /* one sample's height in pixels */
+    int in_w;             /* one sample's width in pixels */
+    int num_classes;      /* outputs of the last layer, >= 2 */
     double dropout;       /* 0 = the model's default (cnn 0.5, mlp none); < 0 = off */
     double bn_momentum;   /* 0 = 0.1 */
 } loom_model_desc;

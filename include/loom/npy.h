@@ -42,9 +42,9 @@ size_t loom_npy_dtype_size(loom_npy_dtype dt);
 
 /* An array read from a .npy file: C order, little-endian, owned data. */
 typedef struct loom_npy {
-    loom_npy_dtype dtype;
+    loom_npy_dtype dtype;              /* element type */
     int ndim;                          /* 0 = a scalar (one element) */
-    int64_t shape[LOOM_NPY_MAX_DIMS];
+    int64_t shape[LOOM_NPY_MAX_DIMS];  /* the first ndim entries: dimensions, outermost first */
     int64_t count;                     /* elements: the product of shape */
     size_t bytes;                      /* count * element size */
     int version;                       /* format major version: 1, 2 or 3 */

@@ -36,11 +36,12 @@ typedef enum loom_optimizer_kind { LOOM_OPT_SGD, LOOM_OPT_ADAM, LOOM_OPT_ADAMW }
 
 /* Zero is default for every field. */
 typedef struct loom_optimizer_desc {
-    loom_optimizer_kind kind;
+    loom_optimizer_kind kind;  /* SGD (0, the default), Adam or AdamW */
     double momentum;       /* SGD; 0 = plain SGD */
     double dampening;      /* SGD */
     bool nesterov;         /* SGD (needs momentum > 0) */
-    double beta1, beta2;   /* Adam/AdamW; 0 = 0.9, 0.999 */
+    double beta1;          /* Adam/AdamW: decay of the first moment, in [0, 1); 0 = 0.9 */
+    double beta2;          /* Adam/AdamW: decay of the second moment, in [0, 1); 0 = 0.999 */
     double eps;            /* Adam/AdamW; 0 = 1e-8 */
     double weight_decay;   /* SGD/Adam: L2 added to the gradient; AdamW: decoupled */
     double clip_grad_norm; /* > 0: scale gradients so their global L2 norm is at most this */
@@ -53,7 +54,7 @@ typedef struct loom_optimizer_desc {
      * its own hyper input (below) whose LR is lr * mult, formed in double and
      * rounded once to f32, as a torch group's LR reaches its kernel. */
     double (*lr_mult)(void *user, const char *param);
-    void *lr_mult_user;
+    void *lr_mult_user;    /* passed to lr_mult */
 } loom_optimizer_desc;
 
 typedef struct loom_optimizer loom_optimizer;
@@ -136,12 +137,13 @@ typedef enum loom_schedule_kind {
  * start_factor=warmup_start, total_iters=warmup), schedule], milestones=[warmup]). */
 typedef struct loom_schedule loom_schedule;
 struct loom_schedule {
-    loom_schedule_kind kind;
+    loom_schedule_kind kind; /* the shape of the schedule; 0 = constant */
     double lr;             /* base learning rate */
     int64_t step_size;     /* STEP */
     double gamma;          /* STEP, MULTISTEP, EXPONENTIAL; 0 = 0.1 */
-    int64_t milestones[LOOM_MAX_MILESTONES];
-    int n_milestones;
+    int64_t milestones[LOOM_MAX_MILESTONES]; /* MULTISTEP: the t at which the LR is multiplied by gamma;
+                                                SEQUENTIAL: the t at which seq[i + 1] takes over (increasing) */
+    int n_milestones;      /* entries of milestones used, at most LOOM_MAX_MILESTONES */
     int64_t t_max;         /* COSINE; ONE_CYCLE: total steps; POLYNOMIAL: total iters (0 = 5) */
     double eta_min;        /* COSINE, COSINE_RESTARTS */
     int64_t t0;            /* COSINE_RESTARTS: first period */
@@ -177,13 +179,15 @@ typedef struct loom_plateau {
     double threshold;      /* 0 = 1e-4 */
     bool abs_threshold;    /* torch threshold_mode 'abs' (default 'rel') */
     bool maximize;         /* torch mode 'max' */
-    int cooldown;
-    double min_lr;
+    int cooldown;          /* calls after a reduction in which bad epochs are not counted; 0 = none */
+    double min_lr;         /* the LR is not reduced below this; 0 = no floor */
     double eps;            /* 0 = 1e-8 */
     /* state */
-    double best;
-    int bad, cooldown_left, reductions;
-    double base_lr;
+    double best;           /* best metric so far (+-infinity after loom_plateau_init) */
+    int bad;               /* calls since the last improvement */
+    int cooldown_left;     /* cooldown calls still to come */
+    int reductions;        /* times the LR was reduced */
+    double base_lr;        /* the starting LR given to loom_plateau_init */
 } loom_plateau;
 
 /* Fill the defaults of the fields left 0 and reset the state; lr is the

@@ -21,6 +21,7 @@ extern "C" {
 
 typedef struct loom_plan loom_plan;
 
+/* Options of loom_plan_compile; desc may be NULL (all off). */
 typedef struct loom_plan_desc {
     /* Bind parameters and states to the buffers of this plan (same backend)
      * by name instead of allocating them: e.g. an eval graph sharing the
@@ -30,6 +31,7 @@ typedef struct loom_plan_desc {
     bool no_reuse;
 } loom_plan_desc;
 
+/* Device memory of a compiled plan (loom_plan_memory_stats). */
 typedef struct loom_plan_memory {
     size_t arena_bytes;      /* planned peak bytes of intermediate tensors */
     size_t naive_bytes;      /* their total without reuse */

@@ -19,21 +19,26 @@
 extern "C" {
 #endif
 
+/* One line of a panel: n points (x[i], y[i]). */
 typedef struct loom_plot_series {
-    const char *label;
-    const double *x, *y;
-    int n;
+    const char *label;   /* legend text (NULL = empty) */
+    const double *x;     /* n x coordinates */
+    const double *y;     /* n y coordinates */
+    int n;               /* number of points */
     const char *color;   /* NULL = a palette colour */
     bool faint;          /* thin and translucent (raw values behind a smoothed line) */
 } loom_plot_series;
 
+/* One chart: axes scaled to its series' finite points, a legend, an optional marker. */
 typedef struct loom_plot_panel {
-    const char *title, *xlabel, *ylabel;
-    bool log_x;
+    const char *title;       /* above the chart (NULL = none) */
+    const char *xlabel;      /* under the x axis (NULL = none) */
+    const char *ylabel;      /* beside the y axis (NULL = none) */
+    bool log_x;              /* log10 x axis with decade ticks (points with x <= 0 are skipped) */
     double mark_x;           /* a vertical marker at x; NaN = none */
-    const char *mark_label;
-    const loom_plot_series *series;
-    int n_series;
+    const char *mark_label;  /* text beside the marker (NULL = none) */
+    const loom_plot_series *series; /* n_series lines, drawn in order */
+    int n_series;            /* number of series */
 } loom_plot_panel;
 
 /* Write the panels to path (width 800 px, 400 px per panel). Errors:

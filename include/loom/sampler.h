@@ -26,15 +26,16 @@ extern "C" {
 typedef struct loom_sampler_desc {
     int64_t n;          /* dataset size (samples 0..n-1), >= 1 */
     bool shuffle;       /* a permutation drawn from (seed, epoch) only */
-    uint64_t seed;
+    uint64_t seed;      /* seed of the shuffle (unused without it) */
     /* Distributed: rank in 0..world-1; world 0 or 1 = one process. As torch's
      * DistributedSampler: every rank sees the same global order, cut
      * round-robin (rank, rank + world, ...). When n % world != 0 the global
      * order is padded by repeating its start so every rank gets ceil(n/world)
      * samples, or, with drop_uneven, its tail is dropped so every rank gets
      * floor(n/world). */
-    int rank, world;
-    bool drop_uneven;
+    int rank;
+    int world;          /* processes; 0 or 1 = one */
+    bool drop_uneven;   /* n % world != 0: drop the global order's tail instead of padding */
 } loom_sampler_desc;
 
 typedef struct loom_sampler loom_sampler;
@@ -74,9 +75,9 @@ typedef struct loom_bucket_desc {
      * nbounds 0 = powers of two (sizes in (2^(k-1), 2^k] share a bucket),
      * which pads by less than 2x. */
     const int64_t *bounds;
-    int nbounds;
+    int nbounds;               /* entries of bounds; 0 = powers of two */
     bool drop_last;            /* drop each bucket's last batch when it could still have grown */
-    uint64_t seed;
+    uint64_t seed;             /* shuffle of the samples in each bucket and of the batches */
 } loom_bucket_desc;
 
 /* Form batches from idx[0..n) (this rank's samples; their order does not

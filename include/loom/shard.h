@@ -32,13 +32,14 @@ loom_status loom_source_open_shard(loom_ctx *ctx, const char *path, loom_source 
  * file in messages. */
 loom_status loom_shard_check_buffer(loom_ctx *ctx, const char *name, const void *buf, size_t size);
 
+/* What loom_shard_pack writes: the samples of src through the steps, to path. */
 typedef struct loom_shard_pack_desc {
     const loom_source *src;   /* required: u8 images (an ImageFolder, IDX, .npy) */
     /* Deterministic steps only (Resize, CenterCrop), run once per image; every
      * image must come out of them at one size (else an error naming it). A
      * leading Resize lets JPEGs be decoded at a reduced scale, as the loader does. */
     const loom_tf_step *steps;
-    int nsteps;
+    int nsteps;               /* number of steps; 0 = the images as they are */
     const char *path;         /* written atomically (a temp file unique to this writer, renamed over path) */
 } loom_shard_pack_desc;
 

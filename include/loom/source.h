@@ -37,7 +37,8 @@ typedef enum loom_sample_kind {
  * gives min_h = h, min_w = w: a JPEG may then be decoded at 1/2, 1/4 or 1/8
  * scale as long as the result is at least min_h x min_w. */
 typedef struct loom_decode_hint {
-    int64_t min_h, min_w;
+    int64_t min_h;          /* a reduced-scale decode keeps at least this height; 0 with min_w 0 = full size */
+    int64_t min_w;          /* a reduced-scale decode keeps at least this width; 0 with min_h 0 = full size */
     /* Optional: called once the decoded size (h, w) is known, before any
      * pixel is decoded. Returning true with box = {y0, x0, y1, x1} says the
      * caller reads only rows [y0, y1) and columns [x0, x1); the source may
@@ -46,7 +47,7 @@ typedef struct loom_decode_hint {
      * leave other pixels as zeros. The loader fills it from the
      * pipeline's random crop of the sample. */
     bool (*region)(void *user, int64_t h, int64_t w, int64_t box[4]);
-    void *user;
+    void *user;             /* passed to region */
     /* The decoded-pixel limit: an image whose header declares more than
      * this many pixels (or a side longer) is refused before anything is
      * allocated, "image too large" naming the file, both sides and the
@@ -70,16 +71,17 @@ typedef struct loom_source loom_source;
 struct loom_source {
     const char *name;       /* for messages: the file, or "dataset" */
     int64_t n;              /* samples */
-    loom_sample_kind kind;
+    loom_sample_kind kind;  /* what one sample decodes to: U8 image, F32 or I32 record */
     int c;                  /* channels */
-    int64_t h, w;           /* U8: the image; F32, I32: the record is (c, h, w) */
+    int64_t h;              /* U8: the image's height (0: sizes vary, see get_image); F32, I32: records are (c, h, w) */
+    int64_t w;              /* U8: the image's width (0: sizes vary, see get_image); F32, I32: records are (c, h, w) */
     int num_classes;        /* max label + 1 */
     /* Sample i (0 <= i < n) into data (U8: h*w*c bytes HWC; F32: c*h*w
      * floats CHW; I32: c*h*w int32 CHW) and *label. A failure is recorded
      * on ctx (the message names the file and the sample) and returned. */
     loom_status (*get)(const loom_source *src, loom_ctx *ctx, int64_t i, void *data, int32_t *label);
     void (*destroy)(loom_source *src); /* frees impl and src itself; NULL = nothing to free */
-    void *impl;
+    void *impl;             /* the implementation's own data, for get, view, get_image and destroy */
     /* Sources whose images differ in size (ImageFolder) set h = w = 0, get =
      * NULL and this instead: sample i decoded into a buffer from malloc
      * (*data: *h * *w * c bytes, HWC U8) that the caller frees. With hint
@@ -126,7 +128,7 @@ loom_status loom_source_open_npy(loom_ctx *ctx, const char *images_path, const c
 loom_status loom_source_open_dir(loom_ctx *ctx, const char *dir, bool train, loom_source **out);
 void loom_source_destroy(loom_source *src);
 
-/* ImageFolder (as torchvision.datasets.ImageFolder): root/<class>/.../<file>,
+/* ImageFolder (as torchvision.datasets.ImageFolder): `root/<class>/.../<file>`,
  * one subfolder per class, classes in sorted (byte) order numbered from 0,
  * each class's files in sorted order (its own files, then its subfolders',
  * recursively); names starting with '.' are ignored. Files ending in .jpg,

@@ -53,7 +53,7 @@ typedef struct loom_ctx_desc {
     int threads;      /* CPU worker threads; 0 = number of cores */
     int log_level;    /* messages at or below this level are logged; 0 = errors only */
     void (*log)(void *user, loom_log_level level, const char *msg); /* NULL = stderr */
-    void *log_user;
+    void *log_user;   /* passed to log */
 } loom_ctx_desc;
 
 /* Create a context. desc may be NULL. On failure *out is NULL and the status

@@ -58,12 +58,19 @@
 extern "C" {
 #endif
 
+/* One epoch of a trainer, from loom_trainer_epoch_end and the observers'
+ * on_epoch. Accuracies are fractions in [0, 1]. */
 typedef struct loom_epoch_stats {
-    int epoch, epochs;
+    int epoch;                 /* 1-based number of this epoch (a resumed run continues the count) */
+    int epochs;                /* epochs of the whole run (run.epochs) */
     double train_loss;         /* mean over the epoch's batches */
-    double test_loss, test_acc;/* NaN when not evaluated this epoch */
-    double seconds, samples_per_s, lr;
-    double val_loss, val_acc;  /* NaN without a validation set */
+    double test_loss;          /* mean loss on the test set; NaN when not evaluated this epoch */
+    double test_acc;           /* accuracy on the test set; NaN when not evaluated this epoch */
+    double seconds;            /* wall time of the epoch's training steps, evaluation excluded */
+    double samples_per_s;      /* training samples per second over those steps */
+    double lr;                 /* learning rate of the epoch's last step */
+    double val_loss;           /* mean loss on the validation set; NaN without a validation set */
+    double val_acc;            /* accuracy on the validation set; NaN without a validation set */
     double train_acc;          /* accuracy on the epoch's training batches (train mode) */
     bool best;                 /* early stopping: this epoch is the best so far */
     /* the data loader over the epoch's training steps */
@@ -74,21 +81,26 @@ typedef struct loom_epoch_stats {
     /* dynamic loss scaling (model.amp): the scale at the end of the epoch
      * (NaN when off) and the optimizer steps it skipped in this epoch */
     double loss_scale;
-    int64_t skipped_steps;
+    int64_t skipped_steps;     /* optimizer steps skipped in this epoch (non-finite gradients); 0 when off */
     int64_t global_step;       /* optimizer micro-steps so far (the logs' x axis) */
     bool last;                 /* no epoch follows: the epochs are done or early stopping ended the run */
 } loom_epoch_stats;
 
 /* One micro-batch of loom_trainer_step. */
 typedef struct loom_step_result {
-    int epoch, epochs;         /* 1-based epoch */
-    int64_t step, steps;       /* batches done in this epoch / per epoch */
+    int epoch;                 /* 1-based epoch */
+    int epochs;                /* epochs of the whole run (run.epochs) */
+    int64_t step;              /* batches done in this epoch, this one included */
+    int64_t steps;             /* batches per epoch */
     int64_t global_step;       /* optimizer micro-steps so far (the logs' x axis) */
     int count;                 /* samples in the batch; 0 = no batch was left (epoch_done) */
-    double loss, accuracy;     /* of this batch (train mode) */
+    double loss;               /* loss of this batch (train mode) */
+    double accuracy;           /* accuracy of this batch (train mode), a fraction in [0, 1] */
     double mean_loss;          /* running mean of this epoch's training loss */
-    double lr;
-    double elapsed_s, samples_per_s, eta_s; /* this epoch */
+    double lr;                 /* learning rate of this step (schedule times reduce-on-plateau) */
+    double elapsed_s;          /* seconds since the epoch's first step began */
+    double samples_per_s;      /* training samples per second in this epoch so far */
+    double eta_s;              /* estimated seconds left in this epoch */
     bool epoch_done;           /* the epoch's batches are done: call loom_trainer_epoch_end */
 } loom_step_result;
 
@@ -99,14 +111,17 @@ typedef struct loom_step_result {
  * `patience` values in a row without improvement, stop is set. */
 typedef enum loom_monitor { LOOM_MONITOR_VAL_LOSS, LOOM_MONITOR_VAL_ACC } loom_monitor;
 
+/* The early-stopping state: loom_early_stop_init sets it up, each
+ * loom_early_stop_update feeds one value. */
 typedef struct loom_early_stop {
     int patience;       /* >= 1 */
     double min_delta;   /* >= 0 */
-    bool maximize;
+    bool maximize;      /* higher is better (accuracy); false: lower is better (loss) */
     double best;        /* NaN before the first finite value */
     int best_epoch;     /* 1-based index of the best value, 0 = none yet */
-    int seen, bad;      /* values fed; values since the last improvement */
-    bool stop;
+    int seen;           /* values fed */
+    int bad;            /* values since the last improvement */
+    bool stop;          /* set once `patience` values in a row did not improve; stays set */
 } loom_early_stop;
 
 void loom_early_stop_init(loom_early_stop *es, int patience, double min_delta, bool maximize);
@@ -122,11 +137,11 @@ typedef struct loom_train_result loom_train_result;
  * observers in the order they were attached: the CSV log, the TensorBoard
  * writer, then log.observers in order. */
 typedef struct loom_train_observer {
-    void *user;
+    void *user;                                                      /* passed to every callback */
     loom_status (*on_step)(void *user, const loom_step_result *s);   /* after every batch */
     loom_status (*on_epoch)(void *user, const loom_epoch_stats *s);  /* after the epoch's checkpoint */
-    loom_status (*on_finish)(void *user, const loom_train_result *r);
-    void (*on_close)(void *user);
+    loom_status (*on_finish)(void *user, const loom_train_result *r); /* at the end of loom_trainer_finish */
+    void (*on_close)(void *user);                                    /* once, from loom_trainer_destroy */
 } loom_train_observer;
 
 /* What is trained on and how its batches are made. */
@@ -137,14 +152,15 @@ typedef struct loom_train_data {
     double val_split;              /* no val and > 0: hold out this fraction of train (seeded by run.seed) */
     /* the dataset's input normalisation, x = (pixel / 255 - mean) / std;
      * std 0 = none (mean 0, std 1): the caller describes its data */
-    float mean, std;
+    float mean;
+    float std;                     /* > 0; 0 (or less) = no normalisation */
     int batch;                     /* 0 = 64 */
     int eval_batch;                /* 0 = 256 */
     /* the training batches' loader (loom/loader.h): worker threads
      * (LOOM_WORKERS_AUTO = 0, the default; LOOM_WORKERS_SYNC; N) and batch
      * slots per worker (0 = 2). Batches are bitwise the same for all. */
     int workers;
-    int prefetch;
+    int prefetch;                  /* batch slots per worker; 0 = 2 */
     /* Training samples from a source through per-sample transforms, drawn
      * anew every epoch (Philox of (seed, epoch, index)): e.g. an ImageFolder
      * with random crops. `train` still gives the shape, class count and
@@ -152,22 +168,22 @@ typedef struct loom_train_data {
      * serves lr-find; NULL = the loader reads `train` itself, without
      * transforms. Not with val_split (the split is of `train`). */
     loom_source *train_source;
-    const loom_tf_step *train_steps;
-    int train_nsteps;
+    const loom_tf_step *train_steps; /* the transforms applied to each train_source sample, in order */
+    int train_nsteps;              /* number of train_steps */
 } loom_train_data;
 
 /* The network and its loss. */
 typedef struct loom_train_model {
     loom_model_desc net;           /* in_c/h/w and num_classes default to the data's */
-    double label_smoothing;
+    double label_smoothing;        /* cross-entropy label smoothing in [0, 1); 0 = none (training graph only) */
     /* mixed precision: LOOM_F32 (0, the default) = off; LOOM_F16 or LOOM_BF16
      * builds the model under autocast (loom_graph_set_autocast) with f32
      * master weights. F16 adds dynamic loss scaling (loss_scale; zero =
      * GradScaler's defaults); BF16 runs without scaling unless
      * bf16_loss_scaling is set. */
     loom_dtype amp;
-    loom_loss_scale_desc loss_scale;
-    bool bf16_loss_scaling;
+    loom_loss_scale_desc loss_scale; /* dynamic loss scaling of F16 (and of BF16 with bf16_loss_scaling) */
+    bool bf16_loss_scaling;        /* with amp = LOOM_BF16: scale the loss too */
 } loom_train_model;
 
 /* Transfer learning (see the top of this file). */
@@ -186,12 +202,12 @@ typedef struct loom_train_transfer {
     double backbone_lr_mult;       /* > 0: LR multiplier for the trained parameters outside the head
                                       (0 = 1: one LR for all); it overrides opt.lr_mult */
     void (*on_init)(void *user, const loom_checkpoint_report *r); /* after init_from is loaded */
-    void *user;
+    void *user;                    /* passed to on_init */
 } loom_train_transfer;
 
 /* The optimizer and its learning rate. */
 typedef struct loom_train_optim {
-    loom_optimizer_desc opt;
+    loom_optimizer_desc opt;       /* optimizer kind and hyper-parameters; the LR comes from sched */
     loom_schedule sched;           /* sched.lr is the base LR (0 = 0.01); times in optimizer steps */
     loom_plateau *plateau;         /* reduce-on-plateau, stepped with the val loss (test loss without a
                                       val set) after each evaluation; it scales the schedule's LR */
@@ -200,7 +216,7 @@ typedef struct loom_train_optim {
 /* Where and how long it runs, and what it keeps. */
 typedef struct loom_train_run {
     const char *backend;           /* NULL or "auto" = loom_pick_backend */
-    loom_backend_desc backend_desc;
+    loom_backend_desc backend_desc; /* device index, CPU threads, deterministic and reproducible mode */
     bool deterministic;            /* deterministic kernels (see loom_backend_desc.deterministic); set
                                       here or in backend_desc: either turns them on */
     uint64_t seed;                 /* fixes init, data order, validation split, dropout */
@@ -222,36 +238,42 @@ typedef struct loom_train_log {
     const char *csv;               /* CSV log: a "step" row per batch, an "epoch" row per epoch; NULL = none */
     const char *tensorboard_dir;   /* TensorBoard scalars (train/..., epoch/...); NULL = none */
     const loom_train_observer *observers; /* nobservers more (copied at create) */
-    int nobservers;
+    int nobservers;                /* number of observers; at most 16 with the CSV and TensorBoard ones */
 } loom_train_log;
 
 /* Zero-initialised fields take defaults. */
 typedef struct loom_trainer_desc {
-    loom_train_data data;
-    loom_train_model model;
-    loom_train_transfer transfer;
-    loom_train_optim optim;
-    loom_train_run run;
-    loom_train_log log;
+    loom_train_data data;          /* what is trained on and how its batches are made */
+    loom_train_model model;        /* the network, its loss and mixed precision */
+    loom_train_transfer transfer;  /* initialising from a file, freezing, the head's LR */
+    loom_train_optim optim;        /* the optimizer, the LR schedule, reduce-on-plateau */
+    loom_train_run run;            /* backend, seed, epochs, checkpoints, early stopping */
+    loom_train_log log;            /* CSV, TensorBoard and other observers */
 } loom_trainer_desc;
 
+/* What a run did, from loom_trainer_finish or loom_train. Accuracies are
+ * fractions in [0, 1]. */
 struct loom_train_result {
     const char *backend;   /* static name */
     int epochs_run;        /* including resumed ones */
-    double train_loss, test_loss, test_acc;
+    double train_loss;     /* mean training loss of the last epoch */
+    double test_loss;      /* of the last test evaluation (the best epoch's weights when restored); NaN without test set */
+    double test_acc;       /* of the last test evaluation (the best epoch's weights when restored); NaN without test set */
     double samples_per_s;  /* training throughput over all epochs run here */
-    double seconds;
+    double seconds;        /* training time of the epochs run here, evaluation excluded */
     size_t peak_bytes;     /* planned device memory: train + eval plans */
     loom_plan_memory train_memory; /* the training plan's breakdown (params, state, activations, arena) */
     int64_t steps;         /* optimizer steps */
     loom_op_time profile[16]; /* with run.profile: the top ops of the training step by time */
-    int n_profile;
-    double val_loss, val_acc; /* of the final weights (the best epoch's when restored); NaN without val */
+    int n_profile;         /* entries of profile filled (0 without run.profile) */
+    double val_loss;       /* of the final weights (the best epoch's when restored); NaN without val */
+    double val_acc;        /* of the final weights (the best epoch's when restored); NaN without val */
     int best_epoch;        /* early stopping: the best epoch (1-based), 0 = off */
     bool stopped_early;    /* early stopping ended the run before run.epochs */
     bool restored_best;    /* the best epoch's weights were restored at the end */
     int64_t val_n;         /* validation samples (after val_split) */
-    int decayed, not_decayed; /* parameter tensors with / without weight decay */
+    int decayed;           /* parameter tensors with weight decay */
+    int not_decayed;       /* parameter tensors without weight decay */
     loom_checkpoint_report init; /* init_from: what the load found */
     int frozen;            /* parameter tensors frozen by transfer.freeze */
     int64_t frozen_numel;  /* their elements */
@@ -307,16 +329,22 @@ const char *loom_pick_backend(loom_ctx *ctx, const char **why);
  * batch-norm statistics, optimizer state), the plan's step counter and the
  * optimizer's counters are restored bitwise. */
 typedef struct loom_lr_find_desc {
-    double start_lr, end_lr; /* 0 = 1e-7, 10 */
+    double start_lr;         /* first LR of the sweep, > 0; 0 = 1e-7 */
+    double end_lr;           /* last LR of the sweep, > start_lr; 0 = 10 */
     int steps;               /* 0 = 100 */
     double beta;             /* smoothing; 0 = 0.98 */
     double diverge;          /* 0 = 4 */
-    int skip_start, skip_end;/* 0 = 10, 5; negative = 0 */
+    int skip_start;          /* points left out of the suggestion at the start; 0 = 10; negative = 0 */
+    int skip_end;            /* points left out of the suggestion at the end; 0 = 5; negative = 0 */
 } loom_lr_find_desc;
 
+/* The points of an LR range test and its suggestion; free with
+ * loom_lr_find_result_free. */
 typedef struct loom_lr_find_result {
     int n;                   /* points recorded */
-    double *lr, *loss, *smooth; /* n each (loom_lr_find_result_free) */
+    double *lr;              /* n learning rates, increasing (loom_lr_find_result_free) */
+    double *loss;            /* n raw losses, one per LR (loom_lr_find_result_free) */
+    double *smooth;          /* n smoothed losses (loom_lr_find_result_free) */
     int suggestion_index;    /* -1: too few points for a suggestion */
     double suggestion;       /* the suggested LR (NaN without one) */
     int best_index;          /* lowest smoothed loss */

@@ -44,8 +44,9 @@ extern "C" {
 
 /* A view of an HWC uint8 image: data holds h * w * c bytes (not owned). */
 typedef struct loom_image {
-    uint8_t *data;
-    int64_t h, w;
+    uint8_t *data;  /* h * w * c bytes, row after row (not owned) */
+    int64_t h;      /* height in pixels */
+    int64_t w;      /* width in pixels */
     int c;  /* 1 or 3 */
 } loom_image;
 
@@ -136,11 +137,14 @@ void loom_tf_affine_inverse(double angle, double tx, double ty, double scale, do
  * rounding). Per axis: */
 typedef struct loom_tf_axis {
     /* virtual input j (0 <= j < n_in) is source row / column pre_off + pre_step * j */
-    int64_t pre_off, pre_step; /* pre_step +1 or -1 */
+    int64_t pre_off;
+    int64_t pre_step;  /* +1 or -1 */
     /* resampled n_in -> n_out as loom_tf_resize (n_in == n_out: no resampling) */
-    int64_t n_in, n_out;
+    int64_t n_in;
+    int64_t n_out;     /* the extent after resampling */
     /* output i (0 <= i < the dst extent) is resampled index post_off + post_step * i */
-    int64_t post_off, post_step; /* post_step +1 or -1 */
+    int64_t post_off;
+    int64_t post_step; /* +1 or -1 */
 } loom_tf_axis;
 
 /* dst <- src through ax[0] (rows) and ax[1] (columns); every index must land
@@ -198,9 +202,12 @@ typedef enum loom_pad_mode {
     LOOM_PAD_SYMMETRIC, /* mirror repeating the edge:         1 0 | 0 1 2 */
 } loom_pad_mode;
 
+/* A step's parameters: each kind reads the fields its comments name, the
+ * others are ignored. loom_tf_parse fills them from torchvision-like text. */
 typedef struct loom_tf_step {
-    loom_tf_kind kind;
-    int64_t h, w;          /* crop / resize output size */
+    loom_tf_kind kind;     /* which transform */
+    int64_t h;             /* crop / resize output height */
+    int64_t w;             /* crop / resize output width */
     /* Resize: h is torchvision's Resize(int), the shorter side (the longer
      * becomes int(h * long / short)); w is unused. loom_tf_parse sets it for
      * Resize(N), as torchvision; Resize((h, w)) sets both sides. */
@@ -211,8 +218,8 @@ typedef struct loom_tf_step {
      * torchvision: both sides, after `pad`). The crop's top-left corner is
      * uniform over the padded image: i in [0, H - h], j in [0, W - w]. */
     int64_t pad[4];
-    bool pad_if_needed;
-    loom_pad_mode pad_mode;
+    bool pad_if_needed;    /* RandomCrop: pad an image smaller than (h, w) up to it */
+    loom_pad_mode pad_mode; /* RandomCrop: what the padding holds (torchvision's padding_mode) */
     uint8_t fill;          /* constant padding value, every channel */
     double p;              /* flip / erasing probability; 0 = 0.5 (torchvision's default); < 0 = never */
     /* RandomResizedCrop: the crop's area as a fraction of the image's, and
@@ -220,27 +227,33 @@ typedef struct loom_tf_step {
      * defaults (0.08, 1) and (3/4, 4/3). 10 attempts, then the centre crop
      * of the largest box within `ratio`. RandomErasing: the erased box's,
      * defaults (0.02, 0.33) and (0.3, 3.3); 10 attempts, then no erasing. */
-    double scale[2], ratio[2];
+    double scale[2];
+    double ratio[2];       /* RandomResizedCrop, RandomErasing: aspect ratio range (lo, hi) */
     /* ColorJitter: factor ranges [lo, hi] of brightness, contrast,
      * saturation (>= 0) and hue (in [-0.5, 0.5]); jitter_on[k] false = that
      * adjustment is not applied (torchvision's None). The four run in a
      * random order per sample. */
     double jitter[4][2];
-    bool jitter_on[4];
+    bool jitter_on[4];     /* ColorJitter: brightness, contrast, saturation, hue applied or not */
     /* RandomAffine: angle uniform in degrees[0..1]; translate (fractions of
      * the width, height; has_translate), tx = round(uniform(-a W, a W));
      * scale uniform in ascale (has_ascale); shear x uniform in shear[0..1],
      * y in shear[2..3] (nshear 0, 2 or 4); nearest (the parser's default,
      * torchvision's) or bilinear; afill per channel for the area outside. */
-    double degrees[2], translate[2], ascale[2], shear[4];
-    bool has_translate, has_ascale, nearest;
-    int nshear;
-    uint8_t afill[3];
+    double degrees[2];
+    double translate[2];   /* RandomAffine: largest shift as fractions of the width and height, in [0, 1] */
+    double ascale[2];      /* RandomAffine: scale range (lo, hi), 0 < lo <= hi */
+    double shear[4];       /* RandomAffine: shear x range, shear y range (degrees, within (-90, 90)) */
+    bool has_translate;    /* RandomAffine: translate is given (false: no shift) */
+    bool has_ascale;       /* RandomAffine: ascale is given (false: scale 1) */
+    bool nearest;          /* RandomAffine: nearest-neighbour sampling (false: bilinear) */
+    int nshear;            /* RandomAffine: shear values given: 0 (none), 2 (x only) or 4 (x and y) */
+    uint8_t afill[3];      /* RandomAffine: value outside the image per channel (1 channel: afill[0]) */
     /* RandomErasing: the erased value per channel (nvalue 1 or c), in the
      * normalised tensor's units. Erasing steps end the pipeline (they act
      * after ToTensor + Normalize). */
     float value[3];
-    int nvalue;
+    int nvalue;            /* RandomErasing: values given, 1 or c; 0 = erase to 0 */
     int count;             /* RandomOrder: how many of the following steps it orders */
 } loom_tf_step;
 

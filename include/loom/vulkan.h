@@ -54,9 +54,9 @@ extern "C" {
 
 /* The application's objects. Zero-initialise, then fill. */
 typedef struct loom_vulkan_adopt {
-    VkInstance instance;
+    VkInstance instance;              /* the application's instance (not NULL) */
     VkPhysicalDevice physical_device; /* the one `device` was created from */
-    VkDevice device;
+    VkDevice device;                  /* the application's logical device (not NULL) */
     VkQueue queue;                    /* a queue of queue_family */
     uint32_t queue_family;            /* must support VK_QUEUE_COMPUTE_BIT */
     /* How loom finds the instance's functions: NULL = loom's own copy of the
