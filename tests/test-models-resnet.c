@@ -14,9 +14,9 @@
  * sum (loom - torch)^2 / sum torch^2 <= 1e-9. An absent backend is skipped
  * with a message.
  *
- * Names: loom's full-size resnet18/34/50 have exactly torchvision's tensor
- * names and shapes (data/models/resnet_names.txt, from torchvision), and
- * their init has torchvision's distribution. Errors: a fixture with a wrong
+ * Names: loom's full-size resnet18 and resnet50 have exactly torchvision's
+ * tensor names and shapes (data/models/resnet_names.txt, from torchvision),
+ * and their init has torchvision's distribution. Errors: a fixture with a wrong
  * name or shape, and bad depths and names, fail with messages naming them.
  */
 #include <math.h>
@@ -205,13 +205,13 @@ static void bad_desc(loom_ctx *ctx, loom_model_desc md, const char *want) {
     loom_graph_destroy(g);
 }
 
-/* Full-size resnet18/34/50: names and shapes as torchvision's, in any
- * order; the conv init has torchvision's N(0, sqrt(2 / fan_out)). */
+/* Full-size resnet18 and resnet50: names and shapes as torchvision's, in
+ * any order; the conv init has torchvision's N(0, sqrt(2 / fan_out)). */
 static void names(loom_ctx *ctx) {
     char path[1200], line[256];
     snprintf(path, sizeof path, "%s/resnet_names.txt", datadir);
-    static const char *const archs[3] = {"resnet18", "resnet34", "resnet50"};
-    for (int a = 0; a < 3; a++) {
+    static const char *const archs[2] = {"resnet18", "resnet50"};
+    for (int a = 0; a < 2; a++) {
         FILE *f = fopen(path, "r");
         CHECK(f != NULL, "open %s", path);
         if (!f) return;
