@@ -35,8 +35,10 @@ extern "C" {
 
 typedef struct loom_model_desc {
     const char *arch;     /* "mlp", "cnn", "resnet18", ... (loom_model_names) */
-    int in_c, in_h, in_w; /* one sample's shape */
-    int num_classes;
+    int in_c;             /* one sample's channels */
+    int in_h;             /* one sample's height */
+    int in_w;             /* one sample's width */
+    int num_classes;      /* outputs of the last layer (at least 2) */
     double dropout;       /* 0 = the model's default (cnn 0.5, mlp none); < 0 = off */
     double bn_momentum;   /* 0 = 0.1 */
     /* ResNets: the depth, overriding the one in the arch name; 0 = the name's.
