@@ -40,6 +40,12 @@ expect 2 "bad value '-1' for --lr"           -- train --lr -1
 expect 2 "bad value 'nan' for --lr"          -- train --lr nan
 expect 2 "bad value '1.5' for --label-smoothing" -- train --label-smoothing 1.5
 expect 2 "unknown model 'resnet'"            -- train --model resnet
+expect 2 "unknown model 'resnet19'"          -- train --model resnet19
+expect 2 "bad value '21' for --depth .resnet20: 6n\+2" -- train --model resnet20 --depth 21
+expect 2 "bad value '20' for --depth .resnet18: 18, 34, 50, 101 or 152" -- train --model resnet18 --depth 20
+expect 2 "bad value '4' for --depth"         -- train --model resnet20 --depth 4
+expect 2 "bad value '0' for --width"         -- train --model resnet20 --width 0
+expect 2 "are for the resnet models, not 'cnn'" -- train --model cnn --small-stem
 expect 2 "unknown optimizer 'lbfgs'"         -- train --optimizer lbfgs
 expect 2 "unknown schedule 'wavy'"           -- train --schedule wavy
 expect 2 "bad value '2,x' for --milestones"  -- train --milestones 2,x
@@ -106,6 +112,8 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 1 "bad.st"                          -- train --resume "$tmp/bad.st" --quiet
   expect 0 "RESULT backend=cpu model=mlp epochs=1 test_acc=" -- train --model mlp --max-steps 20 --quiet
   expect 0 "epoch 1/1: train loss"          -- train --model mlp --max-steps 5 --backend cpu --threads 1
+  expect 0 "RESULT backend=cpu model=resnet20 " -- train --model resnet20 --depth 8 --width 4 --max-steps 2 --max-eval 256 --backend cpu --quiet
+  expect 0 "RESULT backend=cpu model=resnet18 " -- train --model resnet18 --small-stem --width 4 --max-steps 2 --max-eval 256 --backend cpu --quiet
   expect 0 "restored the weights of epoch 1" -- train --model mlp --max-steps 10 --epochs 3 --val-split 0.1 --early-stop 1 --min-delta 100 --backend cpu
   expect 1 "freeze pattern 'encoder[.][*]' matches no parameter" -- train --model mlp --freeze 'fc1*,encoder.*' --quiet --backend cpu
   expect 1 "head pattern 'cls[.][*]' matches no parameter" -- train --model mlp --backbone-lr-mult 0.1 --head 'cls.*' --quiet --backend cpu

@@ -25,6 +25,8 @@ typedef struct cli {
     bool skip_bad, nesterov, profile, decay_all, anneal_linear, deterministic, frozen_16bit, reproducible, keep_last, quiet;
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
+    long long depth, width; /* resnet: 0 = the model's */
+    bool small_stem;
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
@@ -88,7 +90,13 @@ static const opt opts[] = {
     {NULL, O_TEXT, 0, .usage =
          "model and training:\n"},
     {"--model", O_STR, OFF(model), .usage =
-         "  --model mlp|cnn            (default cnn)\n"},
+         "  --model NAME               mlp|cnn|resnet20|resnet32|resnet56|resnet18|resnet34|resnet50 (default cnn)\n"},
+    {"--depth", O_INT, OFF(depth), .imin = 8, .imax = 1000, .usage =
+         "  --depth N --width N        resnet depth (resnet20/32/56: 6n+2; resnet18/34/50: 18|34|50|101|152) and\n"
+         "                             first-stage channels (default: the name's depth; width 16, or 64 for 18/34/50)\n"},
+    {"--width", O_INT, OFF(width), .imin = 1, .imax = 4096},
+    {"--small-stem", O_FLAG, OFF(small_stem), .usage =
+         "  --small-stem               resnet18/34/50: 3x3 stride-1 conv1 and no max-pool, for small images\n"},
     {"--epochs", O_INT, OFF(epochs), .imin = 1, .imax = 100000, .usage =
          "  --epochs N                 (default 1)\n"},
     {"--batch", O_INT, OFF(batch), .imin = 1, .imax = 1 << 20, .usage =
@@ -382,8 +390,32 @@ typedef struct choices {
     loom_optimizer_kind opt;
 } choices;
 
+/* A name in the library's list of models. */
+static bool known_model(const char *m) {
+    const char *s = loom_model_names();
+    size_t n = strlen(m);
+    for (const char *p = strstr(s, m); n && p; p = strstr(p + 1, m))
+        if ((p == s || p[-1] == ' ') && (p[n] == ',' || !p[n])) return true;
+    return false;
+}
+
+/* --depth, --width, --small-stem: resnets only; the depth fits the family. */
+static int check_resnet(const cli *c) {
+    bool cifar = !strcmp(c->model, "resnet20") || !strcmp(c->model, "resnet32") || !strcmp(c->model, "resnet56");
+    if (strncmp(c->model, "resnet", 6) && (c->depth || c->width || c->small_stem))
+        return bad("--depth, --width and --small-stem are for the resnet models, not '%s'%s", c->model, "");
+    char d[24];
+    snprintf(d, sizeof d, "%lld", c->depth);
+    if (c->depth && cifar && (c->depth - 2) % 6) return bad("bad value '%s' for --depth (%s: 6n+2, e.g. 20, 32, 44, 56, 110)", d, c->model);
+    if (c->depth && !cifar && c->depth != 18 && c->depth != 34 && c->depth != 50 && c->depth != 101 && c->depth != 152)
+        return bad("bad value '%s' for --depth (%s: 18, 34, 50, 101 or 152)", d, c->model);
+    return -1;
+}
+
 static int check_names(const cli *c, choices *ch) {
-    if (strcmp(c->model, "mlp") && strcmp(c->model, "cnn")) return bad("unknown model '%s' (mlp or cnn)%s", c->model, "");
+    if (!known_model(c->model)) return bad("unknown model '%s' (%s)", c->model, loom_model_names());
+    int rc = check_resnet(c);
+    if (rc >= 0) return rc;
     if (!strcmp(c->amp, "fp16") || !strcmp(c->amp, "f16"))
         ch->amp = LOOM_F16;
     else if (!strcmp(c->amp, "bf16"))
@@ -454,6 +486,7 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     d->data.prefetch = (int)c->prefetch;
     d->data.val_split = c->val_split;
     d->model.net.arch = c->model;
+    d->model.net.depth = (int)c->depth, d->model.net.width = (int)c->width, d->model.net.small_stem = c->small_stem;
     if (c->dropout > -2) d->model.net.dropout = c->dropout == 0 ? -1 : c->dropout;
     d->model.label_smoothing = c->ls;
     d->model.amp = ch->amp;

@@ -1,11 +1,15 @@
 /* train/models.c — the built-in model builders (mlp, cnn), with PyTorch's
- * parameter names and default initialisation. */
+ * parameter names and default initialisation, and the dispatch to the
+ * others by arch name (the ResNets: train/models_resnet.c). */
 #include <math.h>
 
 #include "impl.h"
 #include "loom/nn.h"
 
-const char *loom_model_names(void) { return "mlp, cnn"; }
+const char *loom_model_names(void) { return "mlp, cnn, resnet18, resnet34, resnet50, resnet20, resnet32, resnet56"; }
+
+/* train/models_resnet.c */
+loom_status loom__model_resnet(loom_graph *g, const loom_model_desc *d, loom_tensor *x, bool train, loom_tensor **logits);
 
 /* torch.nn.Linear / Conv2d defaults: weight kaiming_uniform(a = sqrt(5)),
  * i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from the same range. */
@@ -91,6 +95,8 @@ loom_status loom_model_build(loom_graph *g, const loom_model_desc *d, loom_tenso
         double p = d->dropout == 0 ? 0.5 : d->dropout;
         if (p > 0 && train) y = loom_dropout(g, y, p);
         y = linear(g, "fc2", y, d->num_classes);
+    } else if (!strncmp(d->arch, "resnet", 6)) {
+        return loom__model_resnet(g, d, x, train, logits);
     } else {
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "model: unknown architecture '%s' (one of %s)", d->arch,
                          loom_model_names());

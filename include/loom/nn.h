@@ -15,6 +15,14 @@
  *   cnn: conv1 3x3 32 (no bias) + bn1 + ReLU + maxpool 2,
  *        conv2 3x3 64 (no bias) + bn2 + ReLU + maxpool 2,
  *        flatten, fc1 ->128 + ReLU + dropout 0.5, fc2 128->classes
+ *   resnet18, resnet34, resnet50: torchvision's ResNets (BasicBlock,
+ *        Bottleneck v1.5: the stride on the 3x3 conv), its module names
+ *        (conv1, bn1, layer1.0.conv1, layer2.0.downsample.0, fc) and init;
+ *        stem 7x7/2 conv + 3x3/2 max-pool, or with small_stem a 3x3/1 conv
+ *   resnet20, resnet32, resnet56: He et al. (2015)'s CIFAR ResNets, depth
+ *        6n+2: 3x3 stem, three stages of n BasicBlocks (16, 32, 64 channels),
+ *        projection shortcuts where the shape changes; names and init as above
+ *   All ResNets end with global average pooling and fc (features->classes).
  */
 #ifndef LOOM_NN_H
 #define LOOM_NN_H
@@ -26,19 +34,28 @@ extern "C" {
 #endif
 
 typedef struct loom_model_desc {
-    const char *arch;     /* "mlp" or "cnn" */
+    const char *arch;     /* "mlp", "cnn", "resnet18", ... (loom_model_names) */
     int in_c;             /* one sample's channels */
-    int in_h;             /* one sample's height in pixels */
-    int in_w;             /* one sample's width in pixels */
-    int num_classes;      /* outputs of the last layer, >= 2 */
+    int in_h;             /* one sample's height */
+    int in_w;             /* one sample's width */
+    int num_classes;      /* outputs of the last layer (at least 2) */
     double dropout;       /* 0 = the model's default (cnn 0.5, mlp none); < 0 = off */
     double bn_momentum;   /* 0 = 0.1 */
+    /* ResNets: the depth, overriding the one in the arch name; 0 = the name's.
+     * resnet18/34/50 take 18, 34, 50, 101 or 152; resnet20/32/56 any 6n+2. */
+    int depth;
+    /* ResNets: channels of the first stage (the later ones double); 0 = 64
+     * for resnet18/34/50, 16 for resnet20/32/56. */
+    int width;
+    /* ResNets: the small-image stem, a 3x3 stride-1 conv1 and no max-pool
+     * (the CIFAR ResNets always have it). */
+    bool small_stem;
 } loom_model_desc;
 
 /* Record the model on g, reading x (N, C, H, W) f32; *logits is (N, classes). */
 loom_status loom_model_build(loom_graph *g, const loom_model_desc *desc, loom_tensor *x, bool train,
                              loom_tensor **logits);
-/* "mlp, cnn" */
+/* "mlp, cnn, resnet18, ..." : every arch loom_model_build knows */
 const char *loom_model_names(void);
 
 #ifdef __cplusplus
