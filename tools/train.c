@@ -14,7 +14,9 @@
 
 #include "loom/loom.h"
 #include "loom/train.h"
+#include "loom/text.h"
 #include "train_data.h"
+#include "train_text.h"
 
 enum { MAXLIST = 129 };
 
@@ -25,6 +27,7 @@ typedef struct cli {
     bool skip_bad, nesterov, profile, decay_all, anneal_linear, deterministic, frozen_16bit, reproducible, keep_last, quiet;
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
+    long long layers, heads, embd, seq_len; /* text models */
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
@@ -88,7 +91,12 @@ static const opt opts[] = {
     {NULL, O_TEXT, 0, .usage =
          "model and training:\n"},
     {"--model", O_STR, OFF(model), .usage =
-         "  --model mlp|cnn            (default cnn)\n"},
+         "  --model mlp|cnn|gpt|transformer  (default cnn; gpt, transformer: --data-dir a token file)\n"},
+    {"--layers", O_INT, OFF(layers), .imin = 1, .imax = 1024, .usage =
+         "  --layers N --heads N --embd N --seq-len N   gpt/transformer size (default 4, 4, 128, 128)\n"},
+    {"--heads", O_INT, OFF(heads), .imin = 1, .imax = 1024},
+    {"--embd", O_INT, OFF(embd), .imin = 1, .imax = 65536},
+    {"--seq-len", O_INT, OFF(seq_len), .imin = 1, .imax = 1 << 20},
     {"--epochs", O_INT, OFF(epochs), .imin = 1, .imax = 100000, .usage =
          "  --epochs N                 (default 1)\n"},
     {"--batch", O_INT, OFF(batch), .imin = 1, .imax = 1 << 20, .usage =
@@ -383,7 +391,8 @@ typedef struct choices {
 } choices;
 
 static int check_names(const cli *c, choices *ch) {
-    if (strcmp(c->model, "mlp") && strcmp(c->model, "cnn")) return bad("unknown model '%s' (mlp or cnn)%s", c->model, "");
+    if (strcmp(c->model, "mlp") && strcmp(c->model, "cnn") && !loom_model_is_text(c->model))
+        return bad("unknown model '%s' (mlp, cnn, gpt or transformer)%s", c->model, "");
     if (!strcmp(c->amp, "fp16") || !strcmp(c->amp, "f16"))
         ch->amp = LOOM_F16;
     else if (!strcmp(c->amp, "bf16"))
@@ -454,6 +463,8 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     d->data.prefetch = (int)c->prefetch;
     d->data.val_split = c->val_split;
     d->model.net.arch = c->model;
+    d->model.net.layers = (int)c->layers, d->model.net.heads = (int)c->heads, d->model.net.embd = (int)c->embd;
+    d->model.net.seq_len = (int)c->seq_len;
     if (c->dropout > -2) d->model.net.dropout = c->dropout == 0 ? -1 : c->dropout;
     d->model.label_smoothing = c->ls;
     d->model.amp = ch->amp;
@@ -628,6 +639,33 @@ static int run_train(loom_ctx *ctx, const cli *c, const loom_trainer_desc *d, co
     return 0;
 }
 
+/* gpt / transformer on token files: loom_text_train. */
+static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer_desc *d, ui *u) {
+    char train[4096], val[4096];
+    int64_t n;
+    loom_model_desc md = d->model.net;
+    loom_model_text_defaults(&md);
+    loom_plateau plateau = {0};
+    loom_train_result r;
+    loom_status st = loom__text_data(ctx, c->data_dir, md.seq_len, md.vocab, train, val, &n);
+    if (st == LOOM_OK) {
+        fill_schedule(c, ch, n, d, &plateau);
+        if (!u->quiet)
+            printf("training %s (%d layers, %d heads, embd %d, seq_len %d, vocab %d) on %lld sequences of %s, "
+                   "validating on %s; batch %lld, %s, lr %g\n", c->model, md.layers, md.heads, md.embd, md.seq_len,
+                   md.vocab, (long long)n, train, val[0] ? val : "(none)", c->batch, c->optname, d->optim.sched.lr);
+        st = loom_text_train(ctx, d, train, val[0] ? val : NULL, &r);
+    }
+    if (st != LOOM_OK) {
+        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
+        return 1;
+    }
+    printf("RESULT backend=%s model=%s epochs=%d val_loss=%.4f val_acc=%.4f train_loss=%.4f samples_per_s=%.0f "
+           "tokens_per_s=%.0f seconds=%.1f peak_bytes=%zu\n", r.backend, c->model, r.epochs_run, r.val_loss, r.val_acc,
+           r.train_loss, r.samples_per_s, r.samples_per_s * (double)md.seq_len, r.seconds, r.peak_bytes);
+    return 0;
+}
+
 static int run(int argc, char **argv, bool lrfind) {
     cli c;
     cli_defaults(&c);
@@ -635,12 +673,14 @@ static int run(int argc, char **argv, bool lrfind) {
     int rc = parse_args(argc, argv, &c);
     if (rc < 0) rc = check_names(&c, &ch);
     if (rc >= 0) return rc;
+    if (lrfind && loom_model_is_text(c.model)) return bad("lr-find is for mlp and cnn, not '%s'%s", c.model, "");
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
     loom__run_data rd = {0};
+    bool text = loom_model_is_text(c.model);
     loom__train_data_opts dopts = {
         .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers};
-    if (loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
+    if (!text && loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
         loom__train_free_data(&rd);
         loom_ctx_destroy(ctx);
@@ -650,7 +690,7 @@ static int run(int argc, char **argv, bool lrfind) {
     loom_plateau plateau = {0};
     ui u = {isatty(STDOUT_FILENO) != 0, c.quiet};
     fill_desc(&c, &ch, &rd, &d);
-    fill_schedule(&c, &ch, rd.train.n, &d, &plateau);
+    if (!text) fill_schedule(&c, &ch, rd.train.n, &d, &plateau);
     loom_train_observer lines = {.user = &u, .on_step = on_step, .on_epoch = on_epoch};
     d.log.observers = &lines, d.log.nobservers = 1;
     d.transfer.on_init = on_init, d.transfer.user = &u;
@@ -659,7 +699,7 @@ static int run(int argc, char **argv, bool lrfind) {
         d.run.backend = loom_pick_backend(ctx, &why);
         if (!u.quiet) printf("backend %s (auto: %s)\n", d.run.backend, why);
     }
-    rc = lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
+    rc = text ? run_text(ctx, &c, &ch, &d, &u) : lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
     loom__train_free_data(&rd);
     loom_ctx_destroy(ctx);
     return rc;

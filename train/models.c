@@ -1,11 +1,13 @@
-/* train/models.c — the built-in model builders (mlp, cnn), with PyTorch's
+/* train/models.c — the built-in model builders (mlp, cnn; the text models are
+ * in train/models_gpt.c), with PyTorch's
  * parameter names and default initialisation. */
 #include <math.h>
 
 #include "impl.h"
 #include "loom/nn.h"
+#include "models_text.h"
 
-const char *loom_model_names(void) { return "mlp, cnn"; }
+const char *loom_model_names(void) { return "mlp, cnn, gpt, transformer"; }
 
 /* torch.nn.Linear / Conv2d defaults: weight kaiming_uniform(a = sqrt(5)),
  * i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from the same range. */
@@ -67,6 +69,7 @@ loom_status loom_model_build(loom_graph *g, const loom_model_desc *d, loom_tenso
     *logits = NULL;
     loom_ctx *ctx = g->ctx;
     if (!d || !d->arch) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "model: no architecture given (one of %s)", loom_model_names());
+    if (loom_model_is_text(d->arch)) return loom__model_build_text(g, d, x, logits);
     if (!x || loom_tensor_ndim(x) != 4 || loom_tensor_dtype(x) != LOOM_F32) {
         char s[96] = "(null)";
         if (x) loom_tensor_shape_str(x, s, sizeof s);

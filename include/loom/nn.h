@@ -15,6 +15,21 @@
  *   cnn: conv1 3x3 32 (no bias) + bn1 + ReLU + maxpool 2,
  *        conv2 3x3 64 (no bias) + bn2 + ReLU + maxpool 2,
  *        flatten, fc1 ->128 + ReLU + dropout 0.5, fc2 128->classes
+ *
+ * Text models (train/models_gpt.c) read i32 token ids (N, T), T <= seq_len,
+ * with HuggingFace GPT-2's parameter names and layouts (wte.weight (vocab,
+ * embd), wpe.weight (seq_len, embd), h.<i>.ln_1, h.<i>.attn.c_attn (Conv1D:
+ * weight (embd, 3 embd), y = x W + b), h.<i>.attn.c_proj, h.<i>.ln_2,
+ * h.<i>.mlp.c_fc, h.<i>.mlp.c_proj, ln_f) and GPT-2's initialisation (normal
+ * std 0.02; the c_proj weights std 0.02 / sqrt(2 layers); biases 0; layer
+ * norms weight 1, eps 1e-5). Pre-norm blocks x += attn(ln_1(x)),
+ * x += mlp(ln_2(x)), multi-head self-attention, MLP embd -> 4 embd, exact
+ * (erf) GELU, -> embd; no dropout.
+ *   gpt:         causal attention; ln_f, then the tied LM head x wte^T:
+ *                logits (N T, vocab), row n T + t predicting token t + 1
+ *   transformer: the same encoder without the causal mask; ln_f, the mean
+ *                over the T positions, head (Linear: head.weight (classes,
+ *                embd), head.bias): logits (N, classes)
  */
 #ifndef LOOM_NN_H
 #define LOOM_NN_H
@@ -26,18 +41,29 @@ extern "C" {
 #endif
 
 typedef struct loom_model_desc {
-    const char *arch;     /* "mlp" or "cnn" */
+    const char *arch;     /* "mlp", "cnn", "gpt" or "transformer" */
     int in_c, in_h, in_w; /* one sample's shape */
     int num_classes;
     double dropout;       /* 0 = the model's default (cnn 0.5, mlp none); < 0 = off */
     double bn_momentum;   /* 0 = 0.1 */
+    /* text models (gpt, transformer); 0 = the default in brackets */
+    int layers;           /* transformer blocks (4) */
+    int heads;            /* attention heads; must divide embd (4) */
+    int embd;             /* embedding width (128) */
+    int seq_len;          /* the longest input, the rows of wpe (128) */
+    int vocab;            /* token ids are < vocab (256: bytes) */
 } loom_model_desc;
 
-/* Record the model on g, reading x (N, C, H, W) f32; *logits is (N, classes). */
+/* Record the model on g, reading x (N, C, H, W) f32 (text models: i32 ids
+ * (N, T)); *logits is (N, classes) (gpt: (N T, vocab)). */
 loom_status loom_model_build(loom_graph *g, const loom_model_desc *desc, loom_tensor *x, bool train,
                              loom_tensor **logits);
-/* "mlp, cnn" */
+/* "mlp, cnn, gpt, transformer" */
 const char *loom_model_names(void);
+/* true for the text models (gpt, transformer): input i32 ids (N, T). */
+bool loom_model_is_text(const char *arch);
+/* Fill a text model's zero size fields with their defaults (see above). */
+void loom_model_text_defaults(loom_model_desc *desc);
 
 #ifdef __cplusplus
 }
