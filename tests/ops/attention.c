@@ -1,9 +1,9 @@
 /* tests/ops/attention.c — op cases: attention (causal and not, Tq = Tk,
- * Tq < Tk and Tq > Tk, D not a multiple of 4, several B and H, a given scale,
- * and a size that spans several key and query blocks of every backend; the
- * attention_grad ops run in the appended backward pass for q, k and v) and
- * causal_mask (followed by softmax, so that the output is finite; its gradient
- * op is causal_mask with value 0). */
+ * Tq < Tk and Tq > Tk, D not a multiple of 4, several B and H, a given
+ * scale, sizes that span several key and query blocks of every backend, D
+ * wider than a GPU work-group; the attention_grad ops run in the appended
+ * backward pass for q, k and v) and causal_mask (followed by softmax, so that
+ * the output is finite; its gradient op is causal_mask with value 0). */
 #include "cases.h"
 
 /* B, H, Tq, Tk, D, causal, scale (0 = 1/sqrt(D)) per variant */
@@ -20,6 +20,8 @@ static const struct {
     {1, 2, 70, 70, 16, true, 0},  /* 5 several blocks */
     {1, 1, 33, 67, 12, false, 0}, /* 6 several blocks, Tq < Tk */
     {3, 2, 1, 1, 1, true, 0},     /* 7 one key */
+    {1, 2, 3, 2, 13, false, 0},   /* 8 D larger than the GPU groups (as wide as Tk) */
+    {1, 1, 300, 290, 4, true, 0}, /* 9 more keys and rows than a GPU group */
 };
 
 static loom_tensor *attention(loom_graph *g, loom_dtype dt, int v) {
@@ -47,6 +49,8 @@ const loom_op_case loom_cases_attention[] = {
     {"attention causal (1,2,70,70,16)", attention, 5, 0, 0, 0},
     {"attention (1,1,33,67,12)", attention, 6, 0, 0, 0},
     {"attention causal one key", attention, 7, 0, 0, 0},
+    {"attention (1,2,3,2,13)", attention, 8, 0, 0, 0},
+    {"attention causal (1,1,300,290,4)", attention, 9, 0, 0, 0},
     {"causal_mask (2,4,6) + softmax", causal_mask, 0, 0, 0, 0},
     {"causal_mask (3,5,3) + softmax", causal_mask, 1, 0, 0, 0},
     {"causal_mask (2,2,3,3) + softmax", causal_mask, 2, 0, 0, 0},
