@@ -23,7 +23,6 @@ typedef struct gpt {
     int64_t n, t, e, h; /* batch, positions, width, heads */
     double std, proj_std;
     bool causal;
-    loom_tensor *mask; /* (T, T): 0 on and below the diagonal, -inf above */
 } gpt;
 
 static loom_tensor *param(gpt *m, const char *name, int ndim, const int64_t *dims, loom_init init) {
@@ -62,24 +61,6 @@ static loom_tensor *heads_of(gpt *m, loom_tensor *qkv, int k) {
     return loom_permute(m->g, y, (int[]){0, 2, 1, 3});
 }
 
-/* softmax(q k^T / sqrt(D) + causal mask) v, composed of existing ops. */
-static loom_tensor *attend(gpt *m, loom_tensor *q, loom_tensor *k, loom_tensor *v) {
-    loom_tensor *s = loom_scale(m->g, loom_matmul(m->g, q, k, false, true), 1.0 / sqrt((double)(m->e / m->h)));
-    if (m->causal && s) {
-        int64_t t = m->t;
-        if (!m->mask) {
-            float *mask = calloc((size_t)(t * t), sizeof *mask);
-            if (!mask) return NULL;
-            for (int64_t i = 0; i < t; i++)
-                for (int64_t j = i + 1; j < t; j++) mask[i * t + j] = -INFINITY;
-            m->mask = loom_constant(m->g, "causal_mask", LOOM_F32, 2, (int64_t[]){t, t}, mask);
-            free(mask);
-        }
-        s = loom_add(m->g, s, m->mask);
-    }
-    return loom_matmul(m->g, loom_softmax(m->g, s), v, false, false);
-}
-
 /* Multi-head self-attention of x (N T, E) -> (N T, E). */
 static loom_tensor *attention(gpt *m, const char *blk, loom_tensor *x) {
     char name[64];
@@ -87,7 +68,7 @@ static loom_tensor *attention(gpt *m, const char *blk, loom_tensor *x) {
     loom_tensor *qkv = conv1d(m, name, x, 3 * m->e, m->std);
     if (!qkv) return NULL;
     loom_tensor *q = heads_of(m, qkv, 0), *k = heads_of(m, qkv, 1), *v = heads_of(m, qkv, 2);
-    loom_tensor *y = attend(m, q, k, v);
+    loom_tensor *y = loom_attention(m->g, q, k, v, m->causal, 0.0);
     y = loom_permute(m->g, y, (int[]){0, 2, 1, 3}); /* (N, T, H, D) */
     y = loom_reshape(m->g, y, 2, (int64_t[]){m->n * m->t, m->e});
     snprintf(name, sizeof name, "%s.attn.c_proj", blk);
