@@ -196,6 +196,7 @@ fi
 expect 2 "unknown model 'gpt3'"             -- train --model gpt3
 expect 2 "bad value '0' for --heads"        -- train --model gpt --heads 0
 expect 2 "lr-find is for mlp and cnn"       -- lr-find --model gpt
+expect 2 "--resume, .* not supported for text models" -- train --model gpt --resume x.st
 expect 1 "give --data-dir FILE or DIR"      -- train --model gpt --backend cpu --quiet
 expect 1 "heads must divide embd"           -- train --model gpt --backend cpu --data-dir "$tmp/t.bin" --heads 3 --embd 16 --seq-len 8 --quiet
 expect 1 "$tmp/a.txt: .*not a whole number" -- train --model gpt --backend cpu --data-dir "$tmp/a.txt" --seq-len 8 --quiet

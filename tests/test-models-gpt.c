@@ -5,8 +5,8 @@
  * must reproduce logits, loss and gradients: within 1e-4 relative (max
  * |loom - torch| / max |torch| per tensor) on the CPU, and within an NMSE of
  * 1e-8 (a chain of a few dozen f32 ops, each held to the op-check's 1e-9) on
- * the other backends built here with a device (a backend without one of the
- * ops says so and is skipped). Also: GPT-2's initialisation (std 0.02, the
+ * the other backends (Vulkan, OpenCL, CUDA) built here with a device (a
+ * backend without one of the ops says so and is skipped). Also: GPT-2's initialisation (std 0.02, the
  * c_proj weights 0.02 / sqrt(2 layers), biases 0, layer-norm weights 1), the
  * parameter names and layouts, and the builder's errors. */
 #include <math.h>
@@ -222,8 +222,8 @@ int main(void) {
         {"transformer.safetensors",
          {.arch = "transformer", .layers = 2, .heads = 2, .embd = 32, .seq_len = 16, .vocab = 64, .num_classes = 5}},
     };
-    static const char *const backends[] = {"cpu", "vulkan", "opencl"};
-    for (int b = 0; b < 3; b++) {
+    static const char *const backends[] = {"cpu", "vulkan", "opencl", "cuda"};
+    for (int b = 0; b < 4; b++) {
         const char *why = NULL;
         if (b && !loom_backend_available(ctx, backends[b], &why)) {
             printf("  %s: not available (%s)\n", backends[b], why ? why : "?");

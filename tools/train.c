@@ -647,6 +647,12 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
     loom_model_text_defaults(&md);
     loom_plateau plateau = {0};
     loom_train_result r;
+    if (c->resume || c->val_split > 0 || c->patience || c->init_from || c->n_freeze || c->transform || c->profile ||
+        ch->use_plateau) {
+        fprintf(stderr, "loom train: --resume, --val-split, --early-stop, --init-from, --freeze, --transform, --profile, "
+                        "and --schedule plateau are not supported for text models yet\n");
+        return 2;
+    }
     loom_status st = loom__text_data(ctx, c->data_dir, md.seq_len, md.vocab, train, val, &n);
     if (st == LOOM_OK) {
         fill_schedule(c, ch, n, d, &plateau);
