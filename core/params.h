@@ -65,6 +65,15 @@
 #define LOOM_K_SOFTMAX_GRAD 2
 #define LOOM_K_LOG_SOFTMAX_GRAD 3
 
+/* ---- attention, attention_grad and causal_mask (core/ops/attention.c) ---- */
+#define LOOM_P_ATTN_CAUSAL 0  /* attention and attention_grad: 1 = causal (key j > query i left out) */
+#define LOOM_P_ATTN_WHICH 1   /* attention_grad: the input it differentiates (LOOM_K_ATTN_*) */
+#define LOOM_F_ATTN_SCALE 0   /* attention and attention_grad: the score scale */
+#define LOOM_F_CAUSAL_VALUE 0 /* causal_mask: the value where key j > query i */
+#define LOOM_K_ATTN_DQ 0
+#define LOOM_K_ATTN_DK 1
+#define LOOM_K_ATTN_DV 2
+
 /* ---- cross_entropy and cross_entropy_grad (core/ops/loss.c) ---- */
 #define LOOM_P_CE_IGNORE 0 /* ignore_index */
 #define LOOM_F_CE_EPS 0    /* label smoothing */

@@ -183,6 +183,42 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
 else
   echo "note: Fashion-MNIST absent, the data-dependent CLI checks are skipped"
 fi
+# pack-text, train --model gpt|transformer, generate: a small text, byte tokens
+for i in $(seq 1 60); do echo "line $i: the quick brown fox jumps over the lazy dog"; done > "$tmp/a.txt"
+: > "$tmp/empty.txt"
+expect 2 "--out is required"                -- pack-text "$tmp/a.txt"
+expect 2 "no input files given"             -- pack-text --out "$tmp/t.bin"
+expect 2 "bad value for --val-fraction .*'1'" -- pack-text "$tmp/a.txt" --out "$tmp/t.bin" --val-fraction 1
+expect 2 "bad value for --val-fraction .*'x'" -- pack-text "$tmp/a.txt" --out "$tmp/t.bin" --val-fraction x
+expect 1 "cannot open '$tmp/nope.txt'"      -- pack-text "$tmp/nope.txt" --out "$tmp/t.bin"
+expect 1 "hold no text"                     -- pack-text "$tmp/empty.txt" --out "$tmp/t.bin"
+[ ! -e "$tmp/t.bin" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a failed pack-text left $tmp/t.bin"; }
+expect 0 "t.val.bin: 318 tokens .*unigram entropy [0-9.]+ nats" -- pack-text "$tmp/a.txt" --out "$tmp/t.bin"
+n_all=$(wc -c < "$tmp/a.txt")
+if [ "$(stat -c %s "$tmp/t.bin")" -eq $(( 2 * (n_all - 318) )) ] && [ "$(stat -c %s "$tmp/t.val.bin")" -eq 636 ] &&
+   [ "$(od -An -tu2 -N4 "$tmp/t.bin" | tr -s ' ')" = " 108 105" ]; then  # "li", uint16 little-endian
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); echo "FAIL: pack-text sizes or contents of $tmp/t.bin, $tmp/t.val.bin"
+fi
+expect 2 "unknown model 'gpt3'"             -- train --model gpt3
+expect 2 "bad value '0' for --heads"        -- train --model gpt --heads 0
+expect 2 "lr-find is for mlp and cnn"       -- lr-find --model gpt
+expect 2 "--resume, .* not supported for text models" -- train --model gpt --resume x.st
+expect 1 "give --data-dir FILE or DIR"      -- train --model gpt --backend cpu --quiet
+expect 1 "heads must divide embd"           -- train --model gpt --backend cpu --data-dir "$tmp/t.bin" --heads 3 --embd 16 --seq-len 8 --quiet
+expect 1 "$tmp/a.txt: .*not a whole number" -- train --model gpt --backend cpu --data-dir "$tmp/a.txt" --seq-len 8 --quiet
+gpt=(--backend cpu --data-dir "$tmp/t.bin" --layers 1 --heads 2 --embd 16 --seq-len 16 --batch 8 --optimizer adamw --lr 3e-3)
+expect 0 "RESULT .*model=gpt .*val_loss=[0-9.]+ " -- train --model gpt "${gpt[@]}" --epochs 2 --save "$tmp/gpt.st"
+expect 0 "RESULT .*model=transformer .*val_loss=[0-9.]+ " -- train --model transformer "${gpt[@]}" --save "$tmp/tr.st"
+expect 0 "^line 1"                          -- generate --ckpt "$tmp/gpt.st" --prompt "line 1" --tokens 20 --seed 3
+expect 2 "--ckpt is required"               -- generate --prompt x
+expect 2 "bad value"                        -- generate --ckpt "$tmp/gpt.st" --temperature -1
+expect 1 "not a gpt checkpoint .*transformer" -- generate --ckpt "$tmp/tr.st" --prompt x
+expect 1 "$tmp/none.st"                     -- generate --ckpt "$tmp/none.st" --prompt x
+g1=$("$LOOM" generate --ckpt "$tmp/gpt.st" --prompt "line" --tokens 30 --seed 7 2>&1)
+g2=$("$LOOM" generate --ckpt "$tmp/gpt.st" --prompt "line" --tokens 30 --seed 7 2>&1)
+[ "$g1" = "$g2" ] && [ ${#g1} -ge 30 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: generate with one seed twice: '$g1' vs '$g2'"; }
 expect 0 "op table"                         -- info
 
 echo "$pass passed, $fail failed"

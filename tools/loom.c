@@ -10,17 +10,21 @@ int loom_cmd_lr_find(int argc, char **argv);
 int loom_cmd_plot(int argc, char **argv);
 int loom_cmd_bench_loader(int argc, char **argv);
 int loom_cmd_pack(int argc, char **argv);
+int loom_cmd_pack_text(int argc, char **argv);
+int loom_cmd_generate(int argc, char **argv);
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: loom <command> [options]\n"
             "commands:\n"
             "  info      version, backends built and available, devices, op table\n"
-            "  train     train a model (mlp, cnn) on Fashion-MNIST; see loom train --help\n"
+            "  train     train a model (mlp, cnn on images; gpt, transformer on tokens); see loom train --help\n"
             "  lr-find   the LR range test: loss against an exponential LR sweep, CSV + SVG\n"
             "  plot      loss and accuracy curves of a --log-csv log as SVG: loom plot run.csv -o out.svg\n"
             "  bench-loader  the data loader alone: images/s, workers, first-batch latency\n"
             "  pack      decode + resize a dataset once into a memory-mapped shard: loom pack --help\n"
+            "  pack-text text files as byte-level tokens for a gpt, with a validation split: loom pack-text --help\n"
+            "  generate  sample text from a trained gpt: loom generate --ckpt X --prompt '...'\n"
             "  help      this message\n");
 }
 
@@ -35,6 +39,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "plot")) return loom_cmd_plot(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bench-loader")) return loom_cmd_bench_loader(argc - 1, argv + 1);
     if (!strcmp(argv[1], "pack")) return loom_cmd_pack(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "pack-text")) return loom_cmd_pack_text(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "generate")) return loom_cmd_generate(argc - 1, argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;

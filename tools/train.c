@@ -14,7 +14,9 @@
 
 #include "loom/loom.h"
 #include "loom/train.h"
+#include "loom/text.h"
 #include "train_data.h"
+#include "train_text.h"
 
 enum { MAXLIST = 129 };
 
@@ -27,6 +29,7 @@ typedef struct cli {
     long long patience, lr_steps;
     long long depth, width; /* resnet: 0 = the model's */
     bool small_stem;
+    long long layers, heads, embd, seq_len; /* text models */
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
@@ -90,13 +93,18 @@ static const opt opts[] = {
     {NULL, O_TEXT, 0, .usage =
          "model and training:\n"},
     {"--model", O_STR, OFF(model), .usage =
-         "  --model NAME               mlp|cnn|resnet20|resnet32|resnet56|resnet18|resnet34|resnet50 (default cnn)\n"},
+         "  --model NAME               mlp|cnn|resnet20|32|56|resnet18|34|50|gpt|transformer (default cnn)\n"},
     {"--depth", O_INT, OFF(depth), .imin = 8, .imax = 1000, .usage =
          "  --depth N --width N        resnet depth (resnet20/32/56: 6n+2; resnet18/34/50: 18|34|50|101|152) and\n"
          "                             first-stage channels (default: the name's depth; width 16, or 64 for 18/34/50)\n"},
     {"--width", O_INT, OFF(width), .imin = 1, .imax = 4096},
     {"--small-stem", O_FLAG, OFF(small_stem), .usage =
          "  --small-stem               resnet18/34/50: 3x3 stride-1 conv1 and no max-pool, for small images\n"},
+    {"--layers", O_INT, OFF(layers), .imin = 1, .imax = 1024, .usage =
+         "  --layers N --heads N --embd N --seq-len N   gpt/transformer size (default 4, 4, 128, 128)\n"},
+    {"--heads", O_INT, OFF(heads), .imin = 1, .imax = 1024},
+    {"--embd", O_INT, OFF(embd), .imin = 1, .imax = 65536},
+    {"--seq-len", O_INT, OFF(seq_len), .imin = 1, .imax = 1 << 20},
     {"--epochs", O_INT, OFF(epochs), .imin = 1, .imax = 100000, .usage =
          "  --epochs N                 (default 1)\n"},
     {"--batch", O_INT, OFF(batch), .imin = 1, .imax = 1 << 20, .usage =
@@ -487,6 +495,8 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     d->data.val_split = c->val_split;
     d->model.net.arch = c->model;
     d->model.net.depth = (int)c->depth, d->model.net.width = (int)c->width, d->model.net.small_stem = c->small_stem;
+    d->model.net.layers = (int)c->layers, d->model.net.heads = (int)c->heads, d->model.net.embd = (int)c->embd;
+    d->model.net.seq_len = (int)c->seq_len;
     if (c->dropout > -2) d->model.net.dropout = c->dropout == 0 ? -1 : c->dropout;
     d->model.label_smoothing = c->ls;
     d->model.amp = ch->amp;
@@ -661,6 +671,39 @@ static int run_train(loom_ctx *ctx, const cli *c, const loom_trainer_desc *d, co
     return 0;
 }
 
+/* gpt / transformer on token files: loom_text_train. */
+static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer_desc *d, ui *u) {
+    char train[4096], val[4096];
+    int64_t n;
+    loom_model_desc md = d->model.net;
+    loom_model_text_defaults(&md);
+    loom_plateau plateau = {0};
+    loom_train_result r;
+    if (c->resume || c->val_split > 0 || c->patience || c->init_from || c->n_freeze || c->transform || c->profile ||
+        ch->use_plateau) {
+        fprintf(stderr, "loom train: --resume, --val-split, --early-stop, --init-from, --freeze, --transform, --profile, "
+                        "and --schedule plateau are not supported for text models yet\n");
+        return 2;
+    }
+    loom_status st = loom__text_data(ctx, c->data_dir, md.seq_len, md.vocab, train, val, &n);
+    if (st == LOOM_OK) {
+        fill_schedule(c, ch, n, d, &plateau);
+        if (!u->quiet)
+            printf("training %s (%d layers, %d heads, embd %d, seq_len %d, vocab %d) on %lld sequences of %s, "
+                   "validating on %s; batch %lld, %s, lr %g\n", c->model, md.layers, md.heads, md.embd, md.seq_len,
+                   md.vocab, (long long)n, train, val[0] ? val : "(none)", c->batch, c->optname, d->optim.sched.lr);
+        st = loom_text_train(ctx, d, train, val[0] ? val : NULL, &r);
+    }
+    if (st != LOOM_OK) {
+        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
+        return 1;
+    }
+    printf("RESULT backend=%s model=%s epochs=%d val_loss=%.4f val_acc=%.4f train_loss=%.4f samples_per_s=%.0f "
+           "tokens_per_s=%.0f seconds=%.1f peak_bytes=%zu\n", r.backend, c->model, r.epochs_run, r.val_loss, r.val_acc,
+           r.train_loss, r.samples_per_s, r.samples_per_s * (double)md.seq_len, r.seconds, r.peak_bytes);
+    return 0;
+}
+
 static int run(int argc, char **argv, bool lrfind) {
     cli c;
     cli_defaults(&c);
@@ -668,12 +711,14 @@ static int run(int argc, char **argv, bool lrfind) {
     int rc = parse_args(argc, argv, &c);
     if (rc < 0) rc = check_names(&c, &ch);
     if (rc >= 0) return rc;
+    if (lrfind && loom_model_is_text(c.model)) return bad("lr-find is for mlp and cnn, not '%s'%s", c.model, "");
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
     loom__run_data rd = {0};
+    bool text = loom_model_is_text(c.model);
     loom__train_data_opts dopts = {
         .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers};
-    if (loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
+    if (!text && loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
         loom__train_free_data(&rd);
         loom_ctx_destroy(ctx);
@@ -683,7 +728,7 @@ static int run(int argc, char **argv, bool lrfind) {
     loom_plateau plateau = {0};
     ui u = {isatty(STDOUT_FILENO) != 0, c.quiet};
     fill_desc(&c, &ch, &rd, &d);
-    fill_schedule(&c, &ch, rd.train.n, &d, &plateau);
+    if (!text) fill_schedule(&c, &ch, rd.train.n, &d, &plateau);
     loom_train_observer lines = {.user = &u, .on_step = on_step, .on_epoch = on_epoch};
     d.log.observers = &lines, d.log.nobservers = 1;
     d.transfer.on_init = on_init, d.transfer.user = &u;
@@ -692,7 +737,7 @@ static int run(int argc, char **argv, bool lrfind) {
         d.run.backend = loom_pick_backend(ctx, &why);
         if (!u.quiet) printf("backend %s (auto: %s)\n", d.run.backend, why);
     }
-    rc = lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
+    rc = text ? run_text(ctx, &c, &ch, &d, &u) : lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
     loom__train_free_data(&rd);
     loom_ctx_destroy(ctx);
     return rc;

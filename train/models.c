@@ -1,12 +1,16 @@
 /* train/models.c — the built-in model builders (mlp, cnn), with PyTorch's
  * parameter names and default initialisation, and the dispatch to the
- * others by arch name (the ResNets: train/models_resnet.c). */
+ * others by arch name (the ResNets: train/models_resnet.c; the text models:
+ * train/models_gpt.c). */
 #include <math.h>
 
 #include "impl.h"
 #include "loom/nn.h"
+#include "models_text.h"
 
-const char *loom_model_names(void) { return "mlp, cnn, resnet18, resnet34, resnet50, resnet20, resnet32, resnet56"; }
+const char *loom_model_names(void) {
+    return "mlp, cnn, resnet18, resnet34, resnet50, resnet20, resnet32, resnet56, gpt, transformer";
+}
 
 /* train/models_resnet.c */
 loom_status loom__model_resnet(loom_graph *g, const loom_model_desc *d, loom_tensor *x, bool train, loom_tensor **logits);
@@ -71,6 +75,7 @@ loom_status loom_model_build(loom_graph *g, const loom_model_desc *d, loom_tenso
     *logits = NULL;
     loom_ctx *ctx = g->ctx;
     if (!d || !d->arch) return loom__err(ctx, LOOM_ERR_INVALID_ARG, "model: no architecture given (one of %s)", loom_model_names());
+    if (loom_model_is_text(d->arch)) return loom__model_build_text(g, d, x, logits);
     if (!x || loom_tensor_ndim(x) != 4 || loom_tensor_dtype(x) != LOOM_F32) {
         char s[96] = "(null)";
         if (x) loom_tensor_shape_str(x, s, sizeof s);

@@ -64,6 +64,9 @@ static int fill(loom__kernel *t) {
     K(SIGMOID_GRAD, sigmoid_grad, FLOAT);
     K(SOFTMAX_GRAD, softmax_grad, FLOAT);
     K(LOG_SOFTMAX_GRAD, log_softmax_grad, FLOAT);
+    K(ATTENTION, attention, FLOAT);
+    K(ATTENTION_GRAD, attention_grad, FLOAT);
+    K(CAUSAL_MASK, causal_mask, FLOAT);
     K(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT);
     K(EMBEDDING_GRAD, embedding_grad, FLOAT);
     K(SLICE_GRAD, slice_grad, ALL);

@@ -116,6 +116,22 @@ loom_tensor *loom_matmul(loom_graph *g, loom_tensor *a, loom_tensor *b, bool tra
 /* x: (..., IN), w: (OUT, IN), bias: (OUT) or NULL -> (..., OUT). */
 loom_tensor *loom_linear(loom_graph *g, loom_tensor *x, loom_tensor *w, loom_tensor *bias);
 
+/* ---- attention ---- */
+/* Scaled dot-product attention: q (B, H, Tq, D), k and v (B, H, Tk, D) ->
+ * (B, H, Tq, D) = softmax(q k^T * scale + mask) v, the softmax over the keys.
+ * causal: mask = -inf where key index j > query index i, 0 elsewhere: torch's
+ * scaled_dot_product_attention(is_causal=True) triangle, aligned at the
+ * top-left corner whatever Tq and Tk are (row i sees keys 0..i). scale 0 =
+ * 1/sqrt(D). Computed without the whole (Tq, Tk) score matrix (an online
+ * softmax over blocks of keys); the backward pass recomputes the scores.
+ * q, k, v share a float dtype; with autocast on they are cast to the 16-bit
+ * dtype while the softmax statistics stay f32. */
+loom_tensor *loom_attention(loom_graph *g, loom_tensor *q, loom_tensor *k, loom_tensor *v, bool causal, double scale);
+/* x (..., Tq, Tk) -> x's shape: -inf where key index j > query index i (the
+ * triangle of loom_attention's causal mask), x elsewhere; the gradient passes
+ * where x passes and is 0 elsewhere. */
+loom_tensor *loom_causal_mask(loom_graph *g, loom_tensor *x);
+
 /* ---- softmax and losses (over the last axis) ---- */
 loom_tensor *loom_softmax(loom_graph *g, loom_tensor *x);
 loom_tensor *loom_log_softmax(loom_graph *g, loom_tensor *x);

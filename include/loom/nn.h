@@ -23,6 +23,21 @@
  *        6n+2: 3x3 stem, three stages of n BasicBlocks (16, 32, 64 channels),
  *        projection shortcuts where the shape changes; names and init as above
  *   All ResNets end with global average pooling and fc (features->classes).
+ *
+ * Text models (train/models_gpt.c) read i32 token ids (N, T), T <= seq_len,
+ * with HuggingFace GPT-2's parameter names and layouts (wte.weight (vocab,
+ * embd), wpe.weight (seq_len, embd), h.<i>.ln_1, h.<i>.attn.c_attn (Conv1D:
+ * weight (embd, 3 embd), y = x W + b), h.<i>.attn.c_proj, h.<i>.ln_2,
+ * h.<i>.mlp.c_fc, h.<i>.mlp.c_proj, ln_f) and GPT-2's initialisation (normal
+ * std 0.02; the c_proj weights std 0.02 / sqrt(2 layers); biases 0; layer
+ * norms weight 1, eps 1e-5). Pre-norm blocks x += attn(ln_1(x)),
+ * x += mlp(ln_2(x)), multi-head self-attention, MLP embd -> 4 embd, exact
+ * (erf) GELU, -> embd; no dropout.
+ *   gpt:         causal attention; ln_f, then the tied LM head x wte^T:
+ *                logits (N T, vocab), row n T + t predicting token t + 1
+ *   transformer: the same encoder without the causal mask; ln_f, the mean
+ *                over the T positions, head (Linear: head.weight (classes,
+ *                embd), head.bias): logits (N, classes)
  */
 #ifndef LOOM_NN_H
 #define LOOM_NN_H
@@ -34,7 +49,7 @@ extern "C" {
 #endif
 
 typedef struct loom_model_desc {
-    const char *arch;     /* "mlp", "cnn", "resnet18", ... (loom_model_names) */
+    const char *arch;     /* "mlp", "cnn", "resnet18", ..., "gpt" (loom_model_names) */
     int in_c;             /* one sample's channels */
     int in_h;             /* one sample's height */
     int in_w;             /* one sample's width */
@@ -50,13 +65,24 @@ typedef struct loom_model_desc {
     /* ResNets: the small-image stem, a 3x3 stride-1 conv1 and no max-pool
      * (the CIFAR ResNets always have it). */
     bool small_stem;
+    /* text models (gpt, transformer); 0 = the default in brackets */
+    int layers;           /* transformer blocks (4) */
+    int heads;            /* attention heads; must divide embd (4) */
+    int embd;             /* embedding width (128) */
+    int seq_len;          /* the longest input, the rows of wpe (128) */
+    int vocab;            /* token ids are < vocab (256: bytes) */
 } loom_model_desc;
 
-/* Record the model on g, reading x (N, C, H, W) f32; *logits is (N, classes). */
+/* Record the model on g, reading x (N, C, H, W) f32 (text models: i32 ids
+ * (N, T)); *logits is (N, classes) (gpt: (N T, vocab)). */
 loom_status loom_model_build(loom_graph *g, const loom_model_desc *desc, loom_tensor *x, bool train,
                              loom_tensor **logits);
 /* "mlp, cnn, resnet18, ..." : every arch loom_model_build knows */
 const char *loom_model_names(void);
+/* true for the text models (gpt, transformer): input i32 ids (N, T). */
+bool loom_model_is_text(const char *arch);
+/* Fill a text model's zero size fields with their defaults (see above). */
+void loom_model_text_defaults(loom_model_desc *desc);
 
 #ifdef __cplusplus
 }

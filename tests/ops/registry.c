@@ -8,6 +8,7 @@
     X(binary)       \
     X(activation)   \
     X(matmul)       \
+    X(attention)    \
     X(softmax)      \
     X(loss)         \
     X(conv2d)       \
