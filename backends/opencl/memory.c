@@ -43,6 +43,8 @@ loom_status loom__cl_buffer_write(loom_backend *be, loom__buffer *b, size_t off,
     LOOM__ASSERT(off + n <= b->bytes);
     if (!n) return LOOM_OK;
     LOOM_CL_CHECK(be->ctx, clEnqueueWriteBuffer(cl->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL));
+    loom__stat_transfer(cl->stats, true, n);
+    loom__stat_sync(cl->stats, 1, 1); /* blocking */
     return LOOM_OK;
 }
 
@@ -51,6 +53,8 @@ loom_status loom__cl_buffer_read(loom_backend *be, loom__buffer *b, size_t off, 
     LOOM__ASSERT(off + n <= b->bytes);
     if (!n) return LOOM_OK;
     LOOM_CL_CHECK(be->ctx, clEnqueueReadBuffer(cl->queue, b->mem, CL_TRUE, off, n, dst, 0, NULL, NULL));
+    loom__stat_transfer(cl->stats, false, n);
+    loom__stat_sync(cl->stats, 1, 1); /* blocking */
     return LOOM_OK;
 }
 

@@ -71,6 +71,7 @@ typedef struct loom__cl_hostmem loom__cl_hostmem;
 
 typedef struct loom__cl {
     loom_ctx *ctx;
+    loom_backend_stats *stats; /* the backend's round-trip counters */
     int platform_index, device_index; /* as selected */
     cl_platform_id platform;
     cl_device_id device;
