@@ -227,6 +227,7 @@ static loom_status check_errors(loom__cl *cl, cl_command_queue q, loom_plan *p, 
     cl_int err = clEnqueueReadBuffer(q, cp->err_buf, CL_TRUE, 0, (size_t)cp->n * sizeof *slots, slots, 0, NULL, NULL);
     loom__stat_transfer(cl->stats, false, (size_t)cp->n * sizeof *slots);
     loom__stat_sync(cl->stats, 1, 1);
+    if (err == CL_SUCCESS && q == cl->queue) loom__cl_writes_done(cl);
     loom_status st = LOOM_OK;
     if (err != CL_SUCCESS) st = loom__cl_fail(cl->ctx, err, "clEnqueueReadBuffer(error slots)", __FILE__, __LINE__);
     for (int e = 0; e < cp->n && st == LOOM_OK; e++) {
@@ -248,7 +249,11 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
             return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory for profiling events");
     }
     cl_command_queue q = prof ? cl->queue_prof : cl->queue;
-    if (prof) LOOM_CL_CHECK(be->ctx, clFinish(cl->queue)); /* order against work on the other queue */
+    if (prof) { /* order against work on the other queue */
+        LOOM_CL_CHECK(be->ctx, clFinish(cl->queue));
+        loom__stat_sync(cl->stats, 1, 1);
+        loom__cl_writes_done(cl);
+    }
     if (cp->any_err) {
         cl_int none = INT32_MAX;
         LOOM_CL_CHECK(be->ctx, clEnqueueFillBuffer(q, cp->err_buf, &none, sizeof none, 0, (size_t)cp->n * sizeof none,
@@ -279,6 +284,7 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
     bool read_waits = cp->any_err && !prof && st == LOOM_OK;
     cl_int ferr = CL_SUCCESS;
     if (!read_waits) ferr = clFinish(q), loom__stat_sync(cl->stats, 1, 1);
+    if (ferr == CL_SUCCESS && !read_waits && !prof) loom__cl_writes_done(cl);
     if (prof) {
         /* release what was enqueued; collect times only after a clean run */
         int keep = cp->n;
@@ -300,6 +306,7 @@ static loom_status cl_synchronize(loom_backend *be) {
     loom__cl *cl = be->impl;
     LOOM_CL_CHECK(be->ctx, clFinish(cl->queue));
     loom__stat_sync(cl->stats, 1, 1);
+    loom__cl_writes_done(cl);
     return LOOM_OK;
 }
 
@@ -328,7 +335,9 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
 static void cl_destroy(loom_backend *be) {
     loom__cl *cl = be->impl;
     if (!cl) return;
+    if (cl->queue) clFinish(cl->queue); /* writes in flight read the staging */
     loom__cl_close(cl);
+    free(cl->wstage);
     free(cl);
 }
 

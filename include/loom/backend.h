@@ -107,7 +107,7 @@ typedef struct loom_backend_stats {
     /* Host-to-device copies: every tensor write (loom_plan_write, parameter
      * init, checkpoint loads) and, on Vulkan, the small tables a plan
      * uploads when it is prepared; one per call, whatever the path (a copy into mapped
-     * memory, a staging copy, a blocking clEnqueueWriteBuffer). The CPU
+     * memory, a staging copy, a queued clEnqueueWriteBuffer). The CPU
      * backend counts its memcpy into tensor memory the same way. */
     int64_t uploads;
     /* Bytes the uploads moved. */
@@ -122,8 +122,10 @@ typedef struct loom_backend_stats {
     /* Batches of work handed to the device: vkQueueSubmit on Vulkan (a plan
      * run, or a staging copy on a device whose memory the host cannot map);
      * on OpenCL, which has no explicit submit, each clFinish and each
-     * blocking read or write (each makes the queue run and the host wait).
-     * 0 on the CPU backend (its kernels run on the calling thread). */
+     * blocking read (each makes the queue run and the host wait; writes are
+     * queued and run with the next of them, except writes over 16 MiB,
+     * which block and count). 0 on the CPU backend (its kernels run on the
+     * calling thread). */
     int64_t submits;
     /* Times the host blocked until the device was done (a fence wait, a
      * clFinish, a blocking read or write). 0 on the CPU backend. */
