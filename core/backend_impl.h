@@ -75,7 +75,23 @@ struct loom_backend {
     const loom__backend_vtbl *vt;
     void *impl;        /* backend-private */
     bool reproducible; /* loom_backend_desc.reproducible (core/repro.h) */
+    loom_backend_stats stats; /* host round trips (loom/backend.h): each backend adds its own events */
 };
+
+/* Count one transfer of `bytes` (up: host to device, else device to host)
+ * into the counters s points at (NULL: nothing counted). */
+static inline void loom__stat_transfer(loom_backend_stats *s, bool up, size_t bytes) {
+    if (!s) return;
+    if (up) s->uploads++, s->upload_bytes += (int64_t)bytes;
+    else s->readbacks++, s->readback_bytes += (int64_t)bytes;
+}
+
+/* Count submits and host waits into the counters s points at (NULL: nothing). */
+static inline void loom__stat_sync(loom_backend_stats *s, int submits, int waits) {
+    if (!s) return;
+    s->submits += submits;
+    s->waits += waits;
+}
 
 /* Where a tensor lives in a plan. */
 typedef struct loom__addr {

@@ -24,7 +24,7 @@ static void test_unsupported(void) {
     fake_vt = loom__cpu_backend;
     fake_vt.name = "fake";
     fake_vt.kernels = fake_kernels;
-    loom_backend be = {ctx, &fake_vt, NULL, false};
+    loom_backend be = {.ctx = ctx, .vt = &fake_vt, .impl = NULL, .reproducible = false};
     CHECK_OK(ctx, fake_vt.create(&be, NULL));
 
     CHECK(loom_backend_supports(&be, LOOM_OP_RELU, LOOM_F32), "fake supports relu f32");

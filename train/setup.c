@@ -116,12 +116,18 @@ static loom_status build_graph(loom_trainer *t, bool train, int batch, loom__mod
     loom_dtype amp = d->model.amp;
     if (amp != LOOM_F32 && (st = loom_graph_set_autocast(m->g, amp)) != LOOM_OK) return st;
     if ((st = loom_model_build(m->g, &t->md, m->x, train, &m->logits)) != LOOM_OK) return st;
-    /* mixed precision: the logits are read (accuracy) and the loss taken in f32 */
+    /* mixed precision: accuracy is counted and the loss taken in f32 */
     if (m->logits->dtype != LOOM_F32) m->logits = loom_cast(m->g, m->logits, LOOM_F32);
     m->loss = loom_cross_entropy(m->g, m->logits, m->y, train ? d->model.label_smoothing : 0.0, -100);
+    /* the loss and the correct count in one tensor: a step reads back 8 bytes, not the logits */
+    const int64_t one = 1;
+    loom_tensor *parts[2] = {loom_reshape(m->g, m->loss, 1, &one),
+                             loom_reshape(m->g, loom_correct_count(m->g, m->logits, m->y), 1, &one)};
+    m->stats = loom_concat(m->g, parts, 2, 0);
     if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
     loom_keep(m->loss);
-    loom_keep(m->logits);
+    loom_keep(m->logits); /* read back only for a partial training batch (train/train.c) */
+    loom_keep(m->stats);
     m->scaled_loss = m->loss;
     if (train && (amp == LOOM_F16 || (amp == LOOM_BF16 && d->model.bf16_loss_scaling))) {
         m->scaled_loss = loom_scale_loss(m->g, m->loss, &d->model.loss_scale);

@@ -40,7 +40,9 @@ const char *loom_pick_backend(loom_ctx *ctx, const char **why) {
     return "cpu";
 }
 
-/* The number of correct argmax predictions among the first n rows. */
+/* The number of correct argmax predictions among the first n rows: the
+ * host's count, for a training batch shorter than the graph's (the device's
+ * correct_count node counts every row of the batch). */
 static int64_t count_correct(const float *logits, const int32_t *y, int n, int classes) {
     int64_t correct = 0;
     for (int i = 0; i < n; i++) {
@@ -64,7 +66,6 @@ static loom_status evaluate(loom_trainer *t, const loom_dataset *ds, double *los
     loom_loader_desc lde = {.batch = m->batch, .workers = LOOM_WORKERS_SYNC, .mean = &dd->mean, .std = &dd->std, .nstat = 1};
     loom_status st = loom_source_wrap(t->ctx, ds, &src);
     if (st == LOOM_OK) lde.src = src, st = loom_loader_create(t->ctx, &lde, &ld);
-    int classes = (int)loom_tensor_dim(m->logits, 1);
     size_t per = t->per;
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
@@ -82,14 +83,13 @@ static loom_status evaluate(loom_trainer *t, const loom_dataset *ds, double *los
             for (int i = n; i < m->batch; i++) t->ybuf[i] = -100;
             x = t->xbuf, y = t->ybuf;
         }
-        float l;
+        float sv[2]; /* the loss, the correct count (padded rows are ignored: they count for neither) */
         if ((st = loom_plan_write(m->plan, m->x, x, (size_t)m->batch * per * sizeof *x)) != LOOM_OK ||
             (st = loom_plan_write(m->plan, m->y, y, (size_t)m->batch * sizeof *y)) != LOOM_OK ||
-            (st = loom_plan_run(m->plan)) != LOOM_OK || (st = loom_plan_read(m->plan, m->loss, &l, sizeof l)) != LOOM_OK ||
-            (st = loom_plan_read(m->plan, m->logits, t->logits, (size_t)m->batch * (size_t)classes * sizeof *t->logits)) != LOOM_OK)
+            (st = loom_plan_run(m->plan)) != LOOM_OK || (st = loom_plan_read(m->plan, m->stats, sv, sizeof sv)) != LOOM_OK)
             break;
-        loss_sum += (double)l * n;
-        correct += count_correct(t->logits, y, n, classes);
+        loss_sum += (double)sv[0] * n;
+        correct += (int64_t)sv[1];
         seen += n;
     }
     loom_loader_destroy(ld);
@@ -137,17 +137,22 @@ loom_status loom_trainer_step(loom_trainer *t, loom_step_result *out) {
         return LOOM_OK;
     }
     int n = lb.count;
-    float l;
+    float sv[2]; /* the loss, the correct count */
     double lr = loom_schedule_lr(&t->d.optim.sched, loom_optimizer_steps(t->opt)) * t->plateau_scale;
     t->lr = lr;
     loom_plan *plan = t->tr.plan;
     if ((st = loom_plan_write(plan, t->tr.x, lb.x, (size_t)batch * t->per * sizeof *lb.x)) != LOOM_OK ||
         (st = loom_plan_write(plan, t->tr.y, lb.y, (size_t)batch * sizeof *lb.y)) != LOOM_OK ||
         (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom_plan_run(plan)) != LOOM_OK ||
-        (st = loom_plan_read(plan, t->tr.loss, &l, sizeof l)) != LOOM_OK ||
-        (st = loom_plan_read(plan, t->tr.logits, t->logits, (size_t)batch * (size_t)classes * sizeof *t->logits)) != LOOM_OK)
+        (st = loom_plan_read(plan, t->tr.stats, sv, sizeof sv)) != LOOM_OK)
         return st;
-    int64_t ok_now = count_correct(t->logits, lb.y, n, classes);
+    float l = sv[0];
+    int64_t ok_now = (int64_t)sv[1];
+    if (n < batch) { /* a partial batch: count its own rows on the host */
+        if ((st = loom_plan_read(plan, t->tr.logits, t->logits, (size_t)batch * (size_t)classes * sizeof *t->logits)) != LOOM_OK)
+            return st;
+        ok_now = count_correct(t->logits, lb.y, n, classes);
+    }
     t->correct += ok_now;
     if (!isfinite(l))
         return loom__err(t->ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged",

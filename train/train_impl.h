@@ -29,6 +29,7 @@ void loom__snapshot_free(loom__snapshot *s);
 typedef struct loom__model_graph {
     loom_graph *g;
     loom_tensor *x, *y, *logits, *loss;
+    loom_tensor *stats;       /* f32 (2): the loss and the count of correct predictions, read back together */
     loom_tensor *scaled_loss; /* what loom_backward starts from: loss, or loss * the loss scale (amp) */
     loom_plan *plan;
     int batch;

@@ -90,16 +90,14 @@ static void cpu_buffer_free(loom_backend *be, loom__buffer *b) {
 }
 
 static loom_status cpu_buffer_write(loom_backend *be, loom__buffer *b, size_t off, const void *src, size_t n) {
-    (void)be;
     LOOM__ASSERT(off + n <= b->bytes);
-    if (n) memcpy((char *)b->data + off, src, n);
+    if (n) memcpy((char *)b->data + off, src, n), loom__stat_transfer(&be->stats, true, n);
     return LOOM_OK;
 }
 
 static loom_status cpu_buffer_read(loom_backend *be, loom__buffer *b, size_t off, void *dst, size_t n) {
-    (void)be;
     LOOM__ASSERT(off + n <= b->bytes);
-    if (n) memcpy(dst, (char *)b->data + off, n);
+    if (n) memcpy(dst, (char *)b->data + off, n), loom__stat_transfer(&be->stats, false, n);
     return LOOM_OK;
 }
 

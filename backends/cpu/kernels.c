@@ -32,6 +32,7 @@ const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT] = {
     K(LOG_SOFTMAX, log_softmax, FLOAT),
     KR(CROSS_ENTROPY, cross_entropy, FLOAT),
     K(MSE, mse, FLOAT),
+    K(CORRECT_COUNT, correct_count, LOOM__DT(F32)),
     KR(CONV2D, conv2d, FLOAT),
     K(MAX_POOL2D, max_pool2d, FLOAT),
     K(AVG_POOL2D, avg_pool2d, FLOAT),

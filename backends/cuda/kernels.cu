@@ -34,6 +34,7 @@ static int fill(loom__kernel *t) {
     K(LOG_SOFTMAX, log_softmax, FLOAT);
     K(CROSS_ENTROPY, cross_entropy, FLOAT);
     K(MSE, mse, FLOAT);
+    K(CORRECT_COUNT, correct_count, F32);
     K(DROPOUT, dropout, FLOAT);
     K(EMBEDDING, embedding, FLOAT);
     K(PERMUTE, permute, ALL);

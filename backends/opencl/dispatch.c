@@ -1,13 +1,14 @@
 /* backends/opencl/dispatch.c — the OpenCL backend's vtable: create/destroy,
  * plan_prepare (each node's host function records its kernels, arguments and
  * launches once), plan_run (enqueue every launch in order on one in-order
- * queue, clFinish, then check the run-time error slots), profiling from event
- * timestamps, and the helpers the op files use to set arguments and launch.
+ * queue, wait for it: clFinish, or the blocking read of the error slots, then
+ * check them), profiling from event timestamps, and the helpers the op files
+ * use to set arguments and launch.
  *
  * Run-time errors (an index out of range): a node with an error slot gets an
  * int32 in the plan's error buffer, reset to INT32_MAX before each run; its
  * kernel atomic_min's the first bad position into it (and reads nothing out
- * of bounds). After clFinish the slots are read once; the first node in
+ * of bounds). After the run the slots are read once; the first node in
  * execution order whose slot changed formats the error (its `check`). */
 #include <stdint.h>
 
@@ -224,6 +225,9 @@ static loom_status check_errors(loom__cl *cl, cl_command_queue q, loom_plan *p, 
     cl_int *slots = malloc((size_t)cp->n * sizeof *slots);
     if (!slots) return loom__err(cl->ctx, LOOM_ERR_OOM, "opencl: out of memory");
     cl_int err = clEnqueueReadBuffer(q, cp->err_buf, CL_TRUE, 0, (size_t)cp->n * sizeof *slots, slots, 0, NULL, NULL);
+    loom__stat_transfer(cl->stats, false, (size_t)cp->n * sizeof *slots);
+    loom__stat_sync(cl->stats, 1, 1);
+    if (err == CL_SUCCESS && q == cl->queue) loom__cl_writes_done(cl);
     loom_status st = LOOM_OK;
     if (err != CL_SUCCESS) st = loom__cl_fail(cl->ctx, err, "clEnqueueReadBuffer(error slots)", __FILE__, __LINE__);
     for (int e = 0; e < cp->n && st == LOOM_OK; e++) {
@@ -245,7 +249,11 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
             return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory for profiling events");
     }
     cl_command_queue q = prof ? cl->queue_prof : cl->queue;
-    if (prof) LOOM_CL_CHECK(be->ctx, clFinish(cl->queue)); /* order against work on the other queue */
+    if (prof) { /* order against work on the other queue */
+        LOOM_CL_CHECK(be->ctx, clFinish(cl->queue));
+        loom__stat_sync(cl->stats, 1, 1);
+        loom__cl_writes_done(cl);
+    }
     if (cp->any_err) {
         cl_int none = INT32_MAX;
         LOOM_CL_CHECK(be->ctx, clEnqueueFillBuffer(q, cp->err_buf, &none, sizeof none, 0, (size_t)cp->n * sizeof none,
@@ -271,7 +279,12 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
         }
         if (st == LOOM_OK) launched = e + 1;
     }
-    cl_int ferr = clFinish(q);
+    /* the blocking read of the error slots waits for the in-order queue:
+     * then it is the run's one wait, with no clFinish before it */
+    bool read_waits = cp->any_err && !prof && st == LOOM_OK;
+    cl_int ferr = CL_SUCCESS;
+    if (!read_waits) ferr = clFinish(q), loom__stat_sync(cl->stats, 1, 1);
+    if (ferr == CL_SUCCESS && !read_waits && !prof) loom__cl_writes_done(cl);
     if (prof) {
         /* release what was enqueued; collect times only after a clean run */
         int keep = cp->n;
@@ -292,6 +305,8 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
 static loom_status cl_synchronize(loom_backend *be) {
     loom__cl *cl = be->impl;
     LOOM_CL_CHECK(be->ctx, clFinish(cl->queue));
+    loom__stat_sync(cl->stats, 1, 1);
+    loom__cl_writes_done(cl);
     return LOOM_OK;
 }
 
@@ -300,6 +315,7 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     loom__cl *cl = calloc(1, sizeof *cl);
     if (!cl) return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
     cl->ctx = be->ctx;
+    cl->stats = &be->stats;
     cl->reproducible = desc && desc->reproducible;
     loom_status st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)
@@ -319,7 +335,9 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
 static void cl_destroy(loom_backend *be) {
     loom__cl *cl = be->impl;
     if (!cl) return;
+    if (cl->queue) clFinish(cl->queue); /* writes in flight read the staging */
     loom__cl_close(cl);
+    free(cl->wstage);
     free(cl);
 }
 

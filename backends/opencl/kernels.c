@@ -31,6 +31,7 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(LOG_SOFTMAX, log_softmax, FLOAT),
     KR(CROSS_ENTROPY, cross_entropy, FLOAT),
     K(MSE, mse, FLOAT),
+    K(CORRECT_COUNT, correct_count, F32),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
     K(PERMUTE, permute, ALL),

@@ -1,6 +1,15 @@
-/* backends/opencl/memory.c — device buffers (one cl_mem each), blocking reads
- * and writes on the in-order queue, and pinned host memory for the loader
- * (CL_MEM_ALLOC_HOST_PTR buffers kept mapped while allocated). */
+/* backends/opencl/memory.c — device buffers (one cl_mem each), reads and
+ * writes on the in-order queue, and pinned host memory for the loader
+ * (CL_MEM_ALLOC_HOST_PTR buffers kept mapped while allocated).
+ *
+ * Reads block. Writes up to WRITE_STAGE_MAX bytes do not: the data is copied
+ * into the backend's write staging (host memory) and the copy to the device
+ * is enqueued; it runs with the next work on the in-order queue, so a step's
+ * input writes travel with the plan's run instead of each being a round trip.
+ * The staging is reused after the next wait on the queue (a clFinish or a
+ * blocking read: every earlier command is done by then,
+ * loom__cl_writes_done); when it is full, one clFinish makes room. Larger
+ * writes block, as before. */
 #include "opencl.h"
 
 struct loom__cl_hostmem {
@@ -38,11 +47,43 @@ void loom__cl_buffer_free(loom_backend *be, loom__buffer *b) {
     free(b);
 }
 
+#define WRITE_STAGE_MAX ((size_t)16 << 20)
+
+/* n bytes of write staging (64-byte aligned runs), NULL when out of memory */
+static unsigned char *stage(loom__cl *cl, size_t n) {
+    size_t need = (n + 63) & ~(size_t)63;
+    if (cl->wstage_used + need > cl->wstage_cap) {
+        if (cl->wstage_used) { /* writes in flight read the staging: let them finish */
+            if (clFinish(cl->queue) != CL_SUCCESS) return NULL;
+            loom__stat_sync(cl->stats, 1, 1);
+            loom__cl_writes_done(cl);
+        }
+        if (need > cl->wstage_cap) {
+            size_t cap = cl->wstage_cap * 2 > need ? cl->wstage_cap * 2 : need;
+            if (cap < ((size_t)1 << 20)) cap = (size_t)1 << 20;
+            unsigned char *p = realloc(cl->wstage, cap);
+            if (!p) return NULL;
+            cl->wstage = p, cl->wstage_cap = cap;
+        }
+    }
+    unsigned char *p = cl->wstage + cl->wstage_used;
+    cl->wstage_used += need;
+    return p;
+}
+
 loom_status loom__cl_buffer_write(loom_backend *be, loom__buffer *b, size_t off, const void *src, size_t n) {
     loom__cl *cl = be->impl;
     LOOM__ASSERT(off + n <= b->bytes);
     if (!n) return LOOM_OK;
-    LOOM_CL_CHECK(be->ctx, clEnqueueWriteBuffer(cl->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL));
+    loom__stat_transfer(cl->stats, true, n);
+    unsigned char *s = n <= WRITE_STAGE_MAX ? stage(cl, n) : NULL;
+    if (!s) { /* large, or no staging: a blocking write */
+        LOOM_CL_CHECK(be->ctx, clEnqueueWriteBuffer(cl->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL));
+        loom__stat_sync(cl->stats, 1, 1);
+        return LOOM_OK;
+    }
+    memcpy(s, src, n);
+    LOOM_CL_CHECK(be->ctx, clEnqueueWriteBuffer(cl->queue, b->mem, CL_FALSE, off, n, s, 0, NULL, NULL));
     return LOOM_OK;
 }
 
@@ -51,6 +92,9 @@ loom_status loom__cl_buffer_read(loom_backend *be, loom__buffer *b, size_t off, 
     LOOM__ASSERT(off + n <= b->bytes);
     if (!n) return LOOM_OK;
     LOOM_CL_CHECK(be->ctx, clEnqueueReadBuffer(cl->queue, b->mem, CL_TRUE, off, n, dst, 0, NULL, NULL));
+    loom__stat_transfer(cl->stats, false, n);
+    loom__stat_sync(cl->stats, 1, 1); /* blocking */
+    loom__cl_writes_done(cl);
     return LOOM_OK;
 }
 

@@ -71,6 +71,9 @@ typedef struct loom__cl_hostmem loom__cl_hostmem;
 
 typedef struct loom__cl {
     loom_ctx *ctx;
+    loom_backend_stats *stats; /* the backend's round-trip counters */
+    unsigned char *wstage;     /* host copies of writes still in flight (backends/opencl/memory.c) */
+    size_t wstage_cap, wstage_used;
     int platform_index, device_index; /* as selected */
     cl_platform_id platform;
     cl_device_id device;
@@ -235,6 +238,10 @@ cl_mem loom__cl_mem(const loom_plan *p, const loom_tensor *t);
 #define LOOM__CL_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16))
 #define LOOM__CL_ALL (LOOM__CL_FLOAT | LOOM__DT(I32) | LOOM__DT(U8))
 extern const loom__kernel loom__cl_kernels[LOOM_OP_COUNT];
+
+/* Every command enqueued on cl->queue so far has completed (after a clFinish
+ * or a blocking read on it): the write staging may be reused. */
+static inline void loom__cl_writes_done(loom__cl *cl) { cl->wstage_used = 0; }
 /* Reproducible mode (core/repro.h): the host functions of the ops whose
  * canonical kernels differ from the ordinary ones (the kernel table's `repro`
  * entries, in the op's own ops/<family>.c) */

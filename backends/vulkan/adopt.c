@@ -23,6 +23,7 @@ loom_status loom_vulkan_backend_create(loom_ctx *ctx, const loom_vulkan_adopt *a
         return loom__err(ctx, LOOM_ERR_OOM, "vulkan: out of memory");
     }
     vk->ctx = ctx;
+    vk->stats = &be->stats;
     loom_status st = loom__vk_validated(vk, loom__vk_adopt(vk, a));
     if (st != LOOM_OK) {
         loom__vk_close(vk); /* loom's objects only */

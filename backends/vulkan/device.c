@@ -599,6 +599,7 @@ loom_status loom__vk_submit_wait(loom__vk *vk, VkCommandBuffer cmd) {
     LOOM_VK_CHECK(vk, VKF(vkResetFences)(vk->device, 1, &vk->fence));
     LOOM_VK_CHECK(vk, VKF(vkQueueSubmit)(vk->queue, 1, &si, vk->fence));
     LOOM_VK_CHECK(vk, VKF(vkWaitForFences)(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX));
+    loom__stat_sync(vk->stats, 1, 1);
     return LOOM_OK;
 }
 

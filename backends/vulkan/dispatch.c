@@ -515,15 +515,21 @@ static loom_status collect_profile(loom__vk *vk, loom_plan *p, loom__vk_plan *vp
     return LOOM_OK;
 }
 
+/* The error slots, read from host-visible memory after the fence: counted
+ * as one readback of the slots read. */
 static loom_status check_errors(loom__vk *vk, loom_plan *p, loom__vk_plan *vp) {
-    for (int e = 0; e < vp->n; e++) {
+    size_t bytes = 0;
+    loom_status st = LOOM_OK;
+    for (int e = 0; e < vp->n && st == LOOM_OK; e++) {
         const loom__vk_node *n = &vp->nodes[e];
         if (n->err_slot < 0) continue;
         int32_t v;
         memcpy(&v, vp->err->map + (size_t)n->err_slot * vp->err_stride, sizeof v);
-        if (v != INT32_MAX) return n->check(vk, p, n->t, v);
+        bytes += sizeof v;
+        if (v != INT32_MAX) st = n->check(vk, p, n->t, v);
     }
-    return LOOM_OK;
+    loom__stat_transfer(vk->stats, false, bytes);
+    return st;
 }
 
 static loom_status run(loom__vk *vk, loom_plan *p, loom__vk_plan *vp) {
@@ -557,6 +563,7 @@ static loom_status vk_plan_run(loom_backend *be, loom_plan *p) {
 static loom_status vk_synchronize(loom_backend *be) {
     loom__vk *vk = be->impl;
     LOOM_VK_CHECK(vk, VKF(vkQueueWaitIdle)(vk->queue));
+    loom__stat_sync(vk->stats, 0, 1);
     return loom__vk_validated(vk, LOOM_OK);
 }
 
@@ -566,6 +573,7 @@ static loom_status vk_create(loom_backend *be, const loom_backend_desc *desc) {
     if (!vk) return loom__err(be->ctx, LOOM_ERR_OOM, "vulkan: out of memory");
     vk->ctx = be->ctx;
     vk->reproducible = desc && desc->reproducible;
+    vk->stats = &be->stats;
     loom_status st = loom__vk_validated(vk, loom__vk_open(vk, desc));
     if (st != LOOM_OK) {
         loom__vk_close(vk);

@@ -65,6 +65,7 @@ const loom__kernel loom__vk_kernels[LOOM_OP_COUNT] = {
     KR(CROSS_ENTROPY, cross_entropy, FLOAT),
     KR(CROSS_ENTROPY_GRAD, cross_entropy_grad, FLOAT),
     K(MSE, mse, FLOAT),
+    K(CORRECT_COUNT, correct_count, F32),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
     K(EMBEDDING_GRAD, embedding_grad, FLOAT),

@@ -312,6 +312,7 @@ static loom_status copy(loom__vk *vk, VkBuffer src, VkDeviceSize so, VkBuffer ds
 loom_status loom__vk_write(loom__vk *vk, loom__buffer *b, size_t off, const void *src, size_t n) {
     LOOM__ASSERT(off + n <= b->bytes);
     if (!n) return LOOM_OK;
+    loom__stat_transfer(vk->stats, true, n);
     if (b->map && (vk->direct || b->block->type != vk->type_device)) {
         memcpy(b->map + off, src, n);
         return LOOM_OK;
@@ -331,6 +332,7 @@ loom_status loom__vk_write(loom__vk *vk, loom__buffer *b, size_t off, const void
 loom_status loom__vk_read(loom__vk *vk, loom__buffer *b, size_t off, void *dst, size_t n) {
     LOOM__ASSERT(off + n <= b->bytes);
     if (!n) return LOOM_OK;
+    loom__stat_transfer(vk->stats, false, n);
     if (b->map && (vk->direct || b->block->type != vk->type_device)) {
         memcpy(dst, b->map + off, n);
         return LOOM_OK;

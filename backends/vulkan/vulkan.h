@@ -166,6 +166,7 @@ typedef struct loom__vk_hostmem loom__vk_hostmem;
 
 typedef struct loom__vk {
     loom_ctx *ctx;
+    loom_backend_stats *stats; /* the backend's round-trip counters (NULL: not counted) */
     loom__vk_fns fn;
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;

@@ -2,7 +2,8 @@
  *
  * defines: loom_backend, loom_backend_desc, loom_backend_create/destroy,
  *          loom_backend_list, loom_backend_describe, loom_backend_supports,
- *          loom_backend_host_alloc/free (pinned / staging host memory).
+ *          loom_backend_host_alloc/free (pinned / staging host memory),
+ *          loom_backend_stats (host round trips: transfers, submits, waits).
  *
  * Backends are compiled in (CPU always; CUDA, Vulkan, OpenCL when built). A
  * backend instance owns one device and its memory; plans compiled for it run
@@ -94,6 +95,48 @@ loom_status loom_backend_host_alloc(loom_backend *be, size_t bytes, void **out);
 /* Hand back a block of loom_backend_host_alloc(be, ...); p NULL does
  * nothing. */
 void loom_backend_host_free(loom_backend *be, void *p);
+
+/* Host round trips of one backend instance, counted since it was created or
+ * last reset (loom_backend_stats_reset): what a training step costs in
+ * transfers and synchronisations, so a program can check that a step moves
+ * only its batch in and a few bytes out (tests/test-roundtrips.c), or that a
+ * frame loop moves nothing through host memory. Per-step kernel parameters
+ * (the plan step that dropout reads: a kernel argument on OpenCL, a word of a
+ * host-visible buffer on Vulkan) are not transfers and are not counted. The
+ * CUDA backend does not count yet (all zero). */
+typedef struct loom_backend_stats {
+    /* Host-to-device copies: every tensor write (loom_plan_write, parameter
+     * init, checkpoint loads) and, on Vulkan, the small tables a plan
+     * uploads when it is prepared; one per call, whatever the path (a copy into mapped
+     * memory, a staging copy, a queued clEnqueueWriteBuffer). The CPU
+     * backend counts its memcpy into tensor memory the same way. */
+    int64_t uploads;
+    /* Bytes the uploads moved. */
+    int64_t upload_bytes;
+    /* Device-to-host copies: tensor reads (loom_plan_read, checkpoints), and
+     * the check of a plan's run-time error flags after a run on Vulkan and
+     * OpenCL (one per run of a plan with ops that can fail at run time, e.g.
+     * cross_entropy's target range). The CPU backend counts its reads. */
+    int64_t readbacks;
+    /* Bytes the readbacks moved. */
+    int64_t readback_bytes;
+    /* Batches of work handed to the device: vkQueueSubmit on Vulkan (a plan
+     * run, or a staging copy on a device whose memory the host cannot map);
+     * on OpenCL, which has no explicit submit, each clFinish and each
+     * blocking read (each makes the queue run and the host wait; writes are
+     * queued and run with the next of them, except writes over 16 MiB,
+     * which block and count). 0 on the CPU backend (its kernels run on the
+     * calling thread). */
+    int64_t submits;
+    /* Times the host blocked until the device was done (a fence wait, a
+     * clFinish, a blocking read or write). 0 on the CPU backend. */
+    int64_t waits;
+} loom_backend_stats;
+
+/* Copy be's counters into *out. */
+void loom_backend_stats_get(const loom_backend *be, loom_backend_stats *out);
+/* Set be's counters to zero. */
+void loom_backend_stats_reset(loom_backend *be);
 
 #ifdef __cplusplus
 }

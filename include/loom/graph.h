@@ -141,6 +141,12 @@ loom_tensor *loom_cross_entropy(loom_graph *g, loom_tensor *logits, loom_tensor 
                                 int ignore_index);
 /* mean((a - b)^2) -> scalar. */
 loom_tensor *loom_mse(loom_graph *g, loom_tensor *a, loom_tensor *b);
+/* logits (N, C) float, targets i32 (N) -> f32 scalar: the number of rows whose
+ * argmax (the first index of the row's maximum, as torch.argmax) equals the
+ * target. Rows whose target is outside [0, C) (an ignore_index such as -100)
+ * never count. Accuracy counted on the device: reading it back is 4 bytes
+ * instead of the logits. No gradient. Exact up to 2^24 rows. */
+loom_tensor *loom_correct_count(loom_graph *g, loom_tensor *logits, loom_tensor *targets);
 
 /* ---- convolution and pooling (NCHW) ---- */
 typedef struct loom_conv2d_desc {

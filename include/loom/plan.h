@@ -63,6 +63,8 @@ loom_status loom_plan_read_f64(loom_plan *p, const loom_tensor *t, double *data,
 loom_status loom_plan_write_f64(loom_plan *p, const loom_tensor *t, const double *data, size_t count);
 
 void loom_plan_memory_stats(const loom_plan *p, loom_plan_memory *out);
+/* The backend p was compiled for (its round-trip counters: loom_backend_stats_get). */
+loom_backend *loom_plan_backend(const loom_plan *p);
 
 /* Per-op timing: when on, backends that support it time every node of every
  * run (the CPU backend with a monotonic clock; GPU backends with timestamp

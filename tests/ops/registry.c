@@ -19,7 +19,8 @@
     X(shape)        \
     X(reduce)       \
     X(optim)        \
-    X(amp)
+    X(amp)          \
+    X(correct)
 
 #define DECL(f) extern const loom_op_case loom_cases_##f[];
 FAMILIES(DECL)
