@@ -24,6 +24,10 @@
  *      column j, k .. k+W-1),
  * and runs W * RM * RN fmas.
  *
+ * Grid: x = row tiles, y = column tiles (rows fastest: the work-groups that
+ * run together share B's column panel, which stays in the cache while A's
+ * few rows stream), z = batch; each walked with a grid stride.
+ *
  * Requirements (the host checks them and otherwise runs gemm.comp): K, the
  * leading dimensions lda and ldb, A's and B's element offsets and batch
  * strides are multiples of W, and RM, RN of W. M and N are free: rows and
@@ -126,8 +130,8 @@ void main() {
         uint ao = pc.ao + i0 * pc.sa0 + i1 * pc.sa1 + i2 * pc.sa2;
         uint bo = pc.bo + i0 * pc.sb0 + i1 * pc.sb1 + i2 * pc.sb2;
         uint co = pc.co + i0 * pc.sc0 + i1 * pc.sc1 + i2 * pc.sc2;
-        for (uint mt = gl_WorkGroupID.y; mt < mtiles; mt += gl_NumWorkGroups.y) {
-            for (uint nt = gl_WorkGroupID.x; nt < ntiles; nt += gl_NumWorkGroups.x) {
+        for (uint nt = gl_WorkGroupID.y; nt < ntiles; nt += gl_NumWorkGroups.y) {
+            for (uint mt = gl_WorkGroupID.x; mt < mtiles; mt += gl_NumWorkGroups.x) {
                 uint m0 = mt * TM + ty * RM, n0 = nt * TN + tx * RN; /* this invocation's block */
                 /* word indices at k = 0, clamped inside the operand */
 #if TA == 0

@@ -30,13 +30,14 @@ typedef struct form {
     const char *name, *prefix;
     int64_t tm, tn;
     uint32_t local;
-    int w; /* elements per load of A and B: 0 (tiled), 4 or 8 */
+    int w;       /* elements per load of A and B: 0 (tiled), 4 or 8 */
+    bool rows_x; /* grid x walks row tiles (gemm_wide.comp), else column tiles */
 } form;
-static const form LARGE = {"tiled", "gemm", 128, 128, 256, 0}, SMALL = {"tiled", "gemm64", 64, 64, 64, 0};
-static const form WIDE8 = {"wide", "gemmw8", 8, 64, 8, 8}, WIDE4 = {"wide", "gemmw4", 8, 64, 8, 4};
+static const form LARGE = {"tiled", "gemm", 128, 128, 256, 0, false}, SMALL = {"tiled", "gemm64", 64, 64, 64, 0, false};
+static const form WIDE8 = {"wide", "gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"wide", "gemmw4", 8, 64, 8, 4, true};
 static const form TUNING[] = {
-    {"w8r8c16", "gemmw8r8c16", 8, 128, 8, 8},
-    {"sgr32c2", "gemmsgr32c2", 32, 64, 8, 4},
+    {"w8r8c16", "gemmw8r8c16", 8, 128, 8, 8, true},
+    {"sgr32c2", "gemmsgr32c2", 32, 64, 8, 4, false},
 };
 
 /* A and B suit loads of w elements (the tensors' element offsets are checked
@@ -146,7 +147,8 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
                          loom_op_name(o->t->op), o->t->name, f->local, vk->max_local);
     /* the shader walks each grid axis with a stride: clamp to the device */
     const uint32_t *mx = vk->props.limits.maxComputeWorkGroupCount;
-    int64_t g[3] = {(d->N + f->tn - 1) / f->tn, (d->M + f->tm - 1) / f->tm, nb};
+    int64_t mt = (d->M + f->tm - 1) / f->tm, nt = (d->N + f->tn - 1) / f->tn;
+    int64_t g[3] = {f->rows_x ? mt : nt, f->rows_x ? nt : mt, nb};
     for (int i = 0; i < 3; i++)
         if (g[i] > (int64_t)mx[i]) g[i] = mx[i];
     return loom__vk_run_grid(&c, (uint32_t)g[0], (uint32_t)g[1], (uint32_t)g[2], f->local);
