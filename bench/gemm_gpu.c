@@ -25,7 +25,7 @@
  * times, interleaved, so that a shared machine's load hits every cell alike)
  *
  * usage: bench-gemm_gpu [--backend NAME[,NAME]] [--sizes 1024,2048,4096,8192] [--modes f32,tf32,bf16,f16]
- *                       [--forms auto,tiled,sg] [--repeat R]
+ *                       [--forms auto,tiled,wide] [--repeat R]
  */
 #include <math.h>
 #include <stdio.h>
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc && atoi(argv[i + 1]) > 0) repeat = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--backend NAME[,NAME]] [--sizes 1024,2048,...] [--modes f32,tf32,bf16,f16] "
-                            "[--forms auto,tiled,sg] [--repeat R]\n",
+                            "[--forms auto,tiled,wide] [--repeat R]\n",
                     argv[0]);
             return 2;
         }

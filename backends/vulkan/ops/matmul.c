@@ -24,21 +24,17 @@
  *     width fits, tiled.
  * LOOM_VULKAN_GEMM=tiled|wide forces a form (wide where it applies; the op-check
  * runs both); unset or auto: wide on a CPU device, tiled elsewhere.
- * Reproducible mode always runs the canonical gemm*_r_f32. The other names
- * are tuning candidates for bench-gemm_gpu (nn f32 only). */
+ * Reproducible mode always runs the canonical gemm*_r_f32. Figures:
+ * bench/results/2026-12-04-gemm-vulkan.md. */
 typedef struct form {
-    const char *name, *prefix;
+    const char *prefix;
     int64_t tm, tn;
     uint32_t local;
     int w;       /* elements per load of A and B: 0 (tiled), 4 or 8 */
     bool rows_x; /* grid x walks row tiles (gemm_wide.comp), else column tiles */
 } form;
-static const form LARGE = {"tiled", "gemm", 128, 128, 256, 0, false}, SMALL = {"tiled", "gemm64", 64, 64, 64, 0, false};
-static const form WIDE8 = {"wide", "gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"wide", "gemmw4", 8, 64, 8, 4, true};
-static const form TUNING[] = {
-    {"w8r8c16", "gemmw8r8c16", 8, 128, 8, 8, true},
-    {"sgr32c2", "gemmsgr32c2", 32, 64, 8, 4, false},
-};
+static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
+static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
 
 /* A and B suit loads of w elements (the tensors' element offsets are checked
  * once bound: fits_offsets) */
@@ -62,15 +58,9 @@ static loom_status pick(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc 
     *out = tiled(vk, d);
     if (env && *env && strcmp(env, "auto")) {
         wide = !strcmp(env, "wide");
-        if (!wide && strcmp(env, "tiled")) {
-            for (size_t i = 0; i < sizeof TUNING / sizeof *TUNING; i++)
-                if (!strcmp(env, TUNING[i].name)) {
-                    if (!d->ta && !d->tb && dt == LOOM_F32 && fits_width(vk, dt, d, TUNING[i].w)) *out = &TUNING[i];
-                    return LOOM_OK;
-                }
+        if (!wide && strcmp(env, "tiled"))
             return loom__err(vk->ctx, LOOM_ERR_INVALID_ARG, "vulkan: LOOM_VULKAN_GEMM='%s' (node '%s'): expected auto, tiled or wide",
                              env, o->t->name);
-        }
     }
     if (wide && vk->max_local >= WIDE8.local) {
         if (fits_width(vk, dt, d, 8)) *out = &WIDE8;
