@@ -1,6 +1,10 @@
-/* bench/gemm_gpu.c — GEMM throughput of one backend (default cuda) in TFLOP/s,
+/* bench/gemm_gpu.c — GEMM throughput of backends (default cuda) in TFLOP/s,
  * for the side-by-side with torch.matmul in tests/gpu/run.sh
- * (tests/gpu/torch_gemm.py times the same shapes and dtypes).
+ * (tests/gpu/torch_gemm.py times the same shapes and dtypes), and of the
+ * Vulkan GEMM's kernel forms side by side (--forms: each sets LOOM_VULKAN_GEMM
+ * before its plans compile; backends/vulkan/ops/matmul.c lists the forms).
+ * --backend takes a comma list (vulkan,cpu: the CPU backend's OpenBLAS
+ * figure as the ceiling, in the same run).
  *
  * For each dtype mode (f32: full f32; tf32: f32 with LOOM_CUDA_TF32=1, read
  * when the backend is created; bf16; f16) and each n: square C = A B with
@@ -12,10 +16,16 @@
  * stored (rounded) inputs; the largest error relative to sum |a_ik b_kj| is
  * printed (f32 ~1e-7, tf32 ~1e-3, 16-bit ~1e-2 at most).
  *
+ * cpu_gflops: the flops over the process's CPU time of its cheapest run
+ * (for a CPU-hosted driver on a shared machine: the work, without the wait).
+ *
  * Prints one line per cell:
  *   RESULT impl=loom backend=cuda mode=f32 n=4096 tflops=51.2 ms=2.68 relerr=3.1e-08
+ * (with --forms, form=NAME after mode=; --repeat R runs the whole list R
+ * times, interleaved, so that a shared machine's load hits every cell alike)
  *
- * usage: bench-gemm_gpu [--backend NAME] [--sizes 1024,2048,4096,8192] [--modes f32,tf32,bf16,f16]
+ * usage: bench-gemm_gpu [--backend NAME[,NAME]] [--sizes 1024,2048,4096,8192] [--modes f32,tf32,bf16,f16]
+ *                       [--forms auto,tiled,wide] [--repeat R]
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,14 +38,20 @@
 #define REPS 8
 #define CHECKS 64
 
-static double now_s(void) {
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU time of the whole process (a CPU-hosted driver's worker threads included) */
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 /* one cell; returns 0 on success (line printed), 1 on failure (reason printed) */
-static int cell(loom_ctx *ctx, loom_backend *be, const char *bname, const char *mode, loom_dtype dt, int64_t n) {
+static int cell(loom_ctx *ctx, loom_backend *be, const char *bname, const char *mode, loom_dtype dt, int64_t n,
+                const char *form) {
+    char fm[64] = "";
+    if (form) snprintf(fm, sizeof fm, " form=%s", form);
     size_t nn = (size_t)(n * n), es = loom_dtype_size(dt);
     double *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b);
     void *ab = malloc(nn * es), *bb = malloc(nn * es), *cb = malloc(nn * es);
@@ -43,7 +59,7 @@ static int cell(loom_ctx *ctx, loom_backend *be, const char *bname, const char *
     loom_plan *p = NULL;
     int rc = 1;
     if (!a || !b || !ab || !bb || !cb) {
-        printf("RESULT impl=loom backend=%s mode=%s n=%lld error=out_of_host_memory\n", bname, mode, (long long)n);
+        printf("RESULT impl=loom backend=%s mode=%s%s n=%lld error=out_of_host_memory\n", bname, mode, fm, (long long)n);
         goto done;
     }
     for (size_t i = 0; i < nn; i++) {
@@ -66,25 +82,26 @@ static int cell(loom_ctx *ctx, loom_backend *be, const char *bname, const char *
     if (loom_graph_status(g) != LOOM_OK || loom_plan_compile(g, be, NULL, &p) != LOOM_OK ||
         loom_plan_write(p, A, ab, nn * es) != LOOM_OK || loom_plan_write(p, B, bb, nn * es) != LOOM_OK ||
         loom_plan_run(p) != LOOM_OK) {
-        printf("RESULT impl=loom backend=%s mode=%s n=%lld error=\"%s\"\n", bname, mode, (long long)n,
+        printf("RESULT impl=loom backend=%s mode=%s%s n=%lld error=\"%s\"\n", bname, mode, fm, (long long)n,
                loom_last_error(ctx));
         goto done;
     }
-    double best = 1e30, t_all = 0;
+    double best = 1e30, best_cpu = 1e30, t_all = 0;
     int runs = 0;
     while (runs < 3 || (t_all < 0.3 && runs < 200)) {
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         if (loom_plan_run(p) != LOOM_OK) {
-            printf("RESULT impl=loom backend=%s mode=%s n=%lld error=\"%s\"\n", bname, mode, (long long)n,
+            printf("RESULT impl=loom backend=%s mode=%s%s n=%lld error=\"%s\"\n", bname, mode, fm, (long long)n,
                    loom_last_error(ctx));
             goto done;
         }
-        double t = now_s() - t0;
+        double t = now_s() - t0, tc = cpu_s() - c0;
         t_all += t, runs++;
         if (t < best) best = t;
+        if (tc < best_cpu) best_cpu = tc;
     }
     if (loom_plan_read(p, C[REPS - 1], cb, nn * es) != LOOM_OK) {
-        printf("RESULT impl=loom backend=%s mode=%s n=%lld error=\"read: %s\"\n", bname, mode, (long long)n,
+        printf("RESULT impl=loom backend=%s mode=%s%s n=%lld error=\"read: %s\"\n", bname, mode, fm, (long long)n,
                loom_last_error(ctx));
         goto done;
     }
@@ -100,8 +117,8 @@ static int cell(loom_ctx *ctx, loom_backend *be, const char *bname, const char *
         if (!(e <= worst)) worst = e;
     }
     double flops = 2.0 * (double)n * (double)n * (double)n * REPS;
-    printf("RESULT impl=loom backend=%s mode=%s n=%lld tflops=%.2f ms=%.3f relerr=%.1e\n", bname, mode, (long long)n,
-           flops / best * 1e-12, 1e3 * best / REPS, worst);
+    printf("RESULT impl=loom backend=%s mode=%s%s n=%lld tflops=%.4f ms=%.3f cpu_gflops=%.1f relerr=%.1e\n", bname,
+           mode, fm, (long long)n, flops / best * 1e-12, 1e3 * best / REPS, flops / best_cpu * 1e-9, worst);
     rc = 0;
 done:
     fflush(stdout);
@@ -111,24 +128,12 @@ done:
     return rc;
 }
 
-int main(int argc, char **argv) {
-    const char *bname = "cuda", *sizes = "1024,2048,4096,8192", *modes = "f32,tf32,bf16,f16";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--backend") && i + 1 < argc) bname = argv[++i];
-        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
-        else if (!strcmp(argv[i], "--modes") && i + 1 < argc) modes = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--backend NAME] [--sizes 1024,2048,...] [--modes f32,tf32,bf16,f16]\n", argv[0]);
-            return 2;
-        }
-    }
-    loom_ctx *ctx;
-    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+/* every cell of one backend: modes x sizes (x forms on vulkan) */
+static int backend_cells(loom_ctx *ctx, const char *bname, const char *modes, const char *sizes, const char *forms) {
     const char *why = NULL;
     if (!loom_backend_available(ctx, bname, &why)) {
         printf("SKIP: backend %s: %s\n", bname, why ? why : "not available");
-        loom_ctx_destroy(ctx);
-        return 77;
+        return 0;
     }
     int failed = 0;
     char mlist[128];
@@ -147,12 +152,50 @@ int main(int argc, char **argv) {
             failed++;
             continue;
         }
-        char slist[256];
-        snprintf(slist, sizeof slist, "%s", sizes);
-        for (char *s2 = NULL, *s = strtok_r(slist, ",", &s2); s; s = strtok_r(NULL, ",", &s2))
-            failed += cell(ctx, be, bname, m, dt, atoll(s));
+        bool vk = !strcmp(bname, "vulkan") && forms;
+        char flist[256];
+        snprintf(flist, sizeof flist, "%s", vk ? forms : "-");
+        for (char *s3 = NULL, *f = strtok_r(flist, ",", &s3); f; f = strtok_r(NULL, ",", &s3)) {
+            if (vk) setenv("LOOM_VULKAN_GEMM", f, 1); /* read when a plan compiles */
+            char slist[256];
+            snprintf(slist, sizeof slist, "%s", sizes);
+            for (char *s2 = NULL, *s = strtok_r(slist, ",", &s2); s; s = strtok_r(NULL, ",", &s2))
+                failed += cell(ctx, be, bname, m, dt, atoll(s), vk ? f : NULL);
+        }
+        if (vk) unsetenv("LOOM_VULKAN_GEMM");
         loom_backend_destroy(be);
     }
+    return failed;
+}
+
+int main(int argc, char **argv) {
+    const char *bnames = "cuda", *sizes = "1024,2048,4096,8192", *modes = "f32,tf32,bf16,f16", *forms = NULL;
+    int repeat = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) bnames = argv[++i];
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
+        else if (!strcmp(argv[i], "--modes") && i + 1 < argc) modes = argv[++i];
+        else if (!strcmp(argv[i], "--forms") && i + 1 < argc) forms = argv[++i];
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc && atoi(argv[i + 1]) > 0) repeat = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--backend NAME[,NAME]] [--sizes 1024,2048,...] [--modes f32,tf32,bf16,f16] "
+                            "[--forms auto,tiled,wide] [--repeat R]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    loom_ctx *ctx;
+    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+    int failed = 0, ran = 0;
+    for (int r = 0; r < repeat; r++) {
+        char blist[128];
+        snprintf(blist, sizeof blist, "%s", bnames);
+        for (char *s = NULL, *b = strtok_r(blist, ",", &s); b; b = strtok_r(NULL, ",", &s)) {
+            const char *why = NULL;
+            ran += loom_backend_available(ctx, b, &why);
+            failed += backend_cells(ctx, b, modes, sizes, forms);
+        }
+    }
     loom_ctx_destroy(ctx);
-    return failed ? 1 : 0;
+    return failed ? 1 : ran ? 0 : 77;
 }

@@ -19,6 +19,8 @@
  * operand's contiguous axis, scalar loads with zero fill at the edges: any M,
  * N, K. Variants: gemm_* BM = BN = 128, BK = 16, RM = RN = 8 (256
  * invocations); gemm64_* BM = BN = 64 (64 invocations) for small products.
+ * This is the form for GPUs; CPU-hosted drivers run shaders/gemm_wide.comp
+ * (the host picks per device: backends/vulkan/ops/matmul.c).
  * Every loop over the register block has a constant trip count and no break
  * (a dynamically indexed acc[] would live in scratch memory on some drivers).
  *

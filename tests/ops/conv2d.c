@@ -40,6 +40,10 @@ static const conv_spec specs[] = {
     /* 12: an output plane of >= 1024 positions (the F32 weight gradient's
      * one-image-per-GEMM path, reading dy in place), groups 2, bias */
     {{2, 4, 32, 33}, {4, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 2}, 1},
+    /* 13, 14: GEMM sizes that are multiples of 4 (6x6 planes) and of 8 (8x8
+     * planes, C*KH*KW = 72): the Vulkan backend's wide-load GEMM forms */
+    {{2, 8, 6, 6}, {8, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    {{2, 8, 8, 8}, {16, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 0},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -75,6 +79,8 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d stride (2,1) pad (1,0) dilation (1,2)", conv, 10, 0, 0, 0},
     {"conv2d 5x5 stride 3 pad 2 groups 2", conv, 11, 0, 0, 0},
     {"conv2d 32x33 planes groups 2 + bias", conv, 12, 0, 0, 0},
+    {"conv2d 8->8 on 6x6 pad 1 + bias (GEMM sizes multiples of 4)", conv, 13, 0, 0, 0},
+    {"conv2d 8->16 on 8x8 pad 1 (GEMM sizes multiples of 8)", conv, 14, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

@@ -35,7 +35,24 @@ static loom_tensor *big(loom_graph *g, loom_dtype dt, int v) {
                        true, true);
 }
 
+/* shapes whose K and leading dimensions are multiples of 4 (v < 4) or 8:
+ * the Vulkan backend's wide-load GEMM (gemmw4_* / gemmw8_*) takes them; M
+ * and N leave partial tiles. v & 3: the transposes; v = 8: batched. */
+static loom_tensor *aligned(loom_graph *g, loom_dtype dt, int v) {
+    if (v == 8)
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(3, 12, 16), -1, 1), tc_param(g, "b", dt, TC_DIMS(3, 16, 8), -1, 1),
+                           false, false);
+    bool ta = v & 1, tb = v & 2;
+    int64_t M = v < 4 ? 20 : 24, K = v < 4 ? 12 : 16, N = v < 4 ? 36 : 40;
+    loom_tensor *a = ta ? tc_param(g, "a", dt, TC_DIMS(K, M), -1, 1) : tc_param(g, "a", dt, TC_DIMS(M, K), -1, 1);
+    loom_tensor *b = tb ? tc_param(g, "b", dt, TC_DIMS(N, K), -1, 1) : tc_param(g, "b", dt, TC_DIMS(K, N), -1, 1);
+    return loom_matmul(g, a, b, ta, tb);
+}
+
 static loom_tensor *linear(loom_graph *g, loom_dtype dt, int v) {
+    if (v == 8) /* K = 16: the wide-load GEMM with the bias epilogue */
+        return loom_linear(g, tc_param(g, "x", dt, TC_DIMS(5, 16), -1, 1), tc_param(g, "w", dt, TC_DIMS(12, 16), -0.5, 0.5),
+                           tc_param(g, "bias", dt, TC_DIMS(12), -1, 1));
     loom_tensor *w = tc_param(g, "w", dt, TC_DIMS(6, 9), -0.5, 0.5);
     loom_tensor *b = v & 1 ? tc_param(g, "bias", dt, TC_DIMS(6), -1, 1) : NULL;
     loom_tensor *x = v & 2 ? tc_param(g, "x", dt, TC_DIMS(2, 3, 9), -1, 1)
@@ -59,5 +76,15 @@ const loom_op_case loom_cases_matmul[] = {
     {"linear bias", linear, 1, 0, 0},
     {"linear 3-D x bias", linear, 3, 0, 0},
     {"linear 1-D x bias", linear, 5, 0, 0},
+    {"matmul 20x12x36 NN (k, ld multiples of 4)", aligned, 0, 0, 0},
+    {"matmul 20x12x36 TN (k, ld multiples of 4)", aligned, 1, 0, 0},
+    {"matmul 20x12x36 NT (k, ld multiples of 4)", aligned, 2, 0, 0},
+    {"matmul 20x12x36 TT (k, ld multiples of 4)", aligned, 3, 0, 0},
+    {"matmul 24x16x40 NN (k, ld multiples of 8)", aligned, 4, 0, 0},
+    {"matmul 24x16x40 TN (k, ld multiples of 8)", aligned, 5, 0, 0},
+    {"matmul 24x16x40 NT (k, ld multiples of 8)", aligned, 6, 0, 0},
+    {"matmul 24x16x40 TT (k, ld multiples of 8)", aligned, 7, 0, 0},
+    {"bmm 3x12x16x8 (k, ld multiples of 8)", aligned, 8, 0, 0},
+    {"linear 5x16 -> 12 bias (k multiple of 8)", linear, 8, 0, 0},
     {0},
 };

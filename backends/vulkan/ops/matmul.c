@@ -2,22 +2,72 @@
  * transposes) and linear (x w^T with the bias added in the GEMM's epilogue),
  * and the GEMM launcher (ops/gemm.h) the conv2d family shares. Kernel:
  * shaders/gemm.comp, variants gemm_<ta><tb>_<dtype> (n / t per operand) and
- * gemm_<tn|nt>_cf_<f16|bf16> (float C; the f32 plain variants serve f32).
+ * gemm_<tn|nt>_cf_<f16|bf16> (float C; the f32 plain variants serve f32),
+ * and shaders/gemm_wide.comp, gemmw<4|8>_* with the same names (pick() below).
  *
- * Measured: see the GFLOP/s table at the top of shaders/gemm.comp. */
+ * Measured: bench/results/2026-12-04-gemm-vulkan.md. */
 #include "gemm.h"
 
-/* Two tilings of shaders/gemm.comp (register block RM x RN = 8 x 8 per
- * invocation in both): gemm_* 128 x 128 tiles of 256 invocations for large
- * products, gemm64_* 64 x 64 tiles of 64 invocations when a side of C is
- * under 128 (conv2d's O/groups x OH*OW products, small layers) or the device
- * caps work-groups below 256. */
-typedef struct tiling {
+/* The GEMM kernels (forms), chosen per product by pick():
+ *   tiled: shaders/gemm.comp, shared-memory tiles for GPUs, in two tilings
+ *     (register block RM x RN = 8 x 8 per invocation in both): gemm_* 128 x
+ *     128 tiles of 256 invocations for large products, gemm64_* 64 x 64
+ *     tiles of 64 invocations when a side of C is under 128 (conv2d's
+ *     O/groups x OH*OW products, small layers) or the device caps
+ *     work-groups below 256;
+ *   wide: shaders/gemm_wide.comp, no shared memory, each invocation loading
+ *     its own operands 8 (gemmw8_*) or 4 (gemmw4_*) elements per load, for
+ *     drivers that run invocations as SIMD lanes of a CPU (lavapipe, where
+ *     every load instruction is a loop over the lanes). gemmw<W> needs K,
+ *     lda, ldb and A's and B's element offsets and batch strides to be
+ *     multiples of W (and 64-bit integers for gemmw8 in f32); where neither
+ *     width fits, tiled.
+ * LOOM_VULKAN_GEMM=tiled|wide forces a form (wide where it applies; the op-check
+ * runs both); unset or auto: wide on a CPU device, tiled elsewhere.
+ * Reproducible mode always runs the canonical gemm*_r_f32. Figures:
+ * bench/results/2026-12-04-gemm-vulkan.md. */
+typedef struct form {
     const char *prefix;
     int64_t tm, tn;
-    uint32_t nt;
-} tiling;
-static const tiling LARGE = {"gemm", 128, 128, 256}, SMALL = {"gemm64", 64, 64, 64};
+    uint32_t local;
+    int w;       /* elements per load of A and B: 0 (tiled), 4 or 8 */
+    bool rows_x; /* grid x walks row tiles (gemm_wide.comp), else column tiles */
+} form;
+static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
+static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
+
+/* A and B suit loads of w elements (the tensors' element offsets are checked
+ * once bound: fits_offsets) */
+static bool fits_width(loom__vk *vk, loom_dtype dt, const loom__vk_gemm_desc *d, int w) {
+    if (d->repro || d->K % w || d->lda % w || d->ldb % w) return false;
+    for (int i = 0; i < 3; i++)
+        if (d->sa[i] % w || d->sb[i] % w) return false;
+    if (w == 8 && dt == LOOM_F32 && !vk->int64) return false;
+    return dt == LOOM_F32 || dt == LOOM_F16 || dt == LOOM_BF16;
+}
+
+static const form *tiled(const loom__vk *vk, const loom__vk_gemm_desc *d) {
+    return d->M >= LARGE.tm && d->N >= LARGE.tn && vk->max_local >= LARGE.local ? &LARGE : &SMALL;
+}
+
+/* the form of this product: LOOM_VULKAN_GEMM, else the device's kind */
+static loom_status pick(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc *d, const form **out) {
+    loom__vk *vk = o->vk;
+    const char *env = getenv("LOOM_VULKAN_GEMM");
+    bool wide = vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    *out = tiled(vk, d);
+    if (env && *env && strcmp(env, "auto")) {
+        wide = !strcmp(env, "wide");
+        if (!wide && strcmp(env, "tiled"))
+            return loom__err(vk->ctx, LOOM_ERR_INVALID_ARG, "vulkan: LOOM_VULKAN_GEMM='%s' (node '%s'): expected auto, tiled or wide",
+                             env, o->t->name);
+    }
+    if (wide && vk->max_local >= WIDE8.local) {
+        if (fits_width(vk, dt, d, 8)) *out = &WIDE8;
+        else if (fits_width(vk, dt, d, 4)) *out = &WIDE4;
+    }
+    return LOOM_OK;
+}
 
 /* binds operand m (an input or, with w, the output) and pushes its element offset */
 static void bind_mat(loom__vk_call *c, const loom__vk_mat *m, bool w) {
@@ -30,48 +80,68 @@ static void bind_mat(loom__vk_call *c, const loom__vk_mat *m, bool w) {
     }
 }
 
+/* the element offsets the binding pushed for A and B (the first two push
+ * words) are multiples of w, as gemm_wide.comp's word views need */
+static bool fits_offsets(const loom__vk_call *c, int w) {
+    uint32_t o[2];
+    memcpy(o, c->push, sizeof o);
+    return c->npush >= sizeof o && o[0] % (uint32_t)w == 0 && o[1] % (uint32_t)w == 0;
+}
+
+/* begins the dispatch of form f and pushes everything but the grid */
+static void record(loom__vk_op *o, loom__vk_call *c, const form *f, loom_dtype dt, const loom__vk_gemm_desc *d) {
+    /* <prefix>_<ta><tb>[_cf]: float-output variants exist for conv2d's gradients,
+     * tn (grad_input) and nt (grad_weight); f32 uses the plain ones */
+    char name[32];
+    snprintf(name, sizeof name, "%s_%c%c%s", f->prefix, d->ta ? 't' : 'n', d->tb ? 't' : 'n',
+             d->c_float && dt != LOOM_F32 ? "_cf" : d->repro && dt == LOOM_F32 ? "_r" : "");
+    bool has_bias = d->bias.t || d->bias.buf;
+    loom__vk_begin(o, c, name, dt);
+    /* bindings A, B, C, bias (A again when there is none): push {ao, bo, co, biaso} */
+    bind_mat(c, &d->a, false);
+    bind_mat(c, &d->b, false);
+    bind_mat(c, &d->c, true);
+    bind_mat(c, has_bias ? &d->bias : &d->a, false);
+    loom__vk_u32(c, (uint32_t)d->M), loom__vk_u32(c, (uint32_t)d->N), loom__vk_u32(c, (uint32_t)d->K);
+    loom__vk_u32(c, (uint32_t)d->lda), loom__vk_u32(c, (uint32_t)d->ldb), loom__vk_u32(c, (uint32_t)d->ldc);
+    loom__vk_u32(c, has_bias), loom__vk_u32(c, (uint32_t)d->bias_rs), loom__vk_u32(c, (uint32_t)d->bias_cs);
+    for (int i = 0; i < 3; i++) loom__vk_u32(c, (uint32_t)d->batch[i]);
+    const int64_t *s[4] = {d->sa, d->sb, d->sc, d->sbias};
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 3; i++) loom__vk_u32(c, (uint32_t)s[k][i]);
+}
+
 loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc *d) {
     loom__vk *vk = o->vk;
     int64_t nb = d->batch[0] * d->batch[1] * d->batch[2];
     if (d->M <= 0 || d->N <= 0 || nb <= 0) return LOOM_OK;
-    const tiling *tl = d->M >= LARGE.tm && d->N >= LARGE.tn && vk->max_local >= LARGE.nt ? &LARGE : &SMALL;
-    if (vk->max_local < tl->nt)
-        return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED,
-                         "vulkan: %s (node '%s'): the GEMM needs work-groups of %u invocations, the device allows %u",
-                         loom_op_name(o->t->op), o->t->name, tl->nt, vk->max_local);
     /* every size, stride and offset the shader sees is a uint */
     const int64_t *vals[] = {&d->M, &d->N, &d->K, &d->lda, &d->ldb, &d->ldc, &d->bias_rs, &d->bias_cs};
     for (size_t i = 0; i < sizeof vals / sizeof *vals; i++)
         if (*vals[i] < 0 || *vals[i] > INT32_MAX)
             return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED, "vulkan: %s (node '%s'): a GEMM size of %lld does not fit 31 bits",
                              loom_op_name(o->t->op), o->t->name, (long long)*vals[i]);
-    /* <prefix>_<ta><tb>[_cf]: float-output variants exist for conv2d's gradients,
-     * tn (grad_input) and nt (grad_weight); f32 uses the plain ones */
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
-    char name[32];
-    snprintf(name, sizeof name, "%s_%c%c%s", tl->prefix, d->ta ? 't' : 'n', d->tb ? 't' : 'n',
-             d->c_float && dt != LOOM_F32 ? "_cf" : d->repro && dt == LOOM_F32 ? "_r" : "");
-    bool has_bias = d->bias.t || d->bias.buf;
+    const form *f = &SMALL;
+    loom_status st = pick(o, dt, d, &f);
+    if (st != LOOM_OK) return st;
     loom__vk_call c;
-    loom__vk_begin(o, &c, name, dt);
-    /* bindings A, B, C, bias (A again when there is none): push {ao, bo, co, biaso} */
-    bind_mat(&c, &d->a, false);
-    bind_mat(&c, &d->b, false);
-    bind_mat(&c, &d->c, true);
-    bind_mat(&c, has_bias ? &d->bias : &d->a, false);
-    loom__vk_u32(&c, (uint32_t)d->M), loom__vk_u32(&c, (uint32_t)d->N), loom__vk_u32(&c, (uint32_t)d->K);
-    loom__vk_u32(&c, (uint32_t)d->lda), loom__vk_u32(&c, (uint32_t)d->ldb), loom__vk_u32(&c, (uint32_t)d->ldc);
-    loom__vk_u32(&c, has_bias), loom__vk_u32(&c, (uint32_t)d->bias_rs), loom__vk_u32(&c, (uint32_t)d->bias_cs);
-    for (int i = 0; i < 3; i++) loom__vk_u32(&c, (uint32_t)d->batch[i]);
-    const int64_t *s[4] = {d->sa, d->sb, d->sc, d->sbias};
-    for (int k = 0; k < 4; k++)
-        for (int i = 0; i < 3; i++) loom__vk_u32(&c, (uint32_t)s[k][i]);
+    record(o, &c, f, dt, d);
+    if (f->w && !fits_offsets(&c, f->w)) { /* a tensor bound off a word boundary */
+        f = f->w == 8 && fits_offsets(&c, 4) && fits_width(vk, dt, d, 4) ? &WIDE4 : tiled(vk, d);
+        record(o, &c, f, dt, d);
+    }
+    if (vk->max_local < f->local)
+        return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED,
+                         "vulkan: %s (node '%s'): the GEMM needs work-groups of %u invocations, the device allows %u",
+                         loom_op_name(o->t->op), o->t->name, f->local, vk->max_local);
     /* the shader walks each grid axis with a stride: clamp to the device */
     const uint32_t *mx = vk->props.limits.maxComputeWorkGroupCount;
-    int64_t g[3] = {(d->N + tl->tn - 1) / tl->tn, (d->M + tl->tm - 1) / tl->tm, nb};
+    int64_t mt = (d->M + f->tm - 1) / f->tm, nt = (d->N + f->tn - 1) / f->tn;
+    int64_t g[3] = {f->rows_x ? mt : nt, f->rows_x ? nt : mt, nb};
     for (int i = 0; i < 3; i++)
         if (g[i] > (int64_t)mx[i]) g[i] = mx[i];
-    return loom__vk_run_grid(&c, (uint32_t)g[0], (uint32_t)g[1], (uint32_t)g[2], tl->nt);
+    return loom__vk_run_grid(&c, (uint32_t)g[0], (uint32_t)g[1], (uint32_t)g[2], f->local);
 }
 
 /* y (batch..., M, N) = op(a) (batch_a..., M, K) x op(b) (batch_b..., K, N);

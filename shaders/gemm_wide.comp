@@ -1,0 +1,203 @@
+/* shaders/gemm_wide.comp — the wide-load form of the batched GEMM (same
+ * product, operands, batch layout, bias and push constants as
+ * shaders/gemm.comp; host: backends/vulkan/ops/matmul.c):
+ *
+ *   C[b] (M, N) = op(A[b]) (M, K) x op(B[b]) (K, N) [+ bias]
+ *
+ * For drivers that run invocations as SIMD lanes of a CPU (lavapipe). There
+ * every load from a storage buffer or shared memory is a loop over the
+ * lanes, one loop per load instruction whatever its width (all components
+ * are fetched in the same lane iteration), and subgroup broadcasts are lane
+ * loops too. So this kernel has no shared memory, no barriers and no
+ * cross-lane operations: each invocation loads its own operands, W
+ * consecutive elements per load instruction (W = 4: vec4, or 4 x 16-bit in
+ * a uvec2; W = 8: four 64-bit words, or 8 x 16-bit in a uvec4), and keeps
+ * an RM x RN block of C in registers.
+ *
+ * Layout: a work-group of WX x WY invocations (the host dispatches local =
+ * WX * WY) computes a (WY*RM) x (WX*RN) tile of C; invocation l the rows
+ * m0 + ty*RM .. +RM-1 and columns n0 + tx*RN .. +RN-1 (tx = l % WX, ty =
+ * l / WX). The k loop steps W at a time; per step an invocation loads
+ *   A: RM words (TA = 0: row i, k .. k+W-1; TA = 1: rows i .. i+W-1 at one
+ *      k, RM/W of them per k),
+ *   B: RN words (TB = 0: row k, columns j .. j+W-1, RN/W per k; TB = 1:
+ *      column j, k .. k+W-1),
+ * and runs W * RM * RN fmas.
+ *
+ * Grid: x = row tiles, y = column tiles (rows fastest: the work-groups that
+ * run together share B's column panel, which stays in the cache while A's
+ * few rows stream), z = batch; each walked with a grid stride.
+ *
+ * Requirements (the host checks them and otherwise runs gemm.comp): K, the
+ * leading dimensions lda and ldb, A's and B's element offsets and batch
+ * strides are multiples of W, and RM, RN of W. M and N are free: rows and
+ * columns past the edge are read at a clamped index (valid memory: a word
+ * never crosses a row) and never stored. C and the bias are scalars, any
+ * layout.
+ *
+ * Not reproducible mode: the canonical kernels stay gemm*_r_f32. */
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#ifndef W
+#define W 8
+#endif
+#if W == 8 && defined(T_F32)
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
+#include "common.glsl"
+
+#ifndef RM
+#define RM 8
+#endif
+#ifndef RN
+#define RN 8
+#endif
+#ifndef WX
+#define WX 8
+#endif
+#ifndef WY
+#define WY 1
+#endif
+#define TM (WY * RM) /* rows per tile */
+#define TN (WX * RN) /* columns per tile */
+
+#if defined(C_F32)
+#define TC float
+#define STC ST_F32
+#else
+#define TC T
+#define STC ST
+#endif
+
+/* the word type of W elements, and WLD(X, i, out): word i of X into float out[W] */
+#if defined(T_F32) && W == 4
+#define TW vec4
+#define WLD(X, i, out) { vec4 v_ = X[i]; out[0] = v_.x; out[1] = v_.y; out[2] = v_.z; out[3] = v_.w; }
+#elif defined(T_F32) && W == 8
+#define TW u64vec4
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        u64vec4 v_ = X[i];                                                               \
+        uvec2 p0_ = unpackUint2x32(v_.x), p1_ = unpackUint2x32(v_.y);                    \
+        uvec2 p2_ = unpackUint2x32(v_.z), p3_ = unpackUint2x32(v_.w);                    \
+        out[0] = uintBitsToFloat(p0_.x); out[1] = uintBitsToFloat(p0_.y);                \
+        out[2] = uintBitsToFloat(p1_.x); out[3] = uintBitsToFloat(p1_.y);                \
+        out[4] = uintBitsToFloat(p2_.x); out[5] = uintBitsToFloat(p2_.y);                \
+        out[6] = uintBitsToFloat(p3_.x); out[7] = uintBitsToFloat(p3_.y);                \
+    }
+#else /* 16-bit storage: W/2 uints, two elements each (low half first) */
+#if W == 4
+#define TW uvec2
+#else
+#define TW uvec4
+#endif
+#if defined(T_F16)
+#define CV16(h) f16_to_f32(h)
+#else
+#define CV16(h) bf16_to_f32(h)
+#endif
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        TW v_ = X[i];                                                                    \
+        [[unroll]] for (int h_ = 0; h_ < W / 2; h_++) {                                  \
+            out[2 * h_] = CV16(v_[h_] & 0xffffu);                                        \
+            out[2 * h_ + 1] = CV16(v_[h_] >> 16);                                        \
+        }                                                                                \
+    }
+#endif
+
+TENSOR_IN(0, TW, AW);
+TENSOR_IN(1, TW, BW);
+TENSOR_OUT(2, TC, C);
+TENSOR_IN(3, T, bias);
+PUSH {
+    uint ao, bo, co, biaso;
+    uint M, N, K, lda, ldb, ldc;
+    uint has_bias, brs, bcs;
+    uint g0, g1, g2;
+    uint sa0, sa1, sa2, sb0, sb1, sb2, sc0, sc1, sc2, sbias0, sbias1, sbias2;
+} pc;
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    uint tx = l % uint(WX), ty = l / uint(WX);
+    uint M = pc.M, N = pc.N, K = pc.K;
+    uint mtiles = (M + TM - 1u) / TM, ntiles = (N + TN - 1u) / TN, nb = pc.g0 * pc.g1 * pc.g2;
+    uint ldaw = pc.lda / uint(W), ldbw = pc.ldb / uint(W);
+    for (uint b = gl_WorkGroupID.z; b < nb; b += gl_NumWorkGroups.z) {
+        uint i2 = b % pc.g2, i1 = (b / pc.g2) % pc.g1, i0 = b / (pc.g2 * pc.g1);
+        uint ao = pc.ao + i0 * pc.sa0 + i1 * pc.sa1 + i2 * pc.sa2;
+        uint bo = pc.bo + i0 * pc.sb0 + i1 * pc.sb1 + i2 * pc.sb2;
+        uint co = pc.co + i0 * pc.sc0 + i1 * pc.sc1 + i2 * pc.sc2;
+        for (uint nt = gl_WorkGroupID.y; nt < ntiles; nt += gl_NumWorkGroups.y) {
+            for (uint mt = gl_WorkGroupID.x; mt < mtiles; mt += gl_NumWorkGroups.x) {
+                uint m0 = mt * TM + ty * RM, n0 = nt * TN + tx * RN; /* this invocation's block */
+                /* word indices at k = 0, clamped inside the operand */
+#if TA == 0
+                uint ai[RM]; /* row m0 + i */
+                [[unroll]] for (int i = 0; i < RM; i++) ai[i] = (ao + min(m0 + uint(i), M - 1u) * pc.lda) / uint(W);
+#else
+                uint ai[RM / W]; /* rows m0 + q*W .. +W-1 */
+                [[unroll]] for (int q = 0; q < RM / W; q++)
+                    ai[q] = (ao + min(m0 + uint(q * W), (M - 1u) / uint(W) * uint(W))) / uint(W);
+#endif
+#if TB == 0
+                uint bi[RN / W]; /* columns n0 + q*W .. +W-1 */
+                [[unroll]] for (int q = 0; q < RN / W; q++)
+                    bi[q] = (bo + min(n0 + uint(q * W), (N - 1u) / uint(W) * uint(W))) / uint(W);
+#else
+                uint bi[RN]; /* column n0 + j */
+                [[unroll]] for (int j = 0; j < RN; j++) bi[j] = (bo + min(n0 + uint(j), N - 1u) * pc.ldb) / uint(W);
+#endif
+                float acc[RM][RN];
+                [[unroll]] for (int i = 0; i < RM; i++)
+                    [[unroll]] for (int j = 0; j < RN; j++) acc[i][j] = 0.0;
+                for (uint kw = 0u; kw < K / uint(W); kw++) {
+                    /* a[i][kk] = op(A)[m0 + i][k + kk], bb[kk][j] = op(B)[k + kk][n0 + j] */
+                    float a[RM][W], bb[W][RN];
+#if TA == 0
+                    [[unroll]] for (int i = 0; i < RM; i++) WLD(AW, ai[i] + kw, a[i]);
+#else
+                    [[unroll]] for (int kk = 0; kk < W; kk++)
+                        [[unroll]] for (int q = 0; q < RM / W; q++) {
+                            float t[W];
+                            WLD(AW, ai[q] + (kw * uint(W) + uint(kk)) * ldaw, t);
+                            [[unroll]] for (int e = 0; e < W; e++) a[q * W + e][kk] = t[e];
+                        }
+#endif
+#if TB == 0
+                    [[unroll]] for (int kk = 0; kk < W; kk++)
+                        [[unroll]] for (int q = 0; q < RN / W; q++) {
+                            float t[W];
+                            WLD(BW, bi[q] + (kw * uint(W) + uint(kk)) * ldbw, t);
+                            [[unroll]] for (int e = 0; e < W; e++) bb[kk][q * W + e] = t[e];
+                        }
+#else
+                    [[unroll]] for (int j = 0; j < RN; j++) {
+                        float t[W];
+                        WLD(BW, bi[j] + kw, t);
+                        [[unroll]] for (int kk = 0; kk < W; kk++) bb[kk][j] = t[kk];
+                    }
+#endif
+                    [[unroll]] for (int kk = 0; kk < W; kk++)
+                        [[unroll]] for (int i = 0; i < RM; i++)
+                            [[unroll]] for (int j = 0; j < RN; j++) acc[i][j] = fma(a[i][kk], bb[kk][j], acc[i][j]);
+                }
+                /* epilogue: bias, one rounding to C's storage type */
+                uint bio = pc.biaso + i0 * pc.sbias0 + i1 * pc.sbias1 + i2 * pc.sbias2;
+                [[unroll]] for (int i = 0; i < RM; i++) {
+                    uint m = m0 + uint(i);
+                    [[unroll]] for (int j = 0; j < RN; j++) {
+                        uint n = n0 + uint(j);
+                        if (m < M && n < N) {
+                            float v = acc[i][j];
+                            if (pc.has_bias != 0u) v += LD(bias, bio + m * pc.brs + n * pc.bcs);
+                            STC(C, co + m * pc.ldc + n, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
