@@ -82,7 +82,7 @@ static loom_status build(loom__cl *cl, int which) {
     for (int i = 0; i < loom__cl_source_count; i++)
         at += (size_t)sprintf(src + at, "#line 1 \"%s\"\n%s\n", loom__cl_source_names[i], loom__cl_source_texts[i]);
     char opts[512], gemm_opts[256];
-    loom__cl_gemm_build_opts(gemm_opts, sizeof gemm_opts);
+    loom__cl_gemm_build_opts(cl, gemm_opts, sizeof gemm_opts);
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s %s", DT_DEFINE[which],
              cl->correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
              cl->reproducible ? " -DLOOM_REPRO" : "", gemm_opts);

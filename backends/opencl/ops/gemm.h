@@ -36,6 +36,7 @@ typedef struct loom__cl_gemm_variant {
     int vw;             /* register variants: vector width (0 for tiled) */
     int rm, rn;         /* outer form (nn, tn, tt): rm rows x rn vectors per item */
     int di, dj;         /* dot form (nt): di x dj outputs per item */
+    int nt;             /* tiles per item, down the rows */
 } loom__cl_gemm_variant;
 
 /* The global and local sizes of one launch. */
@@ -47,7 +48,7 @@ const loom__cl_gemm_variant *loom__cl_gemm_variant_of(int v);
 /* the variant called name, 0 if none */
 int loom__cl_gemm_variant_by_name(const char *name);
 /* The tile sizes as build options (-DGEMM_R16_RM=... for kernels/gemm_reg.cl). */
-void loom__cl_gemm_build_opts(char *out, size_t n);
+void loom__cl_gemm_build_opts(const loom__cl *cl, char *out, size_t n);
 /* The variant this device runs (chosen at first call: see gemm_select.c). */
 loom_status loom__cl_gemm_choose(loom__cl *cl, int *out);
 /* The launch of variant var for C (M, N) x nb batches, transposes ta/tb. */

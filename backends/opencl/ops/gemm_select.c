@@ -29,9 +29,9 @@
 #define MEASURE_N 512
 
 static const loom__cl_gemm_variant VARIANTS[] = {
-    [LOOM__CL_GEMM_TILED] = {"tiled", "", 16, 64, 64, 0, 0, 0, 0},
-    [LOOM__CL_GEMM_REG16] = {"reg16", "_r16", 1, 0, 0, 16, 12, 2, 6, 4},
-    [LOOM__CL_GEMM_REG8] = {"reg8", "_r8", 1, 0, 0, 8, 6, 2, 3, 4},
+    [LOOM__CL_GEMM_TILED] = {"tiled", "", 16, 64, 64, 0, 0, 0, 0, 0, 0},
+    [LOOM__CL_GEMM_REG16] = {"reg16", "_r16", 1, 0, 0, 16, 12, 2, 6, 4, 8},
+    [LOOM__CL_GEMM_REG8] = {"reg8", "_r8", 1, 0, 0, 8, 6, 2, 3, 4, 8},
 };
 
 const loom__cl_gemm_variant *loom__cl_gemm_variant_of(int v) {
@@ -45,12 +45,24 @@ int loom__cl_gemm_variant_by_name(const char *name) {
     return 0;
 }
 
-void loom__cl_gemm_build_opts(char *out, size_t n) {
+/* The largest K whose column panel the outer form packs into local memory
+ * (kernels/gemm_reg.cl): reg16's panel (K x 32 floats) in at most half the
+ * device's local memory, a multiple of 16 in [16, KPACK_MAX]. */
+#define KPACK_MAX 2048
+static int64_t kpack(const loom__cl *cl) {
+    const loom__cl_gemm_variant *a = &VARIANTS[LOOM__CL_GEMM_REG16];
+    int64_t k = (int64_t)(cl->local_mem_bytes / 2 / (sizeof(float) * (size_t)(a->vw * a->rn)));
+    k = k > KPACK_MAX ? KPACK_MAX : k;
+    k -= k % 16;
+    return k < 16 ? 16 : k;
+}
+
+void loom__cl_gemm_build_opts(const loom__cl *cl, char *out, size_t n) {
     const loom__cl_gemm_variant *a = &VARIANTS[LOOM__CL_GEMM_REG16], *b = &VARIANTS[LOOM__CL_GEMM_REG8];
     snprintf(out, n,
-             "-DGEMM_R16_RM=%d -DGEMM_R16_RN=%d -DGEMM_R16_DI=%d -DGEMM_R16_DJ=%d "
-             "-DGEMM_R8_RM=%d -DGEMM_R8_RN=%d -DGEMM_R8_DI=%d -DGEMM_R8_DJ=%d",
-             a->rm, a->rn, a->di, a->dj, b->rm, b->rn, b->di, b->dj);
+             "-DGEMM_R16_RM=%d -DGEMM_R16_RN=%d -DGEMM_R16_DI=%d -DGEMM_R16_DJ=%d -DGEMM_R16_NT=%d "
+             "-DGEMM_R8_RM=%d -DGEMM_R8_RN=%d -DGEMM_R8_DI=%d -DGEMM_R8_DJ=%d -DGEMM_R8_NT=%d -DGEMM_KPACK=%lld",
+             a->rm, a->rn, a->di, a->dj, a->nt, b->rm, b->rn, b->di, b->dj, b->nt, (long long)kpack(cl));
 }
 
 static uint64_t fnv(uint64_t h, const char *s) {
@@ -64,7 +76,7 @@ static void cache_path(const loom__cl *cl, char *dir, size_t ndir, char *path, s
     *path = 0;
     if (!*dir) return;
     char opts[256];
-    loom__cl_gemm_build_opts(opts, sizeof opts);
+    loom__cl_gemm_build_opts(cl, opts, sizeof opts);
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv(h, cl->platform_name), h = fnv(h, cl->platform_version), h = fnv(h, cl->name);
     h = fnv(h, cl->dev_version), h = fnv(h, cl->driver), h = fnv(h, opts);
@@ -219,11 +231,11 @@ loom__cl_gemm_geom loom__cl_gemm_geometry(const loom__cl_gemm_variant *var, bool
         r.global[0] = (size_t)((N + var->tn - 1) / var->tn) * (size_t)var->wg;
         r.global[1] = (size_t)(nb * ((M + var->tm - 1) / var->tm)) * (size_t)var->wg;
     } else if (!ta && tb) { /* the dot form */
-        r.global[0] = (size_t)((M + var->di - 1) / var->di);
+        r.global[0] = (size_t)((M + var->di * var->nt - 1) / (var->di * var->nt));
         r.global[1] = (size_t)(nb * ((N + var->dj - 1) / var->dj));
     } else { /* the outer form: tt runs on C^T (rows over N, columns over M) */
         int64_t I = ta && tb ? N : M, J = ta && tb ? M : N, cols = (int64_t)var->vw * var->rn;
-        r.global[0] = (size_t)((I + var->rm - 1) / var->rm);
+        r.global[0] = (size_t)((I + var->rm * var->nt - 1) / (var->rm * var->nt));
         r.global[1] = (size_t)(nb * ((J + cols - 1) / cols));
     }
     return r;
