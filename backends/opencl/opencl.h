@@ -96,6 +96,7 @@ typedef struct loom__cl {
     double build_seconds[LOOM__CL_NPROG];
     bool from_cache[LOOM__CL_NPROG];
     loom__cl_hostmem *hostmem; /* pinned allocations (memory.c) */
+    int gemm_variant;          /* the GEMM kernels in use (ops/gemm_select.c); 0 until chosen */
 } loom__cl;
 
 struct loom__buffer {

@@ -2,7 +2,8 @@
  * dtype (f32, f16, bf16) from the embedded core/params.h, core/repro.h and
  * kernels/<name>.cl (common.cl first), with -DLOOM_T_<DT> (#line directives make build logs name file:line), and
  * -DLOOM_REPRO in reproducible mode (core/repro.h: the canonical GEMM,
- * kernels/repro.cl); program binaries cached on disk.
+ * kernels/repro.cl), and the register GEMM's tile sizes (ops/gemm_select.c);
+ * program binaries cached on disk.
  *
  * Cache: directory LOOM_OPENCL_CACHE (the value "off" disables the cache),
  * else $XDG_CACHE_HOME/loom/opencl, else ~/.cache/loom/opencl. File name =
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "opencl.h"
+#include "ops/gemm.h"
 
 /* the generated file (embed.cmake) */
 extern const int loom__cl_source_count;
@@ -79,10 +81,11 @@ static loom_status build(loom__cl *cl, int which) {
     size_t at = 0;
     for (int i = 0; i < loom__cl_source_count; i++)
         at += (size_t)sprintf(src + at, "#line 1 \"%s\"\n%s\n", loom__cl_source_names[i], loom__cl_source_texts[i]);
-    char opts[256];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s", DT_DEFINE[which],
+    char opts[512], gemm_opts[256];
+    loom__cl_gemm_build_opts(cl, gemm_opts, sizeof gemm_opts);
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s %s", DT_DEFINE[which],
              cl->correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
-             cl->reproducible ? " -DLOOM_REPRO" : "");
+             cl->reproducible ? " -DLOOM_REPRO" : "", gemm_opts);
 
     char dir[512], path[600] = "";
     loom__cl_cache_dir(dir, sizeof dir);

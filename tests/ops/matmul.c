@@ -26,8 +26,16 @@ static loom_tensor *bmm(loom_graph *g, loom_dtype dt, int v) {
     }
 }
 /* big enough (M*N*K >= 2^18) for the CPU backend to split the product into
- * panels across threads: by columns (N >= M) and by rows (M > N), transposed */
+ * panels across threads: by columns (N >= M) and by rows (M > N), transposed;
+ * NT and TN with K past a vector multiple and edge tiles on both axes (the
+ * OpenCL register GEMM's dot and outer forms, kernels/gemm_reg.cl) */
 static loom_tensor *big(loom_graph *g, loom_dtype dt, int v) {
+    if (v == 2)
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(40, 70), -1, 1), tc_param(g, "b", dt, TC_DIMS(90, 70), -1, 1),
+                           false, true);
+    if (v == 3)
+        return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(70, 40), -1, 1), tc_param(g, "b", dt, TC_DIMS(70, 90), -1, 1),
+                           true, false);
     if (v == 0)
         return loom_matmul(g, tc_param(g, "a", dt, TC_DIMS(67, 45), -1, 1), tc_param(g, "b", dt, TC_DIMS(45, 93), -1, 1),
                            false, false);
@@ -72,6 +80,8 @@ const loom_op_case loom_cases_matmul[] = {
     {"bmm 2-D a", bmm, 3, 0, 0},
     {"matmul 67x45x93 (column panels)", big, 0, 0, 0},
     {"matmul 150x41x50 TT (row panels)", big, 1, 0, 0},
+    {"matmul 40x70x90 NT", big, 2, 0, 0},
+    {"matmul 40x70x90 TN", big, 3, 0, 0},
     {"linear no bias", linear, 0, 0, 0},
     {"linear bias", linear, 1, 0, 0},
     {"linear 3-D x bias", linear, 3, 0, 0},

@@ -1,13 +1,9 @@
 /* backends/opencl/ops/matmul.c — host side of matmul (batched, broadcast,
  * transposes) and linear (x w^T with the bias added in the GEMM's epilogue),
- * and the GEMM launcher (ops/gemm.h) the conv2d family shares. Its speed
+ * and the GEMM launcher (ops/gemm.h) the conv2d family shares: it runs the
+ * device's variant (ops/gemm_select.c). Its speed
  * beside the other backends' is measured by bench/gemm_conv.c (bench/results/). */
 #include "gemm.h"
-
-/* tile of C per work-group and its items (kernels/gemm.cl) */
-#define TM 64
-#define TN 64
-#define WG 16
 
 loom__cl_mat loom__cl_mat_t(const loom__cl_op *o, const loom_tensor *t) {
     return (loom__cl_mat){loom__cl_mem(o->plan, t), loom__cl_elem_off(o->plan, t)};
@@ -16,21 +12,26 @@ loom__cl_mat loom__cl_mat_t(const loom__cl_op *o, const loom_tensor *t) {
 loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_desc *d) {
     int64_t nb = d->batch[0] * d->batch[1] * d->batch[2];
     if (d->M <= 0 || d->N <= 0 || nb <= 0) return LOOM_OK;
-    if (o->cl->max_wg < WG * WG)
+    int v;
+    loom_status st = loom__cl_gemm_choose(o->cl, &v);
+    if (st != LOOM_OK) return st;
+    const loom__cl_gemm_variant *var = loom__cl_gemm_variant_of(v);
+    if (o->cl->max_wg < (size_t)(var->wg * var->wg))
         return loom__err(o->cl->ctx, LOOM_ERR_BACKEND,
                          "opencl: %s (node '%s'): the GEMM needs work-groups of %d items, the device allows %zu",
-                         loom_op_name(o->t->op), o->t->name, WG * WG, o->cl->max_wg);
+                         loom_op_name(o->t->op), o->t->name, var->wg * var->wg, o->cl->max_wg);
     static const char *names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
     /* float-output variants exist for conv2d's gradients: tn (grad_input), nt (grad_weight) */
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
-    const char *name = d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb];
+    char name[32];
+    snprintf(name, sizeof name, "%s%s", d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb],
+             var->suffix);
     int64_t g[17];
     for (int i = 0; i < 3; i++)
         g[i] = d->batch[i], g[3 + i] = d->sa[i], g[6 + i] = d->sb[i], g[9 + i] = d->sc[i], g[12 + i] = d->sbias[i];
     g[15] = d->bias_rs, g[16] = d->bias_cs;
     cl_mem gm;
     cl_kernel k;
-    loom_status st;
     if ((st = loom__cl_meta(o, g, 17, &gm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dt, name, &k)) != LOOM_OK) return st;
     bool has_bias = d->bias.mem != NULL;
@@ -46,8 +47,8 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     loom__cl_node *n = o->node;
     LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
-    size_t gx = (size_t)((d->N + TN - 1) / TN) * WG, gy = (size_t)(nb * ((d->M + TM - 1) / TM)) * WG;
-    n->l[n->n_launch++] = (loom__cl_launch){k, 2, {gx, gy}, {WG, WG}};
+    loom__cl_gemm_geom geo = loom__cl_gemm_geometry(var, d->ta, d->tb, d->M, d->N, nb);
+    n->l[n->n_launch++] = (loom__cl_launch){k, 2, {geo.global[0], geo.global[1]}, {geo.local[0], geo.local[1]}};
     return LOOM_OK;
 }
 
