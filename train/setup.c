@@ -259,7 +259,8 @@ static loom_status load_weights(loom_trainer *t) {
     loom_status st;
     if (d->transfer.init_from && !t->ck) {
         loom_checkpoint_report *rep = &t->res.init;
-        loom_checkpoint_load_desc ld = {.skip_mismatched = true, .weights_only = true, .name_map = d->transfer.init_map};
+        loom_checkpoint_load_desc ld = {.skip_mismatched = true, .weights_only = true, .name_map = d->transfer.init_map,
+                                      .allow_nonfinite = d->run.allow_nonfinite};
         if ((st = loom_checkpoint_load(t->tr.plan, d->transfer.init_from, &ld, rep, NULL)) != LOOM_OK) return st;
         if (rep->loaded == 0)
             return loom__err(t->ctx, LOOM_ERR_FORMAT,
@@ -270,7 +271,7 @@ static loom_status load_weights(loom_trainer *t) {
     }
     if (!t->ck) return LOOM_OK;
     /* strict: a checkpoint of another model or optimizer is an error */
-    loom_checkpoint_load_desc ld = {.strict = true};
+    loom_checkpoint_load_desc ld = {.strict = true, .allow_nonfinite = d->run.allow_nonfinite};
     const char *path = d->run.resume_path;
     int64_t ep = 0, pstep = 0, osteps = 0, omicro = 0;
     if ((st = meta_int(t->ctx, t->ck, path, "loom.epoch", &ep)) != LOOM_OK ||

@@ -215,6 +215,8 @@ typedef struct loom_train_run {
     loom_monitor monitor;          /* early stopping: val loss (default) or val accuracy */
     bool keep_last;                /* early stopping: keep the last weights instead of the best */
     bool profile;                  /* time every op of the training step (result.profile) */
+    bool allow_nonfinite;          /* load transfer.init_from and resume_path even when they hold NaN or
+                                      infinite values (loom_checkpoint_load_desc.allow_nonfinite) */
 } loom_train_run;
 
 /* Who follows the run. */
