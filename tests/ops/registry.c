@@ -18,7 +18,8 @@
     X(shape)        \
     X(reduce)       \
     X(optim)        \
-    X(amp)
+    X(amp)          \
+    X(nan)
 
 #define DECL(f) extern const loom_op_case loom_cases_##f[];
 FAMILIES(DECL)
