@@ -98,5 +98,23 @@ expect 1 "'fc1.weight' holds NaN at index 0" -- train --backend cpu --model mlp 
 expect 1 "init: loaded 6 tensors" -- train --backend cpu --model mlp --max-steps 1 --max-eval 64 --init-from "$tmp/nan.st" --allow-nonfinite
 refute "holds NaN" -- train --backend cpu --model mlp --max-steps 1 --max-eval 64 --epochs 2 --resume "$tmp/nan.st" --allow-nonfinite
 
+# ---- divergence: an error naming the step and the LR; the previous checkpoint stays as it was ----
+"$LOOM" train --backend cpu --model mlp --max-steps 2 --max-eval 64 --quiet --save "$tmp/div.st" >/dev/null 2>&1
+sum0=$(sha256sum < "$tmp/div.st")
+expect 1 "the loss became -?nan at epoch 2 step [0-9]+ \(lr 1e\+06\): diverged" -- train --backend cpu --model mlp \
+  --max-steps 20 --max-eval 64 --epochs 2 --schedule constant --lr 1e6 --resume "$tmp/div.st" --save "$tmp/div.st"
+check "a diverged mlp run leaves the previous checkpoint as it was" [ "$(sha256sum < "$tmp/div.st")" = "$sum0" ]
+# the cnn's loss stays finite (batch norm renormalises) while bn2.running_var overflows: the epoch-end check
+"$LOOM" train --backend cpu --model cnn --max-steps 2 --max-eval 64 --quiet --save "$tmp/cnn.st" >/dev/null 2>&1
+sum1=$(sha256sum < "$tmp/cnn.st")
+expect 1 "diverged in epoch 2 \(optimizer step [0-9]+, lr 1e\+06\): 'bn[0-9].running_var' holds \+inf" -- train \
+  --backend cpu --model cnn --max-steps 7 --max-eval 64 --epochs 2 --schedule constant --lr 1e6 --resume "$tmp/cnn.st" --save "$tmp/cnn.st"
+check "a diverged cnn run leaves the previous checkpoint as it was" [ "$(sha256sum < "$tmp/cnn.st")" = "$sum1" ]
+"$LOOM" train --backend cpu --model mlp --optimizer adam --max-steps 2 --max-eval 64 --quiet --save "$tmp/adam.st" >/dev/null 2>&1
+sum2=$(sha256sum < "$tmp/adam.st")
+expect 1 "the loss became -?nan at epoch 2 step [0-9]+ \(lr 1e\+14\): diverged" -- train --backend cpu --model mlp \
+  --optimizer adam --max-steps 20 --max-eval 64 --epochs 2 --schedule constant --lr 1e14 --resume "$tmp/adam.st" --save "$tmp/adam.st"
+check "a diverged adam run leaves the previous checkpoint as it was" [ "$(sha256sum < "$tmp/adam.st")" = "$sum2" ]
+
 echo "cli-hardening: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
