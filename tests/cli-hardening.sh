@@ -116,5 +116,52 @@ expect 1 "the loss became -?nan at epoch 2 step [0-9]+ \(lr 1e\+14\): diverged" 
   --optimizer adam --max-steps 20 --max-eval 64 --epochs 2 --schedule constant --lr 1e14 --resume "$tmp/adam.st" --save "$tmp/adam.st"
 check "a diverged adam run leaves the previous checkpoint as it was" [ "$(sha256sum < "$tmp/adam.st")" = "$sum2" ]
 
+# ---- --data-dir: any dataset the loader opens, its real error, classes checked ----
+le() { local v=$1 n=$2 s="" t k; for ((k = 0; k < n; k++)); do printf -v t '\\x%02x' $(((v >> (8 * k)) & 255)); s+=$t; done; printf '%b' "$s"; }
+npy() { # FILE DESCR SHAPE: a .npy file (version 1) with the data from stdin
+  local hdr="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+  local pad=$(((64 - (10 + ${#hdr} + 1) % 64) % 64))
+  hdr+=$(printf '%*s' "$pad" '')
+  { printf '\x93NUMPY\x01\x00'; le $((${#hdr} + 1)) 2; printf '%s\n' "$hdr"; cat; } >"$1"
+}
+bmp() { # FILE W H: a small 24-bit BMP (rows of W BGR pixels padded to 4 bytes)
+  local row=$((($2 * 3 + 3) / 4 * 4))
+  { printf 'BM'; le $((54 + row * $3)) 4; le 0 4; le 54 4; le 40 4; le "$2" 4; le "$3" 4; le 1 2; le 24 2; le 0 4
+    le $((row * $3)) 4; le 2835 4; le 2835 4; le 0 4; le 0 4; head -c $((row * $3)) /dev/zero | tr '\0' '\100'; } >"$1"
+}
+R=(--backend cpu --model mlp --max-steps 1 --batch 4 --max-eval 8)
+mkdir -p "$tmp/np"
+head -c 128 /dev/zero | tr '\0' '\100' | npy "$tmp/np/train-images.npy" '|u1' '(8, 4, 4)'
+printf '\x00\x01\x00\x01\x00\x01\x00\x01' | npy "$tmp/np/train-labels.npy" '|u1' '(8,)'
+expect 0 "train-images.npy: 8 images, 2 classes -> 1x4x4" -- train --data-dir "$tmp/np" "${R[@]}"
+expect 0 "RESULT backend=cpu model=mlp epochs=1"           -- train --data-dir "$tmp/np" "${R[@]}"
+expect 1 "skip-bad-samples is for an ImageFolder"          -- train --data-dir "$tmp/np" "${R[@]}" --skip-bad-samples
+head -c 64 /dev/zero | npy "$tmp/np/test-images.npy" '|u1' '(4, 4, 4)'
+printf '\x00\x01\x05\x01' | npy "$tmp/np/test-labels.npy" '|u1' '(4,)'
+expect 1 "test sample 2 has label 5, but the model has 2 classes \(0..1: the largest training label \+ 1\)" -- train --data-dir "$tmp/np" "${R[@]}"
+expect 0 "RESULT"                                          -- train --data-dir "$tmp/np" "${R[@]}" --classes 6
+printf '\x00\x01\x00\x01\x00\x01\x00\xc8' | npy "$tmp/np/train-labels.npy" '|u1' '(8,)'
+rm "$tmp/np/test-images.npy" "$tmp/np/test-labels.npy"
+expect 0 "warning: .*training labels go up to 200 but only 3 of those 201 classes have samples" -- train --data-dir "$tmp/np" "${R[@]}"
+expect 1 "training sample 7 has label 200, but the model has 10 classes \(0..9: --classes\)" -- train --data-dir "$tmp/np" "${R[@]}" --classes 10
+printf 'garbage' >"$tmp/np/train-images.npy"
+expect 1 "np/train-images.npy: "                           -- train --data-dir "$tmp/np" "${R[@]}"
+refute "no train-images-idx3-ubyte"                        -- train --data-dir "$tmp/np" "${R[@]}"
+head -c 512 /dev/zero | npy "$tmp/np/train-images.npy" '<f4' '(8, 4, 4)'
+expect 1 "train-images.npy: float records: loom train trains on u8 images" -- train --data-dir "$tmp/np" "${R[@]}"
+mkdir -p "$tmp/sh" && printf 'garbage, not a shard' >"$tmp/sh/train.shard"
+expect 1 "sh/train.shard"                                  -- train --data-dir "$tmp/sh" "${R[@]}"
+refute "no train-images-idx3-ubyte"                        -- train --data-dir "$tmp/sh" "${R[@]}"
+mkdir -p "$tmp/if/train/ant" "$tmp/if/train/bee" "$tmp/if/val/ant" "$tmp/if/val/cat"
+for f in a b c; do bmp "$tmp/if/train/ant/$f.bmp" 4 4; bmp "$tmp/if/val/ant/$f.bmp" 4 4; done
+T=(--transform 'Resize((4, 4))')
+expect 1 "if/train/bee.*no image"                          -- train --data-dir "$tmp/if" "${R[@]}" "${T[@]}"
+for f in d e f; do bmp "$tmp/if/train/bee/$f.bmp" 4 4; bmp "$tmp/if/val/cat/$f.bmp" 4 4; done
+expect 1 "if/val: the class folders differ from .*if/train's: class 1 is 'bee' there and 'cat' here" -- train --data-dir "$tmp/if" "${R[@]}" "${T[@]}"
+mv "$tmp/if/val/cat" "$tmp/if/val/bee"
+expect 0 "RESULT"                                          -- train --data-dir "$tmp/if" "${R[@]}" "${T[@]}"
+expect 1 "--classes 3, but .*if declares 2 classes"        -- train --data-dir "$tmp/if" "${R[@]}" "${T[@]}" --classes 3
+expect 2 "bad value '1' for --classes"                     -- train --classes 1 "${Q[@]}"
+
 echo "cli-hardening: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

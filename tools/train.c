@@ -26,6 +26,7 @@ typedef struct cli {
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
     bool allow_nonfinite;
+    long long classes;
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
@@ -79,8 +80,13 @@ static const opt opts[] = {
     {"--data", O_STR, OFF(data), .usage =
          "  --data fashion-mnist       the Debian dataset-fashion-mnist files (default)\n"},
     {"--data-dir", O_STR, OFF(data_dir), .usage =
-         "  --data-dir DIR             a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz], or an\n"
-         "                             ImageFolder: DIR[/train]/<class>/<image> (+ DIR/val or DIR/test to evaluate)\n"},
+         "  --data-dir DIR             a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz], or\n"
+         "                             {train,test}-{images,labels}.npy, train.shard (+ val.shard or test.shard),\n"
+         "                             an ImageFolder: DIR[/train]/<class>/<image> (+ DIR/val or DIR/test to\n"
+         "                             evaluate), or a shard file\n"},
+    {"--classes", O_INT, OFF(classes), .imin = 2, .imax = 1 << 20, .usage =
+         "  --classes N                the class count (default: the dataset's: its class folders, the shard's\n"
+         "                             header, else the largest training label + 1); every label is checked\n"},
     {"--transform", O_STR, OFF(transform), .usage =
          "  --transform SPEC           ImageFolder: steps that make the images one size, e.g. 'Resize((32, 32))';\n"
          "                             applied once when the images are loaded (random steps drawn once)\n"},
@@ -638,7 +644,8 @@ static int run(int argc, char **argv, bool lrfind) {
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
     loom__run_data rd = {0};
     loom__train_data_opts dopts = {
-        .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers};
+        .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers,
+        .classes = (int)c.classes};
     if (loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
         loom__train_free_data(&rd);
