@@ -163,5 +163,29 @@ expect 0 "RESULT"                                          -- train --data-dir "
 expect 1 "--classes 3, but .*if declares 2 classes"        -- train --data-dir "$tmp/if" "${R[@]}" "${T[@]}" --classes 3
 expect 2 "bad value '1' for --classes"                     -- train --classes 1 "${Q[@]}"
 
+# ---- resume past the end, metadata bounds, --grad-accum past an epoch ----
+M=(--backend cpu --model mlp --max-eval 64)
+expect 0 "ok.st: the run is at epoch 1 of 1: nothing left to train" -- train "${M[@]}" --resume "$tmp/ok.st"
+refute "RESULT|test_acc=nan"                                   -- train "${M[@]}" --resume "$tmp/ok.st"
+# set_meta FILE KEY VALUE: rewrite the header's metadata value (the header length follows)
+set_meta() {
+  local hlen
+  hlen=$(od -An -t u8 -N8 "$1" | tr -d ' ')
+  head -c $((8 + hlen)) "$1" | tail -c "$hlen" | sed -E "s/\"$2\":\"[^\"]*\"/\"$2\":\"$3\"/" >"$tmp/hdr"
+  { le "$(stat -c %s "$tmp/hdr")" 8; cat "$tmp/hdr"; tail -c +$((9 + hlen)) "$1"; } >"$1.new" && mv "$1.new" "$1"
+}
+for v in 99999999999999999999 -1 0x5 ' 1' 2147483647; do
+  cp "$tmp/ok.st" "$tmp/meta.st"; set_meta "$tmp/meta.st" loom.epoch "$v"
+  expect 1 "metadata 'loom.epoch' is '$v', expected an integer in 0..2147483646" -- train "${M[@]}" --max-steps 1 --epochs 3 --resume "$tmp/meta.st"
+done
+cp "$tmp/ok.st" "$tmp/meta.st"; set_meta "$tmp/meta.st" loom.seed 18446744073709551616
+expect 1 "metadata 'loom.seed' is '18446744073709551616'" -- train "${M[@]}" --max-steps 1 --epochs 3 --resume "$tmp/meta.st"
+cp "$tmp/ok.st" "$tmp/meta.st"; set_meta "$tmp/meta.st" loom.opt_steps 99
+expect 1 "loom.opt_steps 99 is more than loom.opt_micro 2" -- train "${M[@]}" --max-steps 1 --epochs 3 --resume "$tmp/meta.st"
+cp "$tmp/ok.st" "$tmp/meta.st"; set_meta "$tmp/meta.st" loom.epoch 2
+expect 0 "RESULT backend=cpu model=mlp epochs=3"            -- train "${M[@]}" --max-steps 1 --epochs 3 --resume "$tmp/meta.st"
+expect 2 "--grad-accum 5: the run has 3 batches \(3 per epoch x 1 epochs\): no optimizer step would be taken" -- train "${M[@]}" --max-steps 3 --grad-accum 5
+expect 0 "warning: --grad-accum 5 is more than the 3 batches of an epoch: .*the first after 5 batches, in epoch 2" -- train "${M[@]}" --max-steps 3 --grad-accum 5 --epochs 2
+
 echo "cli-hardening: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

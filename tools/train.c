@@ -642,15 +642,20 @@ static int run(int argc, char **argv, bool lrfind) {
     if (rc >= 0) return rc;
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
+    if (!lrfind && loom__train_resume_done(ctx, c.resume, c.epochs)) {
+        loom_ctx_destroy(ctx);
+        return 0;
+    }
     loom__run_data rd = {0};
     loom__train_data_opts dopts = {
         .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers,
         .classes = (int)c.classes};
-    if (loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
-        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
+    if (loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) fprintf(stderr, "loom train: %s\n", loom_last_error(ctx)), rc = 1;
+    else if (!lrfind) rc = loom__train_check_accum(c.accum, c.batch, c.max_steps, c.epochs, rd.train.n);
+    if (rc >= 0) {
         loom__train_free_data(&rd);
         loom_ctx_destroy(ctx);
-        return 1;
+        return rc;
     }
     loom_trainer_desc d = {0};
     loom_plateau plateau = {0};

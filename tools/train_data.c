@@ -5,7 +5,8 @@
  * what is wrong with it), never a generic "not found". The class count is the
  * dataset's declared one (ImageFolder: its class folders; a shard: its
  * header; IDX and .npy: the largest training label + 1) or --classes N, and
- * every label of both splits is checked against it. */
+ * every label of both splits is checked against it. Also the checks of a
+ * run against its data: resuming a finished run, --grad-accum past an epoch. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_num.h"
 #include "train_data.h"
 
 static bool exists(const char *dir, const char *name, bool want_dir) {
@@ -199,3 +201,30 @@ void loom__train_free_data(loom__run_data *rd) {
     loom_dataset_free(&rd->test);
 }
 
+bool loom__train_resume_done(loom_ctx *ctx, const char *path, long long epochs) {
+    loom_safetensors *f = NULL;
+    if (!path || loom_safetensors_open(ctx, path, &f) != LOOM_OK) return false; /* the trainer reports the error */
+    const char *v = loom_safetensors_meta(f, "loom.epoch");
+    long long ep = 0;
+    bool done = v && loom_cli_int(v, 0, INT32_MAX - 1, &ep) && ep >= epochs;
+    if (done)
+        printf("%s: the run is at epoch %lld of %lld: nothing left to train (a larger --epochs continues it)\n", path, ep,
+               epochs);
+    loom_safetensors_close(f);
+    return done;
+}
+
+int loom__train_check_accum(long long accum, long long batch, long long max_steps, long long epochs, int64_t train_n) {
+    long long batches = train_n / batch;
+    if (max_steps > 0 && max_steps < batches) batches = max_steps;
+    if (accum <= batches) return -1;
+    if (batches * epochs < accum) {
+        fprintf(stderr, "loom train: --grad-accum %lld: the run has %lld batches (%lld per epoch x %lld epochs): no "
+                "optimizer step would be taken\n", accum, batches * epochs, batches, epochs);
+        return 2;
+    }
+    fprintf(stderr, "loom train: warning: --grad-accum %lld is more than the %lld batches of an epoch: an optimizer "
+            "step gathers batches across epochs (the first after %lld batches, in epoch %lld)\n", accum, batches, accum,
+            (accum + batches - 1) / batches);
+    return -1;
+}

@@ -28,5 +28,12 @@ typedef struct loom__run_data {
 
 loom_status loom__train_load_data(loom_ctx *ctx, const loom__train_data_opts *c, loom__run_data *rd);
 void loom__train_free_data(loom__run_data *rd);
+/* --resume PATH of a run already at (or past) `epochs`: prints so, true. An
+ * unreadable checkpoint: false (the trainer reports it). */
+bool loom__train_resume_done(loom_ctx *ctx, const char *path, long long epochs);
+/* --grad-accum against the batches of the run: more than the whole run is an
+ * error (prints it, returns 2), more than an epoch a warning that says what
+ * happens (returns -1: go on). */
+int loom__train_check_accum(long long accum, long long batch, long long max_steps, long long epochs, int64_t train_n);
 
 #endif
