@@ -187,5 +187,36 @@ expect 0 "RESULT backend=cpu model=mlp epochs=3"            -- train "${M[@]}" -
 expect 2 "--grad-accum 5: the run has 3 batches \(3 per epoch x 1 epochs\): no optimizer step would be taken" -- train "${M[@]}" --max-steps 3 --grad-accum 5
 expect 0 "warning: --grad-accum 5 is more than the 3 batches of an epoch: .*the first after 5 batches, in epoch 2" -- train "${M[@]}" --max-steps 3 --grad-accum 5 --epochs 2
 
+# ---- logs and plots: no special files replaced, write errors name the file ----
+L=(--backend cpu --model mlp --max-steps 40 --max-eval 64 --quiet)
+expect 1 "the CSV log '/dev/full' exists and is not a regular file" -- train "${L[@]}" --log-csv /dev/full
+mkfifo "$tmp/fifo.csv"
+expect 1 "fifo.csv' exists and is not a regular file"        -- train "${L[@]}" --log-csv "$tmp/fifo.csv"
+# a full disk, as the process sees it: a 1 KiB file-size limit (EFBIG, SIGXFSZ ignored)
+full() { (trap '' XFSZ; ulimit -f 1; "$LOOM" "$@"); }
+out=$(full train "${L[@]}" --log-csv "$tmp/big.csv" 2>&1); rc=$?
+ok=0; [ "$rc" -eq 1 ] && grep -q "writing the CSV log '$tmp/big.csv' failed: File too large" <<<"$out" && ok=1
+check "a full disk under --log-csv is an error naming the file (exit $rc: $out)" [ "$ok" = 1 ]
+out=$(full train "${L[@]}" --tensorboard "$tmp/tbfull" 2>&1); rc=$?
+ok=0; [ "$rc" -eq 1 ] && grep -q "tensorboard: writing '$tmp/tbfull/events.out.tfevents.*' failed: File too large" <<<"$out" && ok=1
+check "a full disk under --tensorboard is an error naming the file (exit $rc: $out)" [ "$ok" = 1 ]
+mkfifo "$tmp/lf.csv"
+expect 1 "lf.csv exists and is not a regular file"           -- lr-find "${L[@]}" --lr-steps 12 --out "$tmp/lf"
+rm "$tmp/lf.csv"
+printf 'previous' >"$tmp/lf.svg"
+out=$(full lr-find "${L[@]}" --lr-steps 12 --out "$tmp/lf" 2>&1); rc=$?
+ok=0; [ "$rc" -eq 1 ] && [ "$(cat "$tmp/lf.svg")" = previous ] && ok=1
+check "a full disk under lr-find is an error, the previous SVG stays (exit $rc: $out)" [ "$ok" = 1 ]
+C=$(dirname "$0")/fuzz/corpus/plotcsv
+expect 0 "wrote $tmp/long.svg \(1 rows"                     -- plot "$C/long_line.csv" -o "$tmp/long.svg"
+expect 1 "bad_number.csv: line 2: column 'loss' is 'abc', not a number" -- plot "$C/bad_number.csv" -o "$tmp/x.svg"
+expect 1 "short_row.csv: line 2: 3 fields, but the header has 4" -- plot "$C/short_row.csv" -o "$tmp/x.svg"
+expect 1 "nul.csv: a NUL byte at offset 38"                 -- plot "$C/nul.csv" -o "$tmp/x.svg"
+expect 1 "bad_kind.csv: line 2: kind 'bogus'"              -- plot "$C/bad_kind.csv" -o "$tmp/x.svg"
+expect 1 "lrfind_short.csv: line 2: '0,1,2' is not step,lr,loss,smoothed_loss,suggested" -- plot "$C/lrfind_short.csv" -o "$tmp/x.svg"
+expect 1 "missing_column.csv: line 1: no 'accuracy' column" -- plot "$C/missing_column.csv" -o "$tmp/x.svg"
+expect 1 "/dev/full exists and is not a regular file"      -- plot "$C/run.csv" -o /dev/full
+[ ! -e "$tmp/x.svg" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused plot wrote $tmp/x.svg"; }
+
 echo "cli-hardening: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -84,6 +84,10 @@ struct loom_trainer {
 loom_status loom__csv_observer(loom_ctx *ctx, const char *path, bool append, loom_train_observer *out);
 loom_status loom__tb_observer(loom_ctx *ctx, const char *dir, loom_train_observer *out);
 
+/* The text written to mem (open_memstream over *buf, *len) becomes the file
+ * at path whole, through core/outfile (train/plot.c). Closes mem, frees *buf. */
+loom_status loom__write_whole(loom_ctx *ctx, const char *path, FILE *mem, char **buf, size_t *len);
+
 /* The divergence stop at an epoch's end (train/diverge.c): an error naming
  * the epoch, step, LR and the first parameter or state that is not finite. */
 loom_status loom__check_diverged(loom_trainer *t);

@@ -336,7 +336,7 @@ loom_status loom_trainer_lr_find(loom_trainer *tr, const loom_lr_find_desc *desc
 loom_status loom_lr_find(loom_ctx *ctx, const loom_trainer_desc *train, const loom_lr_find_desc *desc,
                          loom_lr_find_result *res);
 void loom_lr_find_result_free(loom_lr_find_result *res);
-/* "step,lr,loss,smoothed_loss" rows; atomic enough for a log (plain write). */
+/* "step,lr,loss,smoothed_loss" rows, written whole (the previous file stays on any failure). */
 loom_status loom_lr_find_write_csv(loom_ctx *ctx, const loom_lr_find_result *res, const char *path);
 /* The smoothed (and raw) loss against log lr, the suggestion marked. */
 loom_status loom_lr_find_write_svg(loom_ctx *ctx, const loom_lr_find_result *res, const char *path);
