@@ -61,13 +61,13 @@ void main() {
     float v = LD(x, pc.xo + i);
     precise float r;
     switch (pc.kind) {
-    case LOOM_K_ACT_RELU: r = v > 0.0 ? v : 0.0; break;
+    case LOOM_K_ACT_RELU: r = v > 0.0 || isnan(v) ? v : 0.0; break; /* NaN stays NaN (torch) */
     case LOOM_K_ACT_LEAKY: r = v > 0.0 ? v : pc.slope * v; break;
     case LOOM_K_ACT_GELU: r = half_ * v * (one + erf_f(v * rsqrt2)); break; /* 0.5 x (1 + erf(x / sqrt 2)) */
     case LOOM_K_ACT_SILU: r = v * sigmoid_f(v); break;
     case LOOM_K_ACT_TANH: r = tanh_f(v); break;
     case LOOM_K_ACT_SIGMOID: r = sigmoid_f(v); break;
-    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 ? LD(dy, pc.dyo + i) : 0.0; break;
+    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 || isnan(v) ? LD(dy, pc.dyo + i) : 0.0; break;
     case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0 ? LD(dy, pc.dyo + i) : pc.slope * LD(dy, pc.dyo + i); break;
     case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
         precise float cdf = half_ * (one + erf_f(v * rsqrt2));

@@ -1,13 +1,13 @@
 /* tools/bench_loader.c — `loom bench-loader`: the data loader alone. Batches
  * land in the ring's staging memory and are discarded; the result is the
  * loader's throughput and its latency to the first batch. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "loom/loom.h"
+#include "cli_num.h"
 
 static double now_s(void) {
     struct timespec t;
@@ -45,11 +45,9 @@ static int bad(const char *msg, const char *v) {
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
+    long long v;
+    if (!loom_cli_int(s, lo, hi, &v)) return false;
+    *out = (long)v;
     return true;
 }
 

@@ -1,7 +1,6 @@
 /* tools/pack.c — `loom pack`: decode and resize a dataset once into a packed
  * shard (loader/shard.c) that `loom train` / `loom bench-loader` then read by
  * memory-mapping (--data-dir DIR finds DIR/train.shard, or takes the file). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <time.h>
 
 #include "loom/loom.h"
+#include "cli_num.h"
 
 static const char *usage_text =
     "usage: loom pack --data-dir DIR --out FILE [--size HxW] [--transform SPEC] [options]\n"
@@ -29,17 +29,12 @@ static int bad(const char *msg, const char *v) {
 
 /* "HxW" or "N" */
 static bool parse_size(const char *s, int64_t *h, int64_t *w) {
-    char *end;
-    errno = 0;
-    long a = strtol(s, &end, 10), b = a;
-    if (errno || end == s || a < 1 || a > 65536) return false;
-    if (*end == 'x' || *end == 'X') {
-        const char *t = end + 1;
-        b = strtol(t, &end, 10);
-        if (errno || end == t || b < 1 || b > 65536) return false;
-    }
-    if (*end) return false;
-    *h = a, *w = b;
+    char a[32];
+    const char *x = strpbrk(s, "xX");
+    long long hv, wv;
+    if (snprintf(a, sizeof a, "%.*s", (int)(x ? (size_t)(x - s) : strlen(s)), s) >= (int)sizeof a) return false;
+    if (!loom_cli_int(a, 1, 65536, &hv) || !loom_cli_int(x ? x + 1 : a, 1, 65536, &wv)) return false;
+    *h = hv, *w = wv;
     return true;
 }
 

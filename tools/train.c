@@ -4,7 +4,6 @@
  * options are a table (name, kind, where the value goes, usage lines) read
  * by one loop; a run goes through phases: parse, check, load the data, fill
  * the trainer's desc, then train or sweep and report. */
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "loom/loom.h"
 #include "loom/train.h"
 #include "loom/text.h"
+#include "cli_num.h"
 #include "train_data.h"
 #include "train_text.h"
 
@@ -30,6 +30,8 @@ typedef struct cli {
     long long depth, width; /* resnet: 0 = the model's */
     bool small_stem;
     long long layers, heads, embd, seq_len; /* text models */
+    bool allow_nonfinite;
+    long long classes;
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
@@ -83,13 +85,20 @@ static const opt opts[] = {
     {"--data", O_STR, OFF(data), .usage =
          "  --data fashion-mnist       the Debian dataset-fashion-mnist files (default)\n"},
     {"--data-dir", O_STR, OFF(data_dir), .usage =
-         "  --data-dir DIR             a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz], or an\n"
-         "                             ImageFolder: DIR[/train]/<class>/<image> (+ DIR/val or DIR/test to evaluate)\n"},
+         "  --data-dir DIR             a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz], or\n"
+         "                             {train,test}-{images,labels}.npy, train.shard (+ val.shard or test.shard),\n"
+         "                             an ImageFolder: DIR[/train]/<class>/<image> (+ DIR/val or DIR/test to\n"
+         "                             evaluate), or a shard file\n"},
+    {"--classes", O_INT, OFF(classes), .imin = 2, .imax = 1 << 20, .usage =
+         "  --classes N                the class count (default: the dataset's: its class folders, the shard's\n"
+         "                             header, else the largest training label + 1); every label is checked\n"},
     {"--transform", O_STR, OFF(transform), .usage =
          "  --transform SPEC           ImageFolder: steps that make the images one size, e.g. 'Resize((32, 32))';\n"
          "                             applied once when the images are loaded (random steps drawn once)\n"},
     {"--skip-bad-samples", O_FLAG, OFF(skip_bad), .usage =
-         "  --skip-bad-samples         ImageFolder: skip (and count) corrupt or unsupported images\n"},
+         "  --skip-bad-samples         ImageFolder: skip (and count) corrupt or unsupported images\n"
+         "                             and those the decoder warns about (e.g. a JPEG with extraneous bytes);\n"
+         "                             without it the first such image is an error naming the file\n"},
     {NULL, O_TEXT, 0, .usage =
          "model and training:\n"},
     {"--model", O_STR, OFF(model), .usage =
@@ -216,6 +225,9 @@ static const opt opts[] = {
     {"--init-from", O_STR, OFF(init_from), .usage =
          "  --init-from PATH           load the model's weights by name from a safetensors file (a loom\n"
          "                             checkpoint); tensors of another shape (the head) keep their fresh init\n"},
+    {"--allow-nonfinite", O_FLAG, OFF(allow_nonfinite), .usage =
+         "  --allow-nonfinite          load --init-from / --resume files with NaN or infinite values (refused by\n"
+         "                             default: the error names the tensor and the first bad index)\n"},
     {"--init-map", O_MAP, OFF(n_map), .usage =
          "  --init-map OLD=NEW,...     rename the file's tensors first; 'backbone.*=*' strips a prefix\n"},
     {"--freeze", O_FREEZE, OFF(n_freeze), .usage =
@@ -254,23 +266,9 @@ static int bad(const char *fmt, const char *a, const char *b) {
     return 2;
 }
 
-static bool parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) return false;
-    *out = v;
-    return true;
-}
+static bool parse_double(const char *s, double *out) { return loom_cli_double(s, out); }
 
-static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
+static bool parse_int(const char *s, long long lo, long long hi, long long *out) { return loom_cli_int(s, lo, hi, out); }
 
 /* A copy of a list argument in c->pool (split in place); NULL when full. */
 static char *own(cli *c, const char *v) {
@@ -322,16 +320,18 @@ static int parse_map(cli *c, const char *a, const char *v) {
     return -1;
 }
 
+/* Positive epochs, comma-separated: an empty item ("1,,2", "1,") is refused. */
 static int parse_milestones(cli *c, const char *a, const char *v) {
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", v);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    if (snprintf(buf, sizeof buf, "%s", v) >= (int)sizeof buf) return bad("bad value '%s' for %s (too long)", v, a);
+    for (char *tok = buf, *comma;; tok = comma + 1) {
+        if ((comma = strchr(tok, ','))) *comma = 0;
         if (c->n_milestones == LOOM_MAX_MILESTONES || !parse_double(tok, &c->milestones[c->n_milestones]) ||
             c->milestones[c->n_milestones] <= 0)
             return bad("bad value '%s' for %s (positive epochs, comma-separated, at most 16)", v, a);
         c->n_milestones++;
+        if (!comma) return -1;
     }
-    return -1;
 }
 
 /* The value v of option o (name a) into c: -1 = taken, else the exit code. */
@@ -348,6 +348,8 @@ static int take_value(cli *c, const opt *o, const char *a, const char *v) {
         double *x = dst;
         if (!parse_double(v, x) || !(o->kind == O_DBL_GT ? *x > o->lo : *x >= o->lo) || !(*x < o->hi))
             return bad("bad value '%s' for %s", v, a);
+        if (*x >= 1e15) /* no option means anything that large; the schedules' products would overflow */
+            return bad("bad value '%s' for %s (at most 1e15)", v, a);
         return -1;
     }
     case O_WORKERS:
@@ -531,6 +533,7 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     r->monitor = strcmp(c->monitor, "val_acc") ? LOOM_MONITOR_VAL_LOSS : LOOM_MONITOR_VAL_ACC;
     r->keep_last = c->keep_last;
     r->profile = c->profile;
+    r->allow_nonfinite = c->allow_nonfinite;
     d->log.csv = c->log_csv;
     d->log.tensorboard_dir = c->tensorboard;
 }
@@ -665,6 +668,8 @@ static int run_train(loom_ctx *ctx, const cli *c, const loom_trainer_desc *d, co
     if (st != LOOM_OK) {
         if (u->tty) printf("\n");
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
+        if (strstr(loom_last_error(ctx), "(allow_nonfinite loads them)"))
+            fprintf(stderr, "loom train: --allow-nonfinite loads them\n");
         return 1;
     }
     report(c, d, &r);
@@ -714,15 +719,23 @@ static int run(int argc, char **argv, bool lrfind) {
     if (lrfind && loom_model_is_text(c.model)) return bad("lr-find is for mlp and cnn, not '%s'%s", c.model, "");
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
+    if (!lrfind && loom__train_resume_done(ctx, c.resume, c.epochs)) {
+        loom_ctx_destroy(ctx);
+        return 0;
+    }
     loom__run_data rd = {0};
     bool text = loom_model_is_text(c.model);
     loom__train_data_opts dopts = {
-        .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers};
-    if (!text && loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK) {
-        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
+        .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers,
+        .classes = (int)c.classes};
+    if (!text && loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK)
+        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx)), rc = 1;
+    else if (!text && !lrfind)
+        rc = loom__train_check_accum(c.accum, c.batch, c.max_steps, c.epochs, rd.train.n);
+    if (rc >= 0) {
         loom__train_free_data(&rd);
         loom_ctx_destroy(ctx);
-        return 1;
+        return rc;
     }
     loom_trainer_desc d = {0};
     loom_plateau plateau = {0};

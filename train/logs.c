@@ -10,6 +10,7 @@
  *     Value   { string tag = 1; float simple_value = 2; }
  * The first event carries file_version "brain.Event:2". */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -91,8 +92,12 @@ loom_status loom_tb_open(loom_ctx *ctx, const char *dir, loom_tb_writer **out) {
     char host[64] = "localhost";
     gethostname(host, sizeof host - 1);
     snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%lld.%s.%d.loom", dir, (long long)time(NULL), host, (int)getpid());
-    if (!(w->f = fopen(w->path, "wb"))) {
-        loom_status st = loom__err(ctx, LOOM_ERR_IO, "tensorboard: cannot write '%s': %s", w->path, strerror(errno));
+    /* a new file, never one that is there (O_EXCL: not a FIFO or device of that name either); appended
+     * to record by record, each flushed and checked, so TensorBoard reads it while the run goes */
+    int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
+        loom_status st = loom__err(ctx, LOOM_ERR_IO, "tensorboard: cannot create '%s': %s", w->path, strerror(errno));
+        if (fd >= 0) close(fd);
         free(w);
         return st;
     }

@@ -155,14 +155,14 @@ loom_status loom_lr_find(loom_ctx *ctx, const loom_trainer_desc *desc, const loo
 }
 
 loom_status loom_lr_find_write_csv(loom_ctx *ctx, const loom_lr_find_result *r, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) return loom__err(ctx, LOOM_ERR_IO, "lr-find: cannot write '%s': %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return loom__err(ctx, LOOM_ERR_OOM, "lr-find: out of memory for '%s'", path);
     fprintf(f, "step,lr,loss,smoothed_loss,suggested\n");
     for (int i = 0; i < r->n; i++)
         fprintf(f, "%d,%.9g,%.9g,%.9g,%d\n", i, r->lr[i], r->loss[i], r->smooth[i], i == r->suggestion_index);
-    bool bad = ferror(f);
-    if (fclose(f) != 0 || bad) return loom__err(ctx, LOOM_ERR_IO, "lr-find: writing '%s' failed: %s", path, strerror(errno));
-    return LOOM_OK;
+    return loom__write_whole(ctx, path, f, &buf, &len); /* whole, through core/outfile */
 }
 
 loom_status loom_lr_find_write_svg(loom_ctx *ctx, const loom_lr_find_result *r, const char *path) {

@@ -2,7 +2,10 @@
  * "step" row per batch, an "epoch" row per epoch) and the TensorBoard
  * scalars (train/... per step, epoch/... per epoch; see train/logs.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "train_impl.h"
 
@@ -13,28 +16,40 @@ typedef struct csv_log {
     char *path;
 } csv_log;
 
+/* A failed write, flush or close: LOOM_ERR_IO naming the file and the reason (ENOSPC: no space left). */
+static loom_status csv_failed(csv_log *c, const char *what) {
+    return loom__err(c->ctx, LOOM_ERR_IO, "train: %s the CSV log '%s' failed: %s", what, c->path,
+                     errno ? strerror(errno) : "a write error");
+}
+
 static loom_status csv_step(void *user, const loom_step_result *s) {
     csv_log *c = user;
-    fprintf(c->f, "step,%d,%lld,%.6g,%.6g,%.6g,%.6g,,,,,%.3f\n", s->epoch, (long long)s->global_step, s->loss, s->accuracy,
-            s->lr, s->samples_per_s, s->elapsed_s);
+    errno = 0;
+    if (fprintf(c->f, "step,%d,%lld,%.6g,%.6g,%.6g,%.6g,,,,,%.3f\n", s->epoch, (long long)s->global_step, s->loss,
+                s->accuracy, s->lr, s->samples_per_s, s->elapsed_s) < 0 || ferror(c->f))
+        return csv_failed(c, "writing");
     return LOOM_OK;
 }
 
 static loom_status csv_epoch(void *user, const loom_epoch_stats *es) {
     csv_log *c = user;
-    fprintf(c->f, "epoch,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3f\n", es->epoch, (long long)es->global_step,
-            es->train_loss, es->train_acc, es->lr, es->samples_per_s, es->val_loss, es->val_acc, es->test_loss, es->test_acc,
-            es->seconds);
-    fflush(c->f);
+    errno = 0;
+    if (fprintf(c->f, "epoch,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3f\n", es->epoch,
+                (long long)es->global_step, es->train_loss, es->train_acc, es->lr, es->samples_per_s, es->val_loss,
+                es->val_acc, es->test_loss, es->test_acc, es->seconds) < 0 ||
+        fflush(c->f) != 0 || ferror(c->f))
+        return csv_failed(c, "writing");
     return LOOM_OK;
 }
 
 static loom_status csv_finish(void *user, const loom_train_result *r) {
+    (void)r;
     csv_log *c = user;
-    int bad = fclose(c->f);
+    errno = 0;
+    bool bad = fflush(c->f) != 0 || ferror(c->f);
+    bad |= fclose(c->f) != 0;
     c->f = NULL;
-    if (bad != 0) return loom__err(c->ctx, LOOM_ERR_IO, "train: writing the CSV log '%s' failed", c->path);
-    return LOOM_OK;
+    return bad ? csv_failed(c, "closing") : LOOM_OK;
 }
 
 static void csv_close(void *user) {
@@ -44,6 +59,11 @@ static void csv_close(void *user) {
     free(c);
 }
 
+/* The log is appended to as the run goes (a resumed run appends to it), so
+ * it is written in place, not through core/outfile's replace-at-the-end;
+ * but a target that is not a regular file (a device, a FIFO, a directory)
+ * is refused before anything is opened for writing, and opening never
+ * blocks. */
 loom_status loom__csv_observer(loom_ctx *ctx, const char *path, bool append, loom_train_observer *out) {
     csv_log *c = calloc(1, sizeof *c);
     if (!c || !(c->path = strdup(path))) {
@@ -51,12 +71,30 @@ loom_status loom__csv_observer(loom_ctx *ctx, const char *path, bool append, loo
         return loom__err(ctx, LOOM_ERR_OOM, "train: out of memory for the CSV log");
     }
     c->ctx = ctx;
-    if (!(c->f = fopen(path, append ? "a" : "w"))) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        csv_close(c);
+        return loom__err(ctx, LOOM_ERR_IO, "train: the CSV log '%s' exists and is not a regular file", path);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0666);
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) { /* replaced since the stat */
+        close(fd);
+        csv_close(c);
+        return loom__err(ctx, LOOM_ERR_IO, "train: the CSV log '%s' exists and is not a regular file", path);
+    }
+    if (fd < 0 || !(c->f = fdopen(fd, append ? "a" : "w"))) {
         loom_status st = loom__err(ctx, LOOM_ERR_IO, "train: cannot write the CSV log '%s': %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         csv_close(c);
         return st;
     }
-    if (!append) fprintf(c->f, "kind,epoch,step,loss,accuracy,lr,samples_per_s,val_loss,val_acc,test_loss,test_acc,seconds\n");
+    errno = 0;
+    if (!append &&
+        fprintf(c->f, "kind,epoch,step,loss,accuracy,lr,samples_per_s,val_loss,val_acc,test_loss,test_acc,seconds\n") < 0) {
+        loom_status st = csv_failed(c, "writing");
+        csv_close(c);
+        return st;
+    }
     *out = (loom_train_observer){.user = c, .on_step = csv_step, .on_epoch = csv_epoch, .on_finish = csv_finish,
                                  .on_close = csv_close};
     return LOOM_OK;

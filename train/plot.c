@@ -3,6 +3,8 @@
 #include <math.h>
 
 #include "impl.h"
+#include "outfile.h"
+#include "train_impl.h"
 #include "loom/plot.h"
 
 #define W 800.0
@@ -109,9 +111,29 @@ static void panel(FILE *f, const loom_plot_panel *p, double top) {
 #undef PY
 }
 
+/* The text written to mem (open_memstream over *buf, *len) becomes the file
+ * at path whole, through core/outfile: a target that is not a regular file
+ * is refused, every write is checked (ENOSPC names the file) and a failure
+ * leaves the previous file as it was. Closes mem and frees *buf. */
+loom_status loom__write_whole(loom_ctx *ctx, const char *path, FILE *mem, char **buf, size_t *len) {
+    bool bad = ferror(mem) != 0;
+    bad |= fclose(mem) != 0;
+    loom_status st = bad || !*buf ? loom__err(ctx, LOOM_ERR_OOM, "'%s': out of memory for its text", path) : LOOM_OK;
+    loom__outfile *o = NULL;
+    if (st == LOOM_OK && (st = loom__outfile_open(ctx, path, &o)) == LOOM_OK) {
+        loom__outfile_write(o, *buf, *len);
+        st = loom__outfile_commit(o);
+    }
+    free(*buf);
+    *buf = NULL;
+    return st;
+}
+
 loom_status loom_plot_svg(loom_ctx *ctx, const char *path, const loom_plot_panel *panels, int n_panels) {
-    FILE *f = fopen(path, "w");
-    if (!f) return loom__err(ctx, LOOM_ERR_IO, "plot: cannot write '%s': %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return loom__err(ctx, LOOM_ERR_OOM, "plot: out of memory for '%s'", path);
     double h = H * (n_panels > 0 ? n_panels : 1);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -119,7 +141,5 @@ loom_status loom_plot_svg(loom_ctx *ctx, const char *path, const loom_plot_panel
             W, h, W, h);
     for (int i = 0; i < n_panels; i++) panel(f, &panels[i], H * i);
     fprintf(f, "</svg>\n");
-    bool bad = ferror(f);
-    if (fclose(f) != 0 || bad) return loom__err(ctx, LOOM_ERR_IO, "plot: writing '%s' failed: %s", path, strerror(errno));
-    return LOOM_OK;
+    return loom__write_whole(ctx, path, f, &buf, &len);
 }

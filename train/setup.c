@@ -3,6 +3,7 @@
  * the validation split, the graphs and the optimizer, transfer learning
  * (freezing, the head's LR group, init_from), resuming from a checkpoint,
  * the training loader and the logs. */
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 
@@ -52,16 +53,28 @@ static loom_status resolve_desc(loom_ctx *ctx, loom_trainer_desc *d, loom_model_
     return LOOM_OK;
 }
 
-/* A non-negative integer from the checkpoint's metadata. */
-static loom_status meta_int(loom_ctx *ctx, loom_safetensors *f, const char *path, const char *key, int64_t *out) {
+/* A decimal integer in 0..max from the checkpoint's metadata (digits only:
+ * no sign, blanks or hex; a value past max, or past 2^64, is an error). */
+static loom_status meta_num(loom_ctx *ctx, loom_safetensors *f, const char *path, const char *key, uint64_t max,
+                            uint64_t *out) {
     const char *v = loom_safetensors_meta(f, key);
-    char *end = NULL;
-    long long x = v ? strtoll(v, &end, 10) : -1;
-    if (!v || end == v || *end || x < 0)
-        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: metadata '%s' is %s%s%s, expected a non-negative integer", path, key,
-                         v ? "'" : "missing", v ? v : "", v ? "'" : "");
+    bool ok = v && v[0];
+    for (const char *p = v; ok && *p; p++) ok = *p >= '0' && *p <= '9';
+    errno = 0;
+    unsigned long long x = ok ? strtoull(v, NULL, 10) : 0;
+    if (!ok || errno || x > max)
+        return loom__err(ctx, LOOM_ERR_FORMAT, "%s: metadata '%s' is %s%.40s%s, expected an integer in 0..%llu", path, key,
+                         v ? "'" : "missing", v ? v : "", v ? "'" : "", (unsigned long long)max);
     *out = x;
     return LOOM_OK;
+}
+
+static loom_status meta_int(loom_ctx *ctx, loom_safetensors *f, const char *path, const char *key, int64_t max,
+                            int64_t *out) {
+    uint64_t x = 0;
+    loom_status st = meta_num(ctx, f, path, key, (uint64_t)max, &x);
+    *out = (int64_t)x;
+    return st;
 }
 
 /* A resumed run takes its seed (and later its counters) from the checkpoint. */
@@ -73,9 +86,9 @@ static loom_status open_resume(loom_trainer *t) {
     if (!loom_safetensors_meta(t->ck, "loom.epoch") || !loom_safetensors_meta(t->ck, "loom.seed"))
         return loom__err(t->ctx, LOOM_ERR_FORMAT, "%s: not a loom training checkpoint (no loom.epoch/loom.seed metadata)",
                          path);
-    int64_t seed = 0;
-    if ((st = meta_int(t->ctx, t->ck, path, "loom.seed", &seed)) != LOOM_OK) return st;
-    t->d.run.seed = (uint64_t)seed;
+    uint64_t seed = 0;
+    if ((st = meta_num(t->ctx, t->ck, path, "loom.seed", UINT64_MAX, &seed)) != LOOM_OK) return st;
+    t->d.run.seed = seed;
     return LOOM_OK;
 }
 
@@ -265,7 +278,8 @@ static loom_status load_weights(loom_trainer *t) {
     loom_status st;
     if (d->transfer.init_from && !t->ck) {
         loom_checkpoint_report *rep = &t->res.init;
-        loom_checkpoint_load_desc ld = {.skip_mismatched = true, .weights_only = true, .name_map = d->transfer.init_map};
+        loom_checkpoint_load_desc ld = {.skip_mismatched = true, .weights_only = true, .name_map = d->transfer.init_map,
+                                      .allow_nonfinite = d->run.allow_nonfinite};
         if ((st = loom_checkpoint_load(t->tr.plan, d->transfer.init_from, &ld, rep, NULL)) != LOOM_OK) return st;
         if (rep->loaded == 0)
             return loom__err(t->ctx, LOOM_ERR_FORMAT,
@@ -276,16 +290,19 @@ static loom_status load_weights(loom_trainer *t) {
     }
     if (!t->ck) return LOOM_OK;
     /* strict: a checkpoint of another model or optimizer is an error */
-    loom_checkpoint_load_desc ld = {.strict = true};
+    loom_checkpoint_load_desc ld = {.strict = true, .allow_nonfinite = d->run.allow_nonfinite};
     const char *path = d->run.resume_path;
     int64_t ep = 0, pstep = 0, osteps = 0, omicro = 0;
-    if ((st = meta_int(t->ctx, t->ck, path, "loom.epoch", &ep)) != LOOM_OK ||
-        (st = meta_int(t->ctx, t->ck, path, "loom.plan_step", &pstep)) != LOOM_OK ||
-        (st = meta_int(t->ctx, t->ck, path, "loom.opt_steps", &osteps)) != LOOM_OK ||
-        (st = meta_int(t->ctx, t->ck, path, "loom.opt_micro", &omicro)) != LOOM_OK ||
-        (st = loom_checkpoint_load(t->tr.plan, path, &ld, NULL, NULL)) != LOOM_OK)
+    if ((st = meta_int(t->ctx, t->ck, path, "loom.epoch", INT32_MAX - 1, &ep)) != LOOM_OK ||
+        (st = meta_int(t->ctx, t->ck, path, "loom.plan_step", INT64_MAX / 2, &pstep)) != LOOM_OK ||
+        (st = meta_int(t->ctx, t->ck, path, "loom.opt_steps", INT64_MAX / 2, &osteps)) != LOOM_OK ||
+        (st = meta_int(t->ctx, t->ck, path, "loom.opt_micro", INT64_MAX / 2, &omicro)) != LOOM_OK)
         return st;
-    t->start_epoch = ep > INT32_MAX ? INT32_MAX : (int)ep;
+    if (osteps > omicro) /* every optimizer step is one or more micro-steps */
+        return loom__err(t->ctx, LOOM_ERR_FORMAT, "%s: metadata loom.opt_steps %lld is more than loom.opt_micro %lld", path,
+                         (long long)osteps, (long long)omicro);
+    if ((st = loom_checkpoint_load(t->tr.plan, path, &ld, NULL, NULL)) != LOOM_OK) return st;
+    t->start_epoch = (int)ep;
     loom_plan_set_step(t->tr.plan, (uint64_t)pstep);
     loom_optimizer_set_counters(t->opt, osteps, omicro);
     return LOOM_OK;

@@ -154,9 +154,13 @@ loom_status loom_trainer_step(loom_trainer *t, loom_step_result *out) {
         ok_now = count_correct(t->logits, lb.y, n, classes);
     }
     t->correct += ok_now;
-    if (!isfinite(l))
-        return loom__err(t->ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged",
-                         (double)l, t->epoch + 1, (long long)t->s + 1, lr);
+    if (!isfinite(l)) { /* loss scaling skips such a step (the scaler backs off); a run of them is divergence */
+        if (t->scaling && ++t->nonfinite_run <= LOOM__MAX_NONFINITE_RUN) return LOOM_OK;
+        return loom__err(t->ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged%s",
+                         (double)l, t->epoch + 1, (long long)t->s + 1, lr,
+                         t->scaling ? " (non-finite in more steps in a row than loss scaling skips)" : "");
+    }
+    t->nonfinite_run = 0;
     t->loss_sum += l;
     t->s++;
     double el = loom__now_s() - t->t0;
@@ -221,6 +225,7 @@ loom_status loom_trainer_epoch_end(loom_trainer *t, loom_epoch_stats *out) {
     loom_epoch_stats es;
     loom_status st = epoch_stats(t, &es);
     t->in_epoch = t->epoch_over = false;
+    if (st == LOOM_OK) st = loom__check_diverged(t); /* before evaluation and the checkpoint */
     if (st != LOOM_OK) return st;
     int e = t->epoch;
     if (val && (st = evaluate(t, val, &es.val_loss, &es.val_acc)) != LOOM_OK) return st;

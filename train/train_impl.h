@@ -43,6 +43,8 @@ typedef struct loom__head_rule {
 } loom__head_rule;
 
 enum { LOOM__MAX_OBSERVERS = 16 };
+/* with loss scaling: non-finite losses in a row that count as skipped steps, not divergence */
+enum { LOOM__MAX_NONFINITE_RUN = 16 };
 
 struct loom_trainer {
     loom_ctx *ctx;
@@ -72,6 +74,7 @@ struct loom_trainer {
     double plateau_scale;
     bool scaling;               /* dynamic loss scaling */
     int64_t skipped0;           /* the scaler's skipped-step count at the start of the epoch */
+    int nonfinite_run;          /* steps in a row whose loss was not finite (loss scaling) */
     loom_early_stop stopper;
     loom__snapshot best;
     loom_train_result res;
@@ -81,5 +84,13 @@ struct loom_trainer {
  * (append: a resumed run, no header) and the TensorBoard writer. */
 loom_status loom__csv_observer(loom_ctx *ctx, const char *path, bool append, loom_train_observer *out);
 loom_status loom__tb_observer(loom_ctx *ctx, const char *dir, loom_train_observer *out);
+
+/* The text written to mem (open_memstream over *buf, *len) becomes the file
+ * at path whole, through core/outfile (train/plot.c). Closes mem, frees *buf. */
+loom_status loom__write_whole(loom_ctx *ctx, const char *path, FILE *mem, char **buf, size_t *len);
+
+/* The divergence stop at an epoch's end (train/diverge.c): an error naming
+ * the epoch, step, LR and the first parameter or state that is not finite. */
+loom_status loom__check_diverged(loom_trainer *t);
 
 #endif

@@ -231,6 +231,8 @@ typedef struct loom_train_run {
     loom_monitor monitor;          /* early stopping: val loss (default) or val accuracy */
     bool keep_last;                /* early stopping: keep the last weights instead of the best */
     bool profile;                  /* time every op of the training step (result.profile) */
+    bool allow_nonfinite;          /* load transfer.init_from and resume_path even when they hold NaN or
+                                      infinite values (loom_checkpoint_load_desc.allow_nonfinite) */
 } loom_train_run;
 
 /* Who follows the run. */
@@ -362,7 +364,7 @@ loom_status loom_trainer_lr_find(loom_trainer *tr, const loom_lr_find_desc *desc
 loom_status loom_lr_find(loom_ctx *ctx, const loom_trainer_desc *train, const loom_lr_find_desc *desc,
                          loom_lr_find_result *res);
 void loom_lr_find_result_free(loom_lr_find_result *res);
-/* "step,lr,loss,smoothed_loss" rows; atomic enough for a log (plain write). */
+/* "step,lr,loss,smoothed_loss" rows, written whole (the previous file stays on any failure). */
 loom_status loom_lr_find_write_csv(loom_ctx *ctx, const loom_lr_find_result *res, const char *path);
 /* The smoothed (and raw) loss against log lr, the suggestion marked. */
 loom_status loom_lr_find_write_svg(loom_ctx *ctx, const loom_lr_find_result *res, const char *path);

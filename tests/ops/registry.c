@@ -21,6 +21,7 @@
     X(optim)        \
     X(amp)          \
     X(correct)
+    X(nan)
 
 #define DECL(f) extern const loom_op_case loom_cases_##f[];
 FAMILIES(DECL)

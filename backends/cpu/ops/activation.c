@@ -27,10 +27,10 @@ typedef struct ajob {
         const T slope = (T)j->slope, half = (T)0.5, one = (T)1;                                                        \
         const T rsqrt2 = (T)0.70710678118654752440, rsqrt2pi = (T)0.39894228040143267794;                              \
         switch (j->kind) {                                                                                             \
-        case LOOM_K_ACT_RELU:                                                                                          \
+        case LOOM_K_ACT_RELU: /* NaN stays NaN, as in torch (x != x: NaN) */                                           \
             for (int64_t i = i0; i < i1; i++) {                                                                        \
                 T x = X[i];                                                                                            \
-                Y[i] = x > 0 ? x : 0;                                                                                  \
+                Y[i] = x > 0 || x != x ? x : 0;                                                                        \
             }                                                                                                          \
             break;                                                                                                     \
         case LOOM_K_ACT_LEAKY:                                                                                         \
@@ -59,8 +59,8 @@ typedef struct ajob {
             break;                                                                                                     \
         case LOOM_K_ACT_RELU_GRAD: /* D loaded on both paths: the select vectorises */                                 \
             for (int64_t i = i0; i < i1; i++) {                                                                        \
-                T d = D[i];                                                                                            \
-                Y[i] = X[i] > 0 ? d : 0;                                                                               \
+                T d = D[i], x = X[i];                                                                                  \
+                Y[i] = x > 0 || x != x ? d : 0;                                                                        \
             }                                                                                                          \
             break;                                                                                                     \
         case LOOM_K_ACT_LEAKY_GRAD:                                                                                    \

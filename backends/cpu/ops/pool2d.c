@@ -181,19 +181,20 @@ POOL_KERNELS(double)
 
 /* ---- F32 fast path: 2x2 windows, stride 2, no padding (the common
  * downsampling pool). Same results as the generic loops: first maximum on
- * ties (row-major order within the window), NaN wins. Odd H/W: the last
+ * ties (row-major order within the window), the last NaN wins. Odd H/W: the last
  * row/column is outside every window (and gets zero gradient). */
 static bool is_2x2(const pgeom *q) {
     return q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 && q->ph == 0 && q->pw == 0;
 }
 
-/* index (0..3) of the first maximum of a, b (top row), c, d (bottom row) */
+/* index (0..3) of the first maximum of a, b (top row), c, d (bottom row);
+ * a NaN replaces the maximum so far, so with several NaNs the last one wins,
+ * as in the generic loop and in torch */
 static inline int arg4(float a, float b, float c, float d) {
     int k = 0;
     float m = a;
-    if (isnan(m)) return 0;
-    if (b > m || isnan(b)) { m = b, k = 1; if (isnan(b)) return 1; }
-    if (c > m || isnan(c)) { m = c, k = 2; if (isnan(c)) return 2; }
+    if (b > m || isnan(b)) m = b, k = 1;
+    if (c > m || isnan(c)) m = c, k = 2;
     if (d > m || isnan(d)) k = 3;
     return k;
 }

@@ -19,13 +19,13 @@ __global__ void activation(const T *x, const T *dy, T *y, int64_t n, int kind, f
     const float half_ = 0.5f, one = 1.0f, rsqrt2 = 0.70710678118654752440f, rsqrt2pi = 0.39894228040143267794f;
     float v = ldf(x[i]), r;
     switch (kind) {
-    case LOOM_K_ACT_RELU: r = v > 0.0f ? v : 0.0f; break;
+    case LOOM_K_ACT_RELU: r = v > 0.0f || isnan(v) ? v : 0.0f; break; /* NaN stays NaN (torch) */
     case LOOM_K_ACT_LEAKY: r = v > 0.0f ? v : slope * v; break;
     case LOOM_K_ACT_GELU: r = half_ * v * (one + erff(v * rsqrt2)); break; /* 0.5 x (1 + erf(x / sqrt 2)) */
     case LOOM_K_ACT_SILU: r = v * sigmoid_f(v); break;
     case LOOM_K_ACT_TANH: r = tanhf(v); break;
     case LOOM_K_ACT_SIGMOID: r = sigmoid_f(v); break;
-    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0f ? ldf(dy[i]) : 0.0f; break;
+    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0f || isnan(v) ? ldf(dy[i]) : 0.0f; break;
     case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0f ? ldf(dy[i]) : slope * ldf(dy[i]); break;
     case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
         float cdf = half_ * (one + erff(v * rsqrt2));

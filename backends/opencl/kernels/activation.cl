@@ -18,13 +18,13 @@ __kernel void activation(__global const T *x, ulong xo, __global const T *dy, ul
     const float half_ = 0.5f, one = 1.0f, rsqrt2 = 0.70710678118654752440f, rsqrt2pi = 0.39894228040143267794f;
     float v = LD(x, i), r;
     switch (kind) {
-    case LOOM_K_ACT_RELU: r = v > 0.0f ? v : 0.0f; break;
+    case LOOM_K_ACT_RELU: r = v > 0.0f || isnan(v) ? v : 0.0f; break; /* NaN stays NaN (torch) */
     case LOOM_K_ACT_LEAKY: r = v > 0.0f ? v : slope * v; break;
     case LOOM_K_ACT_GELU: r = half_ * v * (one + erf(v * rsqrt2)); break; /* 0.5 x (1 + erf(x / sqrt 2)) */
     case LOOM_K_ACT_SILU: r = v * sigmoid_f(v); break;
     case LOOM_K_ACT_TANH: r = tanh(v); break;
     case LOOM_K_ACT_SIGMOID: r = sigmoid_f(v); break;
-    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0f ? LD(dy, i) : 0.0f; break;
+    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0f || isnan(v) ? LD(dy, i) : 0.0f; break;
     case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0f ? LD(dy, i) : slope * LD(dy, i); break;
     case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
         float cdf = half_ * (one + erf(v * rsqrt2));
