@@ -25,7 +25,8 @@ soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [[ $soname =~ ^libloom\.so\.[0-9]+$ ]] || fail "SONAME is '$soname', expected libloom.so.N"
 others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^loom_[^_]' || true)
 [ -z "$others" ] || fail "the shared library exports symbols other than loom_*: $(echo $others | head -c 300)"
-nm -D --defined-only "$so" | grep -q ' loom_plan_run$' || fail "loom_plan_run is not exported"
+syms=$(nm -D --defined-only "$so")
+grep -q ' loom_plan_run$' <<< "$syms" || fail "loom_plan_run is not exported"
 [ -x "$prefix/bin/loom" ] || fail "no bin/loom"
 "$prefix/bin/loom" info --no-ops > /dev/null || fail "installed 'loom info' fails"
 echo "install: $(basename "$so") (SONAME $soname), $(nm -D --defined-only "$so" | wc -l) symbols, all loom_*"
@@ -66,3 +67,20 @@ if cmake -S "$tmp/nocomp" -B "$tmp/nocomp/b" -DCMAKE_PREFIX_PATH="$prefix" > "$t
 fi
 tr -s " \n" "  " < "$tmp/nocomp.log" | grep -q "without the no_such_backend backend" || { cat "$tmp/nocomp.log"; fail "no message naming the missing component"; }
 echo "install: a missing backend component is refused by name"
+
+# examples/neural-texture: a Vulkan application built against the installed package,
+# trained while it renders, headless, under the validation layer (any message fails)
+if grep -q vulkan <<< "$(sed -n 's/^set(loom_BACKENDS \(.*\))/\1/p' "$(find "$prefix" -name loomConfig.cmake | head -1)")" &&
+    command -v glslangValidator > /dev/null && [ -f /usr/include/stb/stb_image_write.h ]; then
+    cmake -S "$src/examples/neural-texture" -B "$tmp/nt" -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/nt.log" 2>&1 &&
+        cmake --build "$tmp/nt" >> "$tmp/nt.log" 2>&1 || { cat "$tmp/nt.log"; fail "neural-texture build"; }
+    rc=0
+    (cd "$tmp" && MESA_SHADER_CACHE_DIR="$tmp/cache" LD_LIBRARY_PATH=$libdir "$tmp/nt/neural-texture" --validation \
+        --frames 100 --every 50 --min-psnr 25 --out "$tmp/nt-frame") > "$tmp/nt.out" 2>&1 || rc=$?
+    cat "$tmp/nt.out"
+    [ $rc -eq 77 ] && echo "install: neural-texture skipped (no Vulkan device)"
+    [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "neural-texture (exit $rc)"
+    [ $rc -eq 77 ] || echo "install: neural-texture trained while rendering, PSNR >= 25 dB, no validation message"
+else
+    echo "install: neural-texture skipped (needs the vulkan component, glslangValidator and libstb-dev)"
+fi

@@ -185,8 +185,10 @@ static double compare(const nt_buffers *b, int size, const char *path) {
 
 static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n) {
     double psnr = 0;
+    int64_t moved = 0, frames_counted = 0; /* bytes through host memory in the frames without a report */
     for (int frame = 0; frame < o->frames; frame++) {
         bool report = (frame + 1) % o->every == 0 || frame + 1 == o->frames;
+        loom_backend_stats_reset(n->be);
         /* the application's work: render, copy, batch (waited for: loom's submit reads what it wrote) */
         if (nt_record_frame(v, p, b, (uint32_t)frame, 0.02f * (float)frame) || vkx_submit_wait(v, p->frame_cb))
             return fprintf(stderr, "frame %d: the application's submit failed\n", frame), 1;
@@ -195,6 +197,15 @@ static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n) {
             return fprintf(stderr, "frame %d: %s\n", frame, loom_last_error(n->ctx)), 1;
         /* the application draws with the weights, straight from loom's buffers */
         if (vkx_submit_wait(v, p->recon_cb)) return fprintf(stderr, "frame %d: reconstruction failed\n", frame), 1;
+        loom_backend_stats s;
+        loom_backend_stats_get(n->be, &s);
+        /* a frame moves no data and no weights through the host: only the
+         * optimizer's small table of this step's LR and bias corrections goes up
+         * (the first frame also prepares the plan: its tables go up once) */
+        if (!report && frame > 0 && (s.readback_bytes > 64 || s.upload_bytes > 256))
+            return fprintf(stderr, "frame %d: loom moved %lld bytes up and %lld down through the host\n", frame,
+                           (long long)s.upload_bytes, (long long)s.readback_bytes), 1;
+        if (!report && frame > 0) moved += s.upload_bytes + s.readback_bytes, frames_counted++;
         if (report) {
             char path[4096];
             snprintf(path, sizeof path, "%s-%04d.png", o->out, frame + 1);
@@ -205,6 +216,8 @@ static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n) {
             fflush(stdout);
         }
     }
+    printf("host transfers by loom: %.1f bytes per frame (no data, no weights)\n",
+           frames_counted ? (double)moved / (double)frames_counted : 0.0);
     if (psnr < o->min_psnr) return fprintf(stderr, "final PSNR %.2f dB is below --min-psnr %.2f\n", psnr, o->min_psnr), 1;
     return 0;
 }

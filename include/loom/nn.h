@@ -26,9 +26,9 @@
  *
  * Text models (train/models_gpt.c) read i32 token ids (N, T), T <= seq_len,
  * with HuggingFace GPT-2's parameter names and layouts (wte.weight (vocab,
- * embd), wpe.weight (seq_len, embd), h.<i>.ln_1, h.<i>.attn.c_attn (Conv1D:
- * weight (embd, 3 embd), y = x W + b), h.<i>.attn.c_proj, h.<i>.ln_2,
- * h.<i>.mlp.c_fc, h.<i>.mlp.c_proj, ln_f) and GPT-2's initialisation (normal
+ * embd), wpe.weight (seq_len, embd), h.N.ln_1, h.N.attn.c_attn (Conv1D:
+ * weight (embd, 3 embd), y = x W + b), h.N.attn.c_proj, h.N.ln_2,
+ * h.N.mlp.c_fc, h.N.mlp.c_proj, ln_f) and GPT-2's initialisation (normal
  * std 0.02; the c_proj weights std 0.02 / sqrt(2 layers); biases 0; layer
  * norms weight 1, eps 1e-5). Pre-norm blocks x += attn(ln_1(x)),
  * x += mlp(ln_2(x)), multi-head self-attention, MLP embd -> 4 embd, exact

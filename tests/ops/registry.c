@@ -20,7 +20,7 @@
     X(reduce)       \
     X(optim)        \
     X(amp)          \
-    X(correct)
+    X(correct)      \
     X(nan)
 
 #define DECL(f) extern const loom_op_case loom_cases_##f[];
