@@ -22,6 +22,7 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {1, 1, 4, 4, 8, false, 0}, {2, 3, 7, 7, 5, true, 0},  {1, 2, 5, 9, 6, true, 0},     {2, 1, 9, 4, 3, true, 0},
     {2, 2, 3, 6, 7, false, 0}, {1, 2, 80, 80, 16, true, 0}, {1, 1, 37, 100, 12, false, 0.3}, {1, 1, 100, 37, 9, true, 0},
+    {2, 2, 150, 130, 20, true, 0},
 };
 
 /* What one graph produces: y, dq, dk, dv (f32, host). */

@@ -1,10 +1,10 @@
 /* backends/cpu/ops/attention.c — CPU kernels for attention, its gradient op
- * and causal_mask (core/ops/attention.c). Reference loops that are also the
- * fast path.
+ * and causal_mask (core/ops/attention.c): reference loops (f64) and a fast
+ * path (f32, marked below) with the same structure.
  *
- * attention: one work unit per (batch * head, block of QB query rows); keys
- * in blocks of KB: the scores of one block (at most QB x KB) are all that is
- * held, folded into the output rows by an online softmax (running max m and
+ * attention: one work unit per (batch * head, block of query rows); keys in
+ * blocks: the scores of one block (at most QB x KB, or FB x FB in f32) are
+ * all that is held, folded into the output rows by an online softmax (running max m and
  * sum l per row; when the max grows, the row and l are rescaled by
  * exp(m_old - m_new)). The output rows are the accumulators; the
  * log-sum-exp m + log(l) of each row goes to the lse source.
@@ -19,8 +19,9 @@
 
 #include "../cpu_impl.h"
 
-#define QB 16 /* query rows (dq) or key rows (dk, dv) per work unit */
-#define KB 64 /* keys per score block of the forward */
+#define QB 16 /* reference loops: query rows (dq) or key rows (dk, dv) per work unit */
+#define KB 64 /* reference loops: keys per score block of the forward */
+#define FB 64 /* f32 fast path: rows per work unit and keys per score block */
 
 typedef struct ajob {
     int64_t BH, Tq, Tk, D, nb; /* nb: blocks per (batch, head) */
@@ -43,9 +44,9 @@ static int64_t keys_seen(const ajob *j, int64_t i, int64_t j0, int64_t n) {
     return i + 1 - j0 < n ? i + 1 - j0 : n;
 }
 
-/* T: float or double; S: libm suffix. dot_T uses four partial sums so the
- * compiler can vectorise it. */
-#define ATTN_KERNELS(T, S)                                                                                             \
+/* T: float or double. dot_T uses four partial sums so the compiler can
+ * vectorise it. */
+#define ATTN_VEC(T)                                                                                                    \
     static T dot_##T(const T *a, const T *b, int64_t n) {                                                              \
         T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                                                              \
         int64_t d = 0;                                                                                                 \
@@ -56,11 +57,16 @@ static int64_t keys_seen(const ajob *j, int64_t i, int64_t j0, int64_t n) {
         for (; d < n; d++) s0 += a[d] * b[d];                                                                          \
         return (s0 + s1) + (s2 + s3);                                                                                  \
     }                                                                                                                  \
-    static void axpy_##T(T *y, T a, const T *x, int64_t n) {                                                           \
-        for (int64_t d = 0; d < n; d++) y[d] += a * x[d];                                                              \
-    }                                                                                                                  \
     static void scal_##T(T *y, T a, int64_t n) {                                                                       \
         for (int64_t d = 0; d < n; d++) y[d] *= a;                                                                     \
+    }
+ATTN_VEC(float)
+ATTN_VEC(double)
+
+/* The reference loops (f64): T the type, S the libm suffix. */
+#define ATTN_KERNELS(T, S)                                                                                             \
+    static void axpy_##T(T *y, T a, const T *x, int64_t n) {                                                           \
+        for (int64_t d = 0; d < n; d++) y[d] += a * x[d];                                                              \
     }                                                                                                                  \
     /* fold keys [j0, j0 + n) into query row i: q, y its rows; m, l its statistics */                                 \
     static void fwd_row_##T(const ajob *j, const T *q, const T *K, const T *V, int64_t i, int64_t j0, int64_t n, T *y, \
@@ -167,11 +173,141 @@ static int64_t keys_seen(const ajob *j, int64_t i, int64_t j0, int64_t n) {
                 grad_kv_##T(j, bh, blk);                                                                               \
         }                                                                                                              \
     }
-ATTN_KERNELS(float, f)
 ATTN_KERNELS(double, )
 
-/* The job of node t (attention or attention_grad): sources q, k, v[, y, dy], lse. */
-static ajob job_of(const loom__cpu_args *a, bool grad) {
+/* ---- f32: the fast path. The same units with FB x FB score blocks, and
+ * the block products (scores, p v, and the gradient's) as GEMMs
+ * (loom__cpu_sgemm, single-threaded inside a unit; the sizes of every call
+ * depend only on the shapes, so neither does any result on the thread
+ * count). Masked scores are -inf, so their p is 0. ---- */
+
+/* -inf where key j0 + c > query i0 + r (causal) in the (ni, nj) block s (leading dim FB) */
+static void mask_block(const ajob *j, float *s, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+    if (!j->causal) return;
+    for (int64_t r = 0; r < ni; r++)
+        for (int64_t c = i0 + r + 1 - j0 > 0 ? i0 + r + 1 - j0 : 0; c < nj; c++) s[r * FB + c] = -INFINITY;
+}
+
+/* Fold the (ni, nj) score block s into the rows' statistics m, l and the
+ * output rows y (ni, D); s becomes the block's unnormalised p. */
+static void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, float *y, int64_t D) {
+    for (int64_t r = 0; r < ni; r++) {
+        float *sr = s + r * FB, mx = m[r], sum = 0;
+        for (int64_t c = 0; c < nj; c++) mx = sr[c] > mx ? sr[c] : mx;
+        if (mx == -INFINITY) { /* the row sees none of these keys */
+            memset(sr, 0, (size_t)nj * sizeof(float));
+            continue;
+        }
+        for (int64_t c = 0; c < nj; c++) sum += sr[c] = expf(sr[c] - mx);
+        if (mx != m[r]) {
+            float corr = expf(m[r] - mx);
+            l[r] *= corr;
+            scal_float(y + r * D, corr, D);
+        }
+        l[r] += sum, m[r] = mx;
+    }
+}
+
+static void fwd_fast(void *arg, int64_t u0, int64_t u1) {
+    const ajob *j = arg;
+    const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
+    float s[FB * FB], m[FB], l[FB];
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t bh, qb;
+        unit_of(j, u, &bh, &qb);
+        int64_t i0 = qb * FB, ni = Tq - i0 < FB ? Tq - i0 : FB;
+        const float *q = (const float *)j->q + (bh * Tq + i0) * D;
+        const float *K = (const float *)j->k + bh * Tk * D, *V = (const float *)j->v + bh * Tk * D;
+        float *y = (float *)j->y + (bh * Tq + i0) * D, *lse = (float *)j->lse + bh * Tq + i0;
+        for (int64_t r = 0; r < ni; r++) m[r] = -INFINITY, l[r] = 0;
+        memset(y, 0, (size_t)(ni * D) * sizeof(float));
+        int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
+        for (int64_t j0 = 0; j0 < kend; j0 += FB) {
+            int64_t nj = kend - j0 < FB ? kend - j0 : FB;
+            loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
+            mask_block(j, s, i0, ni, j0, nj);
+            fold_block(s, ni, nj, m, l, y, D);
+            loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, V + j0 * D, D, 1.0f, y, D);
+        }
+        for (int64_t r = 0; r < ni; r++) {
+            scal_float(y + r * D, 1.0f / l[r], D);
+            lse[r] = m[r] + logf(l[r]);
+        }
+    }
+}
+
+/* s (ni, nj) scores -> ds = p (dp - delta) with p = exp(s - lse), in place */
+static void ds_block(float *s, const float *dp, int64_t ni, int64_t nj, const float *lse, const float *delta) {
+    for (int64_t r = 0; r < ni; r++)
+        for (int64_t c = 0; c < nj; c++) s[r * FB + c] = expf(s[r * FB + c] - lse[r]) * (dp[r * FB + c] - delta[r]);
+}
+
+/* dq of the query rows of block blk */
+static void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float *dp) {
+    const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
+    int64_t i0 = blk * FB, ni = Tq - i0 < FB ? Tq - i0 : FB, row = bh * Tq + i0;
+    const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
+    const float *o = (const float *)j->o + row * D, *lse = (const float *)j->lse + row;
+    const float *K = (const float *)j->k + bh * Tk * D, *V = (const float *)j->v + bh * Tk * D;
+    float *dq = (float *)j->y + row * D, delta[FB];
+    for (int64_t r = 0; r < ni; r++) delta[r] = dot_float(dy + r * D, o + r * D, D);
+    memset(dq, 0, (size_t)(ni * D) * sizeof(float));
+    int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
+    for (int64_t j0 = 0; j0 < kend; j0 += FB) {
+        int64_t nj = kend - j0 < FB ? kend - j0 : FB;
+        loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
+        mask_block(j, s, i0, ni, j0, nj);
+        loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
+        ds_block(s, dp, ni, nj, lse, delta);
+        loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq, D);
+    }
+    scal_float(dq, (float)j->scale, ni * D);
+}
+
+/* dk or dv of the key rows of block blk */
+static void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float *dp) {
+    const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
+    const bool dk = j->which == LOOM_K_ATTN_DK;
+    int64_t j0 = blk * FB, nj = Tk - j0 < FB ? Tk - j0 : FB;
+    const float *K = (const float *)j->k + (bh * Tk + j0) * D, *V = (const float *)j->v + (bh * Tk + j0) * D;
+    float *out = (float *)j->y + (bh * Tk + j0) * D, delta[FB];
+    memset(out, 0, (size_t)(nj * D) * sizeof(float));
+    for (int64_t i0 = j->causal ? j0 : 0; i0 < Tq; i0 += FB) { /* the query rows that see these keys */
+        int64_t ni = Tq - i0 < FB ? Tq - i0 : FB, row = bh * Tq + i0;
+        const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
+        const float *o = (const float *)j->o + row * D, *lse = (const float *)j->lse + row;
+        loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K, D, 0.0f, s, FB);
+        mask_block(j, s, i0, ni, j0, nj);
+        if (!dk) { /* dv += p^T dy */
+            for (int64_t r = 0; r < ni; r++)
+                for (int64_t c = 0; c < nj; c++) s[r * FB + c] = expf(s[r * FB + c] - lse[r]);
+            loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, dy, D, 1.0f, out, D);
+            continue;
+        }
+        for (int64_t r = 0; r < ni; r++) delta[r] = dot_float(dy + r * D, o + r * D, D);
+        loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V, D, 0.0f, dp, FB);
+        ds_block(s, dp, ni, nj, lse, delta);
+        loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, q, D, 1.0f, out, D); /* dk += ds^T q */
+    }
+    if (dk) scal_float(out, (float)j->scale, nj * D);
+}
+
+static void grad_fast(void *arg, int64_t u0, int64_t u1) {
+    const ajob *j = arg;
+    float s[FB * FB], dp[FB * FB];
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t bh, blk;
+        unit_of(j, u, &bh, &blk);
+        if (j->which == LOOM_K_ATTN_DQ)
+            grad_q_fast(j, bh, blk, s, dp);
+        else
+            grad_kv_fast(j, bh, blk, s, dp);
+    }
+}
+
+/* The job of node t (attention or attention_grad): sources q, k, v[, y, dy],
+ * lse; units of `block` rows. */
+static ajob job_of(const loom__cpu_args *a, bool grad, int64_t block) {
     const loom_tensor *t = a->node, *q = t->src[0], *k = t->src[1];
     ajob j = {
         .BH = q->dims[0] * q->dims[1],
@@ -190,21 +326,23 @@ static ajob job_of(const loom__cpu_args *a, bool grad) {
         .y = a->y,
     };
     int64_t rows = grad && j.which != LOOM_K_ATTN_DQ ? j.Tk : j.Tq;
-    j.nb = (rows + QB - 1) / QB;
+    j.nb = (rows + block - 1) / block;
     return j;
 }
 
 loom_status loom__cpu_attention(const loom__cpu_args *a) {
-    ajob j = job_of(a, false);
+    bool f64 = a->dt == LOOM_F64;
+    ajob j = job_of(a, false, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[3] == a->dt); /* the lse: f32 for f32 and 16-bit inputs, f64 for f64 */
-    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, a->dt == LOOM_F64 ? fwd_double : fwd_float, &j);
+    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? fwd_double : fwd_fast, &j);
     return LOOM_OK;
 }
 
 loom_status loom__cpu_attention_grad(const loom__cpu_args *a) {
-    ajob j = job_of(a, true);
+    bool f64 = a->dt == LOOM_F64;
+    ajob j = job_of(a, true, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[5] == a->dt);
-    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, a->dt == LOOM_F64 ? grad_double : grad_float, &j);
+    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? grad_double : grad_fast, &j);
     return LOOM_OK;
 }
 
