@@ -8,25 +8,7 @@ set -u
 LOOM=$1
 amp_eval=()
 [ -n "${LOOM_CLI_QUICK:-}" ] && amp_eval=(--max-eval 256)
-pass=0 fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-# expect CODE PATTERN -- ARGS...: exit code CODE and PATTERN in stdout+stderr
-expect() {
-  local code=$1 pat=$2
-  shift 3
-  local out rc
-  out=$("$LOOM" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: loom $* -> exit $rc (want $code), output lacks /$pat/:"
-    head -5 <<<"$out" | sed 's/^/    /'
-  fi
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 expect 2 "usage: loom"                      -- 
 expect 2 "unknown command 'frobnicate'"      -- frobnicate
