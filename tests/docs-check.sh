@@ -11,8 +11,12 @@
 #                   public headers and its own #include lines;
 #   ```sh           is run with bash -e, LOOM_BIN on PATH as `loom`, in a temp
 #                   directory that the blocks of one file share, in file order;
-#   ```sh skip-ci   is not run (make demo, installs, runs of several minutes).
-# Other blocks (text, python, cmake) are left alone. A failure names the file
+#   ```sh skip-ci   is not run (make demo, installs, runs of several minutes);
+#   ```python       is run, with the file's earlier python blocks before it, by
+#                   $LOOM_DOCS_PYTHON in the file's run directory (after the sh
+#                   blocks before it), when that variable names a Python that
+#                   imports torch and safetensors; otherwise counted as skipped.
+# Other blocks (text, cmake) are left alone. A failure names the file
 # and the line of the block's opening fence. LOOM_DOCS_FILTER=PATTERN checks
 # only the files whose path contains PATTERN.
 set -u -o pipefail
@@ -92,6 +96,24 @@ check_sh() {  # file line body rundir
         fail "$1" "$2" "sh block failed (exit $?)" "$log"
 }
 
+check_py() {  # file line body rundir pyfile
+    local log="$work/py.log"
+    cat "$3" >> "$5"
+    (cd "$4" && timeout 600 "$LOOM_DOCS_PYTHON" "$5") > "$log" 2>&1 ||
+        fail "$1" "$2" "python block failed (exit $?)" "$log"
+}
+
+py_ok=0
+if [ -n "${LOOM_DOCS_PYTHON:-}" ]; then
+    if "$LOOM_DOCS_PYTHON" -c 'import torch, safetensors' > /dev/null 2>&1; then
+        py_ok=1
+    else
+        echo "docs-check: LOOM_DOCS_PYTHON=$LOOM_DOCS_PYTHON cannot import torch and safetensors" >&2
+        failures=$((failures + 1))
+    fi
+fi
+py_skipped=0
+
 cd "$src" || exit 1
 files=$(ls README.md docs/*.md docs/internals/*.md 2>/dev/null)
 for f in $files; do
@@ -109,9 +131,18 @@ for f in $files; do
             "c fragment") blocks=$((blocks + 1)); check_c "$f" "$line" "$b.body" fragment ;;
             sh) blocks=$((blocks + 1)); echo "run $f:$line"; check_sh "$f" "$line" "$b.body" "$work/run/$f" ;;
             "sh skip-ci") ;;
+            python)
+                if [ "$py_ok" = 1 ]; then
+                    blocks=$((blocks + 1)); echo "run $f:$line (python)"
+                    check_py "$f" "$line" "$b.body" "$work/run/$f" "$d/all.py"
+                else
+                    py_skipped=$((py_skipped + 1))
+                fi ;;
             c\ * | sh\ *) fail "$f" "$line" "unknown block marker '$kind' (c, c fragment, sh, sh skip-ci)" ;;
         esac
     done
 done
+[ "$py_skipped" -eq 0 ] ||
+    echo "docs-check: $py_skipped python blocks skipped (set LOOM_DOCS_PYTHON to a Python with torch and safetensors)"
 echo "docs-check: $blocks blocks checked, $failures failed"
 [ "$failures" -eq 0 ]
