@@ -2,7 +2,9 @@
  * loss falls and accuracy beats chance by a wide margin for mlp and cnn; a
  * run resumed from a checkpoint ends bitwise equal to an uninterrupted one;
  * the trainer driven step by step (with an LR range test between steps)
- * ends bitwise equal to loom_train; bad training settings are clear errors. Skips if the dataset is absent. */
+ * ends bitwise equal to loom_train; under fp16 loss scaling, overflowing
+ * gradients are skipped steps, not a divergence, while a real divergence is
+ * still stopped; bad training settings are clear errors. Skips if the dataset is absent. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +133,47 @@ static void stepwise(loom_ctx *ctx) {
     remove("stepwise-loop.safetensors"), remove("stepwise-steps.safetensors");
 }
 
+static loom_status on_epoch_scale(void *user, const loom_epoch_stats *s) {
+    loom_epoch_stats *last = user;
+    *last = *s;
+    return LOOM_OK;
+}
+
+/* fp16 with a loss scale of 2^40: the first steps' scaled gradients overflow
+ * f16, so the scaler skips them and halves the scale until they fit; the
+ * divergence checks (a non-finite step loss, non-finite weights at the epoch
+ * end) must let that run finish and learn. The same model at lr 1e6 still
+ * diverges: the scaler does not hide a real divergence. */
+static void amp_overflow(loom_ctx *ctx) {
+    loom_epoch_stats last = {0};
+    loom_train_observer obs = {.user = &last, .on_epoch = on_epoch_scale};
+    loom_dataset test = test_set;
+    test.n = 1000;
+    loom_trainer_desc d = {.data = FMNIST, .model = {.net.arch = "cnn", .amp = LOOM_F16,
+                                                     .loss_scale = {.init_scale = 0x1p40, .growth_interval = 1000}},
+                           .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 0.01}},
+                           .run = {.backend = "cpu", .epochs = 1, .max_steps = 80, .seed = 5},
+                           .log = {.observers = &obs, .nobservers = 1}};
+    d.data.train = &train_set, d.data.test = &test;
+    loom_train_result r;
+    loom_status st = loom_train(ctx, &d, &r);
+    CHECK(st == LOOM_OK, "fp16 with scale 2^40: the overflowing steps are skipped, the run ends (%s '%s')",
+          loom_status_str(st), st ? loom_last_error(ctx) : "");
+    if (st != LOOM_OK) return;
+    printf("fp16 from scale 2^40: %lld skipped steps, scale now %g, test acc %.1f%%\n", (long long)last.skipped_steps,
+           last.loss_scale, 100 * r.test_acc);
+    CHECK(last.skipped_steps >= 10 && last.skipped_steps < 80, "some steps skipped, not all (%lld of 80)",
+          (long long)last.skipped_steps);
+    CHECK(last.loss_scale < 0x1p40 && last.loss_scale >= 1, "the scale backed off (%g)", last.loss_scale);
+    CHECK(isfinite(r.train_loss) && r.test_acc >= 0.4, "the run learned (train loss %.3f, test acc %.3f)",
+          r.train_loss, r.test_acc);
+    d.optim.sched.lr = 1e6;
+    d.model.loss_scale.init_scale = 0;
+    st = loom_train(ctx, &d, &r);
+    CHECK(st == LOOM_ERR_STATE && strstr(loom_last_error(ctx), "diverged"),
+          "fp16 at lr 1e6 still stops as diverged: %s '%s'", loom_status_str(st), loom_last_error(ctx));
+}
+
 static void bad_settings(loom_ctx *ctx) {
     loom_train_result r;
     loom_trainer_desc d = {.data = FMNIST, .model.net.arch = "resnet", .run.backend = "cpu"};
@@ -174,6 +217,7 @@ int main(void) {
     resume(ctx, "cnn", (loom_optimizer_desc){.momentum = 0.9});
     resume(ctx, "mlp", (loom_optimizer_desc){.kind = LOOM_OPT_ADAMW, .weight_decay = 0.01, .grad_accum = 3});
     stepwise(ctx);
+    amp_overflow(ctx);
     bad_settings(ctx);
     loom_dataset_free(&train_set);
     loom_dataset_free(&test_set);
