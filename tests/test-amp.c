@@ -4,11 +4,16 @@
  * (parameters and momentum bitwise unchanged) and halves the scale; N finite
  * steps double it (N = 3 here); with gradient accumulation a non-finite
  * micro-batch skips the applying step and clears the accumulator; the scale
- * and the skipped count read back through loom_loss_scale_read. */
+ * and the skipped count read back through loom_loss_scale_read. The trainer
+ * under fp16 tolerates a run of up to 16 steps whose loss is not finite (an
+ * f16 overflow in the forward pass: the scaler skips them) and stops the 17th
+ * as diverged. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_impl.h"
+#include "loom/train.h"
 #include "testutil.h"
 
 enum { B = 8, IN = 4, OUT = 3 };
@@ -173,6 +178,67 @@ static void test_autocast(void) {
     tu_cpu_close(ctx, be);
 }
 
+/* A trainer (mlp, fp16, cpu) on a small synthetic set; after 4 steps the
+ * master fc3.weight gets 1e6 (finite in f32, inf in its f16 copy), so every
+ * step's logits and loss are not finite, for `bad` steps; then the weight is
+ * restored. Returns the status of the first failing step (LOOM_OK: the run
+ * finished) and the skipped steps of its epoch. */
+static loom_status poisoned_run(int bad, int64_t *skipped, char *err, size_t errn) {
+    enum { N = 64 * 40, HW = 8, CLS = 4 };
+    loom_ctx *ctx;
+    loom_ctx_create(NULL, &ctx);
+    loom_dataset ds = {.n = N, .c = 1, .h = HW, .w = HW, .num_classes = CLS};
+    ds.pixels = malloc((size_t)N * HW * HW), ds.labels = malloc((size_t)N * sizeof *ds.labels);
+    for (int i = 0; i < N; i++) {
+        ds.labels[i] = i % CLS;
+        for (int k = 0; k < HW * HW; k++) /* the class lights one quarter of the image */
+            ds.pixels[(size_t)i * HW * HW + k] = (uint8_t)((k * CLS / (HW * HW) == i % CLS ? 160 : 40) + (i * 7 + k) % 31);
+    }
+    loom_trainer_desc d = {.data = {.mean = 0.3f, .std = 0.3f},
+                           .model = {.net.arch = "mlp", .amp = LOOM_F16},
+                           .optim = {.opt = {.momentum = 0.9}, .sched = {.lr = 0.01}},
+                           .run = {.backend = "cpu", .epochs = 1, .max_steps = 40, .seed = 2}};
+    d.data.train = &ds;
+    loom_trainer *tr = NULL;
+    loom_status st = loom_trainer_create(ctx, &d, &tr);
+    CHECK_OK(ctx, st);
+    loom_plan *p = tr ? loom_trainer_plan(tr) : NULL;
+    loom_tensor *w = p ? named(p->g, "fc3.weight") : NULL;
+    CHECK(w != NULL, "the mlp's fc3.weight is in the training plan");
+    int64_t nw = w ? loom_tensor_numel(w) : 0;
+    double *keep = malloc((size_t)(nw ? nw : 1) * sizeof *keep), *big = malloc((size_t)(nw ? nw : 1) * sizeof *big);
+    for (int64_t k = 0; k < nw; k++) big[k] = 1e6;
+    loom_epoch_stats es = {0};
+    for (int s = 0; w && st == LOOM_OK && !loom_trainer_done(tr); s++) {
+        if (s == 4) (void)(loom_plan_read_f64(p, w, keep, (size_t)nw) || loom_plan_write_f64(p, w, big, (size_t)nw));
+        if (s == 4 + bad) (void)loom_plan_write_f64(p, w, keep, (size_t)nw);
+        loom_step_result r;
+        st = loom_trainer_step(tr, &r);
+        if (st == LOOM_OK && r.epoch_done) st = loom_trainer_epoch_end(tr, &es);
+    }
+    *skipped = es.skipped_steps;
+    snprintf(err, errn, "%s", st ? loom_last_error(ctx) : "");
+    free(keep), free(big);
+    loom_trainer_destroy(tr);
+    free(ds.pixels), free(ds.labels);
+    loom_ctx_destroy(ctx);
+    return st;
+}
+
+static void test_trainer_tolerance(void) {
+    char err[1024];
+    int64_t skipped = -1;
+    loom_status st = poisoned_run(16, &skipped, err, sizeof err);
+    printf("trainer, fp16: 16 steps with a non-finite loss: %s, %lld skipped\n", loom_status_str(st), (long long)skipped);
+    CHECK(st == LOOM_OK, "16 non-finite losses in a row are skipped steps, the run goes on (%s '%s')",
+          loom_status_str(st), err);
+    CHECK(skipped >= 16 && skipped < 40, "those steps are counted as skipped (%lld)", (long long)skipped);
+    st = poisoned_run(17, &skipped, err, sizeof err);
+    printf("trainer, fp16: 17 in a row: %s '%s'\n", loom_status_str(st), err);
+    CHECK(st == LOOM_ERR_STATE && strstr(err, "diverged") && strstr(err, "more steps in a row"),
+          "the 17th non-finite loss in a row stops the run as diverged (%s '%s')", loom_status_str(st), err);
+}
+
 static void test_errors(void) {
     loom_ctx *ctx;
     loom_backend *be;
@@ -195,6 +261,7 @@ static void test_errors(void) {
 int main(void) {
     test_errors();
     test_autocast();
+    test_trainer_tolerance();
     const char *names[8];
     int n = loom_backend_list(names, 8), ran = 0;
     for (int i = 0; i < n; i++) {
