@@ -29,12 +29,12 @@ demo: build
 	./$(BUILD)/loom train --data fashion-mnist --model cnn --epochs 2 --backend auto
 
 test-release: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --output-junit ctest.xml -j $(JOBS)
 
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
-	  ctest --output-on-failure -j $(JOBS)
+	  ctest --output-on-failure --output-junit ctest.xml -j $(JOBS)
 
 test: test-release test-asan
 
