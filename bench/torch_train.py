@@ -16,6 +16,15 @@ Accuracy mode (--epochs N): N full epochs, then test accuracy on t10k:
 The learning rate follows --schedule per step (loom train's default: cosine
 from lr to 0 over the run).
 
+--model resnet20 is He et al.'s CIFAR ResNet-20 as loom builds it (the module
+of tests/gen_resnet_fixtures.py: 3x3 stem of 16 channels, projection
+shortcuts, torchvision's init) on the same 1x28x28 data. --model gpt is loom's
+byte-level GPT (train/models_gpt.c: learned position embeddings, pre-norm
+blocks, causal scaled-dot-product attention, exact GELU, final layer norm,
+tied head) trained on --tokens (a uint16 token file, as `loom pack-text`
+writes) with batches of --batch random windows of --seq-len + 1 tokens;
+it prints tokens_per_s (batch * seq_len per step) as well.
+
 Threads: OMP_NUM_THREADS / MKL_NUM_THREADS are set before torch is imported,
 and torch.set_num_threads(--threads), torch.set_num_interop_threads(1).
 """
@@ -27,7 +36,12 @@ import sys
 import time
 
 p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-p.add_argument("--model", choices=["mlp", "cnn"], default="cnn")
+p.add_argument("--model", choices=["mlp", "cnn", "resnet20", "gpt"], default="cnn")
+p.add_argument("--tokens", default=None, help="gpt: the token file (uint16, `loom pack-text`)")
+p.add_argument("--layers", type=int, default=4, help="gpt (as loom train's default)")
+p.add_argument("--heads", type=int, default=4, help="gpt")
+p.add_argument("--embd", type=int, default=128, help="gpt")
+p.add_argument("--seq-len", type=int, default=128, help="gpt")
 p.add_argument("--batch", type=int, default=64)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--steps", type=int, default=100, help="timed steps (throughput mode)")
@@ -120,17 +134,101 @@ class CNN(nn.Module):
         return self.fc2(x)
 
 
-def main():
-    xtr, ytr = load("train")
-    model = (MLP() if args.model == "mlp" else CNN()).to(args.device)
+class Block(nn.Module):
+    def __init__(self, embd, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(embd), nn.LayerNorm(embd)
+        self.c_attn, self.c_proj = nn.Linear(embd, 3 * embd), nn.Linear(embd, embd)
+        self.c_fc, self.mlp_proj = nn.Linear(embd, 4 * embd), nn.Linear(4 * embd, embd)
+
+    def forward(self, x):
+        n, t, e = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(e, dim=2)
+        q, k, v = (z.view(n, t, self.heads, e // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(n, t, e)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, heads, embd, seq, vocab=256):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, embd), nn.Embedding(seq, embd)
+        self.h = nn.ModuleList(Block(embd, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(embd)
+        for name, prm in self.named_parameters():  # GPT-2's initialisation
+            if name.endswith("weight") and prm.dim() == 2:
+                std = 0.02 / (2 * layers) ** 0.5 if ("c_proj" in name or "mlp_proj" in name) else 0.02
+                nn.init.normal_(prm, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(prm)
+
+    def forward(self, x):
+        h = self.wte(x) + self.wpe.weight[: x.shape[1]]
+        for b in self.h:
+            h = b(h)
+        return self.ln_f(h) @ self.wte.weight.T  # tied head
+
+
+def make_opt(model):
     lr = args.lr if args.lr is not None else (0.01 if args.optimizer == "sgd" else 0.001)
     if args.optimizer == "sgd":
         mom = args.momentum if args.momentum is not None else 0.9
-        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=mom)
-    elif args.optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=mom)
+    if args.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=lr)
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+
+
+def main_gpt():
+    if not args.tokens:
+        sys.exit("torch_train.py: --model gpt needs --tokens FILE")
+    toks = torch.from_numpy(np.fromfile(args.tokens, dtype="<u2").astype(np.int64))
+    T, B = args.seq_len, args.batch
+    model = GPT(args.layers, args.heads, args.embd, T).to(args.device)
+    opt = make_opt(model)
+    total = args.warmup + args.steps
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total) if args.schedule == "cosine" else None
+    gen = torch.Generator().manual_seed(args.seed)
+    ar = torch.arange(T + 1)
+
+    def step():
+        starts = torch.randint(0, toks.numel() - T - 1, (B,), generator=gen)
+        w = toks[starts[:, None] + ar].to(args.device)
+        logits = model(w[:, :T])
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if sched:
+            sched.step()
+        return loss.item()
+
+    model.train()
+    for _ in range(args.warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step()
+    dt = time.perf_counter() - t0
+    print(f"RESULT impl=torch torch={torch.__version__} device={args.device} model=gpt batch={B} "
+          f"threads={torch.get_num_threads()} optimizer={args.optimizer} layers={args.layers} heads={args.heads} "
+          f"embd={args.embd} seq_len={T} steps={args.steps} samples_per_s={args.steps * B / dt:.1f} "
+          f"tokens_per_s={args.steps * B * T / dt:.0f} seconds={dt:.2f} loss={loss:.4f}")
+
+
+def main():
+    if args.model == "gpt":
+        return main_gpt()
+    xtr, ytr = load("train")
+    if args.model == "resnet20":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        from gen_resnet_fixtures import make
+        model = make("resnet20", 16, True, 1, 10).to(args.device)
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+        model = (MLP() if args.model == "mlp" else CNN()).to(args.device)
+    opt = make_opt(model)
     B = args.batch
     n_batches = xtr.shape[0] // B
     total = args.epochs * n_batches if args.epochs > 0 else args.warmup + args.steps
