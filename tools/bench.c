@@ -41,8 +41,8 @@ static int bad(const char *what, const char *v) {
     return usage(stderr, 2);
 }
 
-/* The per-op time over the step time; the op totals include the warm-up
- * step, so a step busy throughout may read a little over 100: shown as 100. */
+/* The per-op time over the step time. Both are measured on their own
+ * clocks, so a step busy throughout may read a little over 100: shown as 100. */
 static double busy_pct(const br_out *o) {
     if (o->nops < 0 || !(o->step_s > 0)) return NAN;
     double b = 100 * o->op_s / o->step_s;

@@ -66,29 +66,38 @@ loom_status br_run(loom_ctx *ctx, const br_cfg *c, br_out *out) {
     d.run.seed = c->seed;
     d.run.epochs = 1;
     d.run.max_steps = steps;
-    d.run.profile = c->profile;
     d.run.save_path = c->save;
     d.log.observers = &obs;
     d.log.nobservers = 1;
     loom_train_result r;
-    out->nops = c->profile ? 0 : -1;
-    st = loom_train(ctx, &d, &r);
-    if (st == LOOM_ERR_UNSUPPORTED && c->profile && strstr(loom_last_error(ctx), "profil")) {
-        d.run.profile = false, out->nops = -1, out->nloss = 0; /* no per-op timer here: run without */
-        st = loom_train(ctx, &d, &r);
+    out->nops = -1;
+    loom_trainer *tr = NULL;
+    st = loom_trainer_create(ctx, &d, &tr);
+    loom_step_result sr = {0};
+    /* the per-op timers start after the warm-up step, so their totals are the timed steps' */
+    if (st == LOOM_OK) st = loom_trainer_step(tr, &sr);
+    if (st == LOOM_OK && c->profile) {
+        if (loom_plan_set_profiling(loom_trainer_plan(tr), true) == LOOM_OK) out->nops = 0;
+        else if ((st = loom_plan_set_profiling(loom_trainer_plan(tr), false)) == LOOM_OK)
+            out->nops = -1; /* no per-op timer on this backend */
     }
+    while (st == LOOM_OK && !sr.epoch_done) st = loom_trainer_step(tr, &sr);
+    if (st == LOOM_OK) st = loom_trainer_epoch_end(tr, NULL);
+    if (st == LOOM_OK && out->nops >= 0) out->nops = loom_plan_profile(loom_trainer_plan(tr), out->ops, 16);
+    if (st == LOOM_OK) st = loom_trainer_finish(tr, &r);
+    loom_trainer_destroy(tr);
     loom_dataset_free(&ds);
     if (st != LOOM_OK) return st;
     out->backend = r.backend;
     out->peak_bytes = r.peak_bytes;
     out->step_s = c->steps > 0 ? (ss.t_last - ss.t_first) / (double)c->steps : NAN;
     out->samples_per_s = out->step_s > 0 ? c->batch / out->step_s : NAN;
-    if (out->nops >= 0) {
-        out->nops = r.n_profile;
-        memcpy(out->ops, r.profile, sizeof out->ops);
+    if (out->nops > 0) {
         double sum = 0;
-        for (int i = 0; i < r.n_profile; i++) sum += r.profile[i].seconds;
-        out->op_s = r.n_profile && r.profile[0].runs ? sum / (double)r.profile[0].runs : 0;
+        for (int i = 0; i < out->nops; i++) sum += out->ops[i].seconds;
+        out->op_s = out->ops[0].runs ? sum / (double)out->ops[0].runs : 0;
+    } else if (out->nops < 0) {
+        out->nops = -1;
     }
     return LOOM_OK;
 }
