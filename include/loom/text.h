@@ -48,8 +48,8 @@ loom_status loom_text_train(loom_ctx *ctx, const loom_trainer_desc *desc, const 
 
 /* Dynamic batching for gpt (the guide's "split the batch, merge the
  * gradients"): a sample is its window cut after the first end-of-document
- * token (or the whole window), padded to its length bucket (powers of two
- * from 8 up, and seq_len). Batches are formed per bucket by a token budget
+ * token (or the whole window), padded to its length bucket (seq_len,
+ * seq_len / 2, ... halved while at least 8). Batches are formed per bucket by a token budget
  * (loom_batches_bucketed), each split into micro-batches of at most
  * micro_tokens tokens whose gradients accumulate into one optimizer step,
  * weighted so that the step equals the unsplit batch's. One graph is
