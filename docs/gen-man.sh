@@ -49,7 +49,7 @@ reports which backends and devices are available.
 .SH COMMANDS
 HEAD
 "$loom" --help | verbatim
-for cmd in info train plot bench-loader pack pack-text generate; do
+for cmd in info train plot bench-loader pack pack-text generate compare bench; do
     echo ".SS loom $cmd"
     "$loom" "$cmd" --help | verbatim
 done

@@ -12,6 +12,8 @@ int loom_cmd_bench_loader(int argc, char **argv);
 int loom_cmd_pack(int argc, char **argv);
 int loom_cmd_pack_text(int argc, char **argv);
 int loom_cmd_generate(int argc, char **argv);
+int loom_cmd_compare(int argc, char **argv);
+int loom_cmd_bench(int argc, char **argv);
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -25,6 +27,8 @@ static void usage(FILE *f) {
             "  pack      decode + resize a dataset once into a memory-mapped shard: loom pack --help\n"
             "  pack-text text files as byte-level tokens for a gpt, with a validation split: loom pack-text --help\n"
             "  generate  sample text from a trained gpt: loom generate --ckpt X --prompt '...'\n"
+            "  compare   one model on every backend side by side: step and op times, memory, divergence\n"
+            "  bench     the guide's table on a backend: baseline, loader workers, mixed precision\n"
             "  help      this message\n");
 }
 
@@ -41,6 +45,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "pack")) return loom_cmd_pack(argc - 1, argv + 1);
     if (!strcmp(argv[1], "pack-text")) return loom_cmd_pack_text(argc - 1, argv + 1);
     if (!strcmp(argv[1], "generate")) return loom_cmd_generate(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "compare")) return loom_cmd_compare(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "bench")) return loom_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;

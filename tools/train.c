@@ -30,6 +30,7 @@ typedef struct cli {
     long long depth, width; /* resnet: 0 = the model's */
     bool small_stem;
     long long layers, heads, embd, seq_len; /* text models */
+    long long token_budget, micro_tokens, eod; /* gpt dynamic batching (eod -1 = none) */
     bool allow_nonfinite;
     long long classes;
     int workers;
@@ -51,6 +52,7 @@ static void cli_defaults(cli *c) {
     c->pct_start = 0.3, c->div_factor = 25, c->final_div = 1e4, c->power = 1, c->pl_factor = 0.1;
     c->pl_patience = 10, c->epochs = 1, c->batch = 64, c->accum = 1, c->seed = 1, c->eval_every = 1, c->prefetch = 2;
     c->workers = LOOM_WORKERS_AUTO, c->lr_steps = 100, c->lr_start = 1e-7, c->lr_end = 10;
+    c->eod = -1;
 }
 
 typedef enum opt_kind {
@@ -114,6 +116,12 @@ static const opt opts[] = {
     {"--heads", O_INT, OFF(heads), .imin = 1, .imax = 1024},
     {"--embd", O_INT, OFF(embd), .imin = 1, .imax = 65536},
     {"--seq-len", O_INT, OFF(seq_len), .imin = 1, .imax = 1 << 20},
+    {"--token-budget", O_INT, OFF(token_budget), .imin = 1, .imax = INT64_MAX, .usage =
+         "  --token-budget N           gpt: dynamic batching, N tokens per optimizer step (length-bucketed)\n"
+         "  --micro-tokens N           gpt: tokens per micro-batch, the memory budget (default min(N, 4 seq-len))\n"
+         "  --eod ID                   gpt: a sample ends after its first token ID (default: none)\n"},
+    {"--micro-tokens", O_INT, OFF(micro_tokens), .imin = 1, .imax = INT64_MAX},
+    {"--eod", O_INT, OFF(eod), .imin = 0, .imax = INT32_MAX},
     {"--epochs", O_INT, OFF(epochs), .imin = 1, .imax = 100000, .usage =
          "  --epochs N                 (default 1)\n"},
     {"--batch", O_INT, OFF(batch), .imin = 1, .imax = 1 << 20, .usage =
@@ -692,12 +700,18 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
     }
     loom_status st = loom__text_data(ctx, c->data_dir, md.seq_len, md.vocab, train, val, &n);
     if (st == LOOM_OK) {
-        fill_schedule(c, ch, n, d, &plateau);
+        cli cs = *c; /* dynamic batching: an epoch counts as its tokens / the budget steps */
+        if (c->token_budget) cs.batch = c->token_budget / md.seq_len > 0 ? c->token_budget / md.seq_len : 1;
+        fill_schedule(&cs, ch, n, d, &plateau);
         if (!u->quiet)
             printf("training %s (%d layers, %d heads, embd %d, seq_len %d, vocab %d) on %lld sequences of %s, "
                    "validating on %s; batch %lld, %s, lr %g\n", c->model, md.layers, md.heads, md.embd, md.seq_len,
                    md.vocab, (long long)n, train, val[0] ? val : "(none)", c->batch, c->optname, d->optim.sched.lr);
-        st = loom_text_train(ctx, d, train, val[0] ? val : NULL, &r);
+        loom_text_dyn_desc dyn = {.token_budget = c->token_budget, .micro_tokens = c->micro_tokens,
+                                  .has_eod = c->eod >= 0, .eod = (int)c->eod};
+        if ((c->micro_tokens || c->eod >= 0) && !c->token_budget)
+            return bad("--micro-tokens and --eod need --token-budget%s%s", "", "");
+        st = loom_text_train_dyn(ctx, d, &dyn, train, val[0] ? val : NULL, &r);
     }
     if (st != LOOM_OK) {
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "loom/text.h"
+#include "text_dyn.h"
 #include "train_impl.h"
 
 bool loom_text_val_path(const char *train_path, char *buf, size_t n) {
@@ -37,7 +38,16 @@ typedef struct text_run {
     float *logits;
     loom_train_observer obs[LOOM__MAX_OBSERVERS];
     int nobs;
+    const loom_text_dyn_desc *dyn; /* dynamic batching: NULL = fixed batches */
+    loom__dyn *dy;
+    int64_t micro;                 /* micro-steps run */
+    int64_t *sizes;                /* dynamic batching: every training sample's length */
+    loom_batches bt;               /* dynamic batching: this epoch's batches */
 } text_run;
+
+/* The plan holding the weights, and the optimizer steps taken. */
+static loom_plan *owner(const text_run *r) { return r->dy ? loom__dyn_plan(r->dy) : r->tr.plan; }
+static int64_t opt_steps(const text_run *r) { return r->dy ? r->dy->steps : loom_optimizer_steps(r->opt); }
 
 static loom_status build(text_run *r, bool train, int batch, text_graph *m) {
     loom_status st = loom_graph_create(r->ctx, &(loom_graph_desc){.seed = r->d->run.seed}, &m->g);
@@ -51,7 +61,7 @@ static loom_status build(text_run *r, bool train, int batch, text_graph *m) {
     if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
     loom_keep(m->loss);
     loom_keep(m->logits);
-    if (!train) return loom_plan_compile(m->g, r->be, &(loom_plan_desc){.share = r->tr.plan}, &m->plan);
+    if (!train) return loom_plan_compile(m->g, r->be, &(loom_plan_desc){.share = owner(r)}, &m->plan);
     if ((st = loom_backward(m->g, m->loss)) != LOOM_OK ||
         (st = loom_optimizer_create(m->g, &r->d->optim.opt, &r->opt)) != LOOM_OK)
         return st;
@@ -123,7 +133,7 @@ static loom_status save(text_run *r, int epoch) {
     const loom_model_desc *md = &r->md;
     snprintf(v[0], 32, "%d", epoch);
     snprintf(v[1], 32, "%llu", (unsigned long long)r->d->run.seed);
-    snprintf(v[2], 32, "%lld", (long long)loom_optimizer_steps(r->opt));
+    snprintf(v[2], 32, "%lld", (long long)opt_steps(r));
     snprintf(v[3], 32, "%d", md->layers);
     snprintf(v[4], 32, "%d", md->heads);
     snprintf(v[5], 32, "%d", md->embd);
@@ -133,34 +143,61 @@ static loom_status save(text_run *r, int epoch) {
     const char *meta[] = {"loom.epoch", v[0], "loom.seed", v[1], "loom.opt_steps", v[2], "loom.model", md->arch,
                           LOOM_TEXT_META_LAYERS, v[3], LOOM_TEXT_META_HEADS, v[4], LOOM_TEXT_META_EMBD, v[5],
                           LOOM_TEXT_META_SEQ_LEN, v[6], LOOM_TEXT_META_VOCAB, v[7], LOOM_TEXT_META_CLASSES, v[8], NULL};
-    return loom_checkpoint_save(r->tr.plan, r->d->run.save_path, meta);
+    return loom_checkpoint_save(owner(r), r->d->run.save_path, meta);
 }
 
-/* One epoch of training batches; *loss_sum and *steps for its statistics. */
-static loom_status epoch(text_run *r, int e, int64_t steps, double *loss_sum, int64_t *done) {
+/* Training step s: the loader's next batch, or (dynamic batching) batch s
+ * of the epoch's, its micro-batches accumulated; *count 0 = no batch left. */
+static loom_status train_step(text_run *r, int64_t s, double lr, float *l, int *count) {
+    if (r->dy) {
+        int64_t at = r->bt.offsets[s], n = r->bt.offsets[s + 1] - at;
+        double dl;
+        int micro;
+        loom_status st = loom__dyn_step(r->dy, r->train, r->bt.idx + at, n, r->sizes, lr, true, &dl, &micro);
+        *l = (float)dl, *count = (int)n, r->micro += micro;
+        return st;
+    }
+    loom_loader_batch lb;
+    loom_status st = loom_loader_next(r->loader, &lb);
+    *count = st == LOOM_OK && lb.count > 0 ? lb.count : 0;
+    if (!*count) return st;
+    split_batch(r, &lb, r->tr.batch);
+    if ((st = write_batch(r, &r->tr)) != LOOM_OK || (st = loom_optimizer_begin_step(r->opt, r->tr.plan, lr)) != LOOM_OK ||
+        (st = loom_plan_run(r->tr.plan)) != LOOM_OK)
+        return st;
+    r->micro = loom_optimizer_micro_steps(r->opt);
+    return loom_plan_read(r->tr.plan, r->tr.loss, l, sizeof *l);
+}
+
+/* One epoch of training batches; *loss_sum, *done (steps) and *samples for
+ * its statistics. */
+static loom_status epoch(text_run *r, int e, int64_t steps, double *loss_sum, int64_t *done, int64_t *samples) {
     const loom_trainer_desc *d = r->d;
     double t0 = loom__now_s();
     loom_status st = LOOM_OK;
-    *loss_sum = 0, *done = 0;
-    loom_loader_begin(r->loader, e, 0, steps);
+    *loss_sum = 0, *done = 0, *samples = 0;
+    if (r->dy) {
+        loom_batches_free(&r->bt);
+        if ((st = loom__dyn_batches(r->dy, r->sizes, r->train->n, d->run.seed, e, &r->bt)) != LOOM_OK) return st;
+        if (r->bt.count < steps) steps = r->bt.count;
+    } else {
+        loom_loader_begin(r->loader, e, 0, steps);
+    }
     for (int64_t s = 0; s < steps && st == LOOM_OK; s++) {
-        loom_loader_batch lb;
-        if ((st = loom_loader_next(r->loader, &lb)) != LOOM_OK || lb.count <= 0) break;
-        split_batch(r, &lb, r->tr.batch);
-        double lr = loom_schedule_lr(&d->optim.sched, loom_optimizer_steps(r->opt));
+        double lr = loom_schedule_lr(&d->optim.sched, opt_steps(r));
         float l;
-        if ((st = write_batch(r, &r->tr)) != LOOM_OK || (st = loom_optimizer_begin_step(r->opt, r->tr.plan, lr)) != LOOM_OK ||
-            (st = loom_plan_run(r->tr.plan)) != LOOM_OK || (st = loom_plan_read(r->tr.plan, r->tr.loss, &l, sizeof l)) != LOOM_OK)
-            break;
+        int count;
+        if ((st = train_step(r, s, lr, &l, &count)) != LOOM_OK || !count) break;
+        *samples += count;
         if (!isfinite(l))
             return loom__err(r->ctx, LOOM_ERR_STATE, "train: the loss became %g at epoch %d step %lld (lr %g): diverged",
                              (double)l, e + 1, (long long)s + 1, lr);
         *loss_sum += l, *done = s + 1;
         double el = loom__now_s() - t0;
         loom_step_result sr = {.epoch = e + 1, .epochs = d->run.epochs, .step = s + 1, .steps = steps,
-                               .global_step = loom_optimizer_micro_steps(r->opt), .count = lb.count, .loss = l,
+                               .global_step = r->micro, .count = count, .loss = l,
                                .accuracy = NAN, .mean_loss = *loss_sum / (double)(s + 1), .lr = lr, .elapsed_s = el,
-                               .samples_per_s = (double)(s + 1) * r->tr.batch / el,
+                               .samples_per_s = (r->dy ? (double)*samples : (double)(s + 1) * r->tr.batch) / el,
                                .eta_s = el / (double)(s + 1) * (double)(steps - s - 1), .epoch_done = s + 1 == steps};
         for (int i = 0; i < r->nobs && st == LOOM_OK; i++)
             if (r->obs[i].on_step) st = r->obs[i].on_step(r->obs[i].user, &sr);
@@ -170,22 +207,23 @@ static loom_status epoch(text_run *r, int e, int64_t steps, double *loss_sum, in
 
 static loom_status run_epochs(text_run *r, loom_train_result *res) {
     const loom_trainer_desc *d = r->d;
-    int64_t steps = loom_loader_batches(r->loader);
+    int64_t steps = r->dy ? INT64_MAX : loom_loader_batches(r->loader);
     if (d->run.max_steps > 0 && d->run.max_steps < steps) steps = d->run.max_steps;
     loom_status st = LOOM_OK;
     for (int e = 0; e < d->run.epochs && st == LOOM_OK; e++) {
         double t0 = loom__now_s(), loss_sum;
-        int64_t done;
-        if ((st = epoch(r, e, steps, &loss_sum, &done)) != LOOM_OK) break;
+        int64_t done, samples;
+        if ((st = epoch(r, e, steps, &loss_sum, &done, &samples)) != LOOM_OK) break;
+        if (!r->dy) samples = done * r->tr.batch;
         double el = loom__now_s() - t0;
         res->seconds += el;
-        res->samples_per_s = (res->samples_per_s * (res->seconds - el) + (double)(done * r->tr.batch)) / res->seconds;
+        res->samples_per_s = (res->samples_per_s * (res->seconds - el) + (double)samples) / res->seconds;
         loom_epoch_stats es = {.epoch = e + 1, .epochs = d->run.epochs, .train_loss = done ? loss_sum / (double)done : NAN,
                                .train_acc = NAN, .test_loss = NAN, .test_acc = NAN, .val_loss = NAN, .val_acc = NAN,
-                               .seconds = el, .samples_per_s = (double)(done * r->tr.batch) / el, .loss_scale = NAN,
-                               .lr = loom_schedule_lr(&d->optim.sched, loom_optimizer_steps(r->opt))};
-        loom_loader_stats ls;
-        loom_loader_stats_get(r->loader, &ls);
+                               .seconds = el, .samples_per_s = (double)samples / el, .loss_scale = NAN,
+                               .lr = loom_schedule_lr(&d->optim.sched, opt_steps(r))};
+        loom_loader_stats ls = {0};
+        if (r->loader) loom_loader_stats_get(r->loader, &ls);
         double busy = ls.wait_s + ls.compute_s;
         es.data_wait_pct = busy > 0 ? 100 * ls.wait_s / busy : 0;
         es.load_ms = ls.batches ? 1e3 * ls.load_s / (double)ls.batches : 0;
@@ -194,15 +232,37 @@ static loom_status run_epochs(text_run *r, loom_train_result *res) {
         if (r->val && (st = evaluate(r, &es.val_loss, &es.val_acc)) != LOOM_OK) break;
         if (d->run.save_path && (st = save(r, e + 1)) != LOOM_OK) break;
         res->epochs_run = e + 1, res->train_loss = es.train_loss, res->val_loss = es.val_loss, res->val_acc = es.val_acc;
-        es.global_step = loom_optimizer_micro_steps(r->opt);
+        es.global_step = r->micro;
         es.last = e + 1 == d->run.epochs;
         for (int i = 0; i < r->nobs && st == LOOM_OK; i++)
             if (r->obs[i].on_epoch) st = r->obs[i].on_epoch(r->obs[i].user, &es);
     }
-    res->steps = loom_optimizer_steps(r->opt);
+    res->steps = opt_steps(r);
     for (int i = 0; i < r->nobs && st == LOOM_OK; i++)
         if (r->obs[i].on_finish) st = r->obs[i].on_finish(r->obs[i].user, res);
     return st;
+}
+
+/* Dynamic batching's graphs (one per length bucket) and every training
+ * sample's length; res gets the planned memory of the largest bucket. */
+static loom_status dyn_setup(text_run *r, loom_train_result *res) {
+    const loom_trainer_desc *d = r->d;
+    loom_status st = loom__dyn_create(r->ctx, r->be, &r->md, &d->optim.opt, d->run.seed, d->model.label_smoothing, r->dyn,
+                                      &r->dy);
+    if (st != LOOM_OK) return st;
+    if (!(r->sizes = malloc((size_t)r->train->n * sizeof *r->sizes)))
+        return loom__err(r->ctx, LOOM_ERR_OOM, "train: out of memory for %lld sample lengths", (long long)r->train->n);
+    if ((st = loom__dyn_sizes(r->dy, r->train, r->sizes)) != LOOM_OK) return st;
+    loom_optimizer *o = r->dy->gr[r->dy->nb - 1].opt;
+    loom_optimizer_decay_counts(o, &res->decayed, &res->not_decayed);
+    res->trained = loom_optimizer_param_count(o);
+    loom_plan_memory_stats(loom__dyn_plan(r->dy), &res->train_memory);
+    for (int b = 0; b < r->dy->nb; b++) {
+        loom_plan_memory m;
+        loom_plan_memory_stats(r->dy->gr[b].plan, &m);
+        if (m.arena_bytes > res->train_memory.arena_bytes) res->train_memory.arena_bytes = m.arena_bytes;
+    }
+    return LOOM_OK;
 }
 
 /* The sources, the backend, both graphs, the loader and the observers. */
@@ -220,7 +280,7 @@ static loom_status setup(text_run *r, const char *train_path, const char *val_pa
         (val_path && (st = loom_source_open_tokens(r->ctx, val_path, &td, &r->val)) != LOOM_OK))
         return st;
     int batch = d->data.batch > 0 ? d->data.batch : 64, eb = d->data.eval_batch > 0 ? d->data.eval_batch : batch;
-    if (batch > r->train->n)
+    if (!r->dyn && batch > r->train->n)
         return loom__err(r->ctx, LOOM_ERR_INVALID_ARG, "train: batch %d is larger than the %lld sequences of %lld tokens in '%s'",
                          batch, (long long)r->train->n, (long long)r->T, train_path);
     if (r->val && eb > r->val->n) eb = (int)r->val->n;
@@ -230,24 +290,29 @@ static loom_status setup(text_run *r, const char *train_path, const char *val_pa
     if ((st = loom_backend_create(r->ctx, bname, &bd, &r->be)) != LOOM_OK) return st;
     res->backend = loom_backend_name(r->be);
     res->val_n = r->val ? r->val->n : 0;
-    if ((st = build(r, true, batch, &r->tr)) != LOOM_OK || (r->val && (st = build(r, false, eb, &r->ev)) != LOOM_OK))
-        return st;
-    loom_optimizer_decay_counts(r->opt, &res->decayed, &res->not_decayed);
-    res->trained = loom_optimizer_param_count(r->opt);
-    loom_plan_memory m1, m2 = {0};
-    loom_plan_memory_stats(r->tr.plan, &m1);
+    if (r->dyn) {
+        if (!r->lm) return loom__err(r->ctx, LOOM_ERR_INVALID_ARG, "train: dynamic batching (a token budget) is for gpt only");
+        if ((st = dyn_setup(r, res)) != LOOM_OK) return st;
+    } else {
+        if ((st = build(r, true, batch, &r->tr)) != LOOM_OK) return st;
+        loom_optimizer_decay_counts(r->opt, &res->decayed, &res->not_decayed);
+        res->trained = loom_optimizer_param_count(r->opt);
+        loom_plan_memory_stats(r->tr.plan, &res->train_memory);
+    }
+    if (r->val && (st = build(r, false, eb, &r->ev)) != LOOM_OK) return st;
+    loom_plan_memory m1 = res->train_memory, m2 = {0};
     if (r->ev.plan) loom_plan_memory_stats(r->ev.plan, &m2);
     res->peak_bytes = m1.arena_bytes + m1.persistent_bytes + m2.arena_bytes + m2.persistent_bytes;
-    res->train_memory = m1;
+    if (r->dyn) batch = 1;
     int maxb = batch > eb ? batch : eb;
-    int64_t classes = loom_tensor_dim(r->tr.logits, 1);
+    int64_t classes = r->dyn ? r->md.vocab : loom_tensor_dim(r->tr.logits, 1);
     r->xbuf = malloc((size_t)maxb * (size_t)r->T * sizeof *r->xbuf);
     r->ybuf = malloc((size_t)maxb * (size_t)r->T * sizeof *r->ybuf);
     r->logits = malloc((size_t)maxb * (size_t)(r->lm ? r->T : 1) * (size_t)classes * sizeof *r->logits);
     if (!r->xbuf || !r->ybuf || !r->logits) return loom__err(r->ctx, LOOM_ERR_OOM, "train: out of memory for batch buffers");
     loom_loader_desc lde = {.src = r->train, .batch = batch, .shuffle = true, .drop_last = true, .seed = d->run.seed,
                             .workers = d->data.workers, .prefetch = d->data.prefetch, .backend = r->be};
-    if ((st = loom_loader_create(r->ctx, &lde, &r->loader)) != LOOM_OK) return st;
+    if (!r->dyn && (st = loom_loader_create(r->ctx, &lde, &r->loader)) != LOOM_OK) return st;
     loom_train_observer o;
     if (d->log.csv && ((st = loom__csv_observer(r->ctx, d->log.csv, false, &o)) != LOOM_OK)) return st;
     if (d->log.csv) r->obs[r->nobs++] = o;
@@ -259,6 +324,11 @@ static loom_status setup(text_run *r, const char *train_path, const char *val_pa
 
 loom_status loom_text_train(loom_ctx *ctx, const loom_trainer_desc *desc, const char *train_path, const char *val_path,
                             loom_train_result *res) {
+    return loom_text_train_dyn(ctx, desc, NULL, train_path, val_path, res);
+}
+
+loom_status loom_text_train_dyn(loom_ctx *ctx, const loom_trainer_desc *desc, const loom_text_dyn_desc *dyn,
+                                const char *train_path, const char *val_path, loom_train_result *res) {
     memset(res, 0, sizeof *res);
     res->test_loss = res->test_acc = res->val_loss = res->val_acc = res->train_loss = NAN;
     if (!desc || !train_path || !loom_model_is_text(desc->model.net.arch))
@@ -268,6 +338,7 @@ loom_status loom_text_train(loom_ctx *ctx, const loom_trainer_desc *desc, const 
     if (d.run.epochs <= 0) d.run.epochs = 1;
     if (d.optim.sched.lr <= 0) d.optim.sched.lr = 0.01;
     r.d = &d;
+    r.dyn = dyn && dyn->token_budget > 0 ? dyn : NULL;
     loom_status st = setup(&r, train_path, val_path, res);
     if (st == LOOM_OK) st = run_epochs(&r, res);
     for (int i = 0; i < r.nobs; i++)
@@ -277,6 +348,9 @@ loom_status loom_text_train(loom_ctx *ctx, const loom_trainer_desc *desc, const 
     loom_plan_destroy(r.ev.plan), loom_graph_destroy(r.ev.g);
     loom_plan_destroy(r.tr.plan), loom_graph_destroy(r.tr.g);
     loom_optimizer_destroy(r.opt);
+    loom__dyn_destroy(r.dy);
+    loom_batches_free(&r.bt);
+    free(r.sizes);
     loom_backend_destroy(r.be);
     loom_source_destroy(r.train), loom_source_destroy(r.val);
     return st;

@@ -31,7 +31,11 @@
 #   5. cnn training samples/s: `loom train --backend cuda` vs
 #      bench/torch_train.py --device cuda (PyTorch eager), batch 64 and 256,
 #      SGD + momentum, f32 (train_loom_b64.log, train_torch_b64.log, ...)
-#   6. the rest of ctest (ctest.log), if time is left
+#   6. the guide's table for ResNet-50 (224x224 synthetic images, batch 24,
+#      epoch = 1281167 samples): `loom bench` on CUDA and, when the build has
+#      it (LOOM_GPU_VULKAN=ON builds it), Vulkan (bench_cuda.log, bench_vulkan.log
+#      and their .csv/.json)
+#   7. the rest of ctest (ctest.log), if time is left
 # Dry runs elsewhere: LOOM_GPU_BACKEND (default cuda) names the backend
 # checked, LOOM_GPU_SIZES the GEMM sizes, LOOM_GPU_STEPS the training steps.
 # summary.md gathers the numbers with the date, commit and GPU. Exit status:
@@ -120,7 +124,7 @@ if [ -z "$build" ] || [ ! -x "$build/loom" ]; then
     archs=${archs:-90-real}
     log "building into $build (CUDA architectures $archs, nvcc $nvcc)"
     phase build 420 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOM_CUDA=ON -DLOOM_OPENCL=OFF \
-        -DLOOM_VULKAN=OFF -DLOOM_TSAN_LOADER=OFF -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs" ||
+        -DLOOM_VULKAN=${LOOM_GPU_VULKAN:-OFF} -DLOOM_TSAN_LOADER=OFF -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs" ||
         { log "configure failed: see build.log"; exit 1; }
     phase build 420 cmake --build "$build" -j"$(nproc)" || { log "build failed: see build.log"; exit 1; }
 fi
@@ -184,7 +188,17 @@ else
     log "train: skipped: no Fashion-MNIST at $data"
 fi
 
-# ---- 6. the rest of ctest, with what time is left of 8 minutes ----
+# ---- 6. the guide's table, ResNet-50, on CUDA and Vulkan ----
+for bb in cuda vulkan; do
+    if grep -q "^backend $bb\$" "$out/info.log"; then
+        phase bench_$bb 150 "$loom" bench --model resnet50 --backend $bb --size 224 --batch 24 --steps 10 \
+            --epoch-size 1281167 --csv "$out/bench_$bb.csv" --json "$out/bench_$bb.json"
+    else
+        log "bench: $bb not in this build or not available: skipped"
+    fi
+done
+
+# ---- 7. the rest of ctest, with what time is left of 8 minutes ----
 left=$((470 - (SECONDS - t_checks)))
 if [ $left -gt 40 ]; then
     (cd "$build" && phase ctest $left ctest -E "test-opcheck|loader-tsan" --timeout $left)
@@ -233,6 +247,10 @@ for b in ("64", "256"):
     lo, to = res["loom"], res["torch"]
     ratio = f"{float(lo) / float(to):.2f}" if lo and to and float(to) > 0 else "-"
     L.append(f"| {b} | {lo or '-'} | {to or '-'} | {ratio} |")
+for bb in ("cuda", "vulkan"):
+    t = read(f"bench_{bb}.log").strip()
+    if t:
+        L += ["", f"## loom bench, ResNet-50 on {bb} (the guide's rows)", "", "```", t, "```"]
 ct = read("ctest.log")
 m = re.search(r"\d+% tests passed.*", ct)
 L += ["", "## ctest (without the op-check)", "- " + (m.group(0) if m else "not run or no summary (see ctest.log)")]
