@@ -220,4 +220,14 @@ loom_status loom__init_values(const loom_tensor *t, uint64_t seed, double *out);
 /* Device memory, defined by each backend. */
 typedef struct loom__buffer loom__buffer;
 
+/* A graph compiled in two segments (core/plan.c) so the host can act between
+ * them (data parallel: the gradient exchange between the backward pass and
+ * the optimizer's updates): head runs the nodes with ids below split and
+ * owns every persistent buffer; tail runs the rest and takes everything
+ * before it from head. What tail reads of head's results lives in buffers of
+ * its own, which loom__plan_io reads and writes (also inputs, parameters,
+ * states and kept tensors). Run head, then tail. Destroy tail first. */
+loom_status loom__plan_compile_split(loom_graph *g, loom_backend *be, int split, loom_plan **head, loom_plan **tail);
+loom_status loom__plan_io(loom_plan *p, const loom_tensor *t, void *data, size_t bytes, bool write);
+
 #endif

@@ -24,6 +24,7 @@ enum { MAXLIST = 129 };
 typedef struct cli {
     const char *data, *data_dir, *transform, *model, *amp, *backend, *sched, *optname, *monitor, *out_prefix;
     const char *save, *resume, *log_csv, *tensorboard, *init_from, *head;
+    const char *launcher; /* data parallel: auto|mpi|none */
     bool skip_bad, nesterov, profile, decay_all, anneal_linear, deterministic, frozen_16bit, reproducible, keep_last, quiet;
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
@@ -46,7 +47,7 @@ typedef struct cli {
 static void cli_defaults(cli *c) {
     memset(c, 0, sizeof *c);
     c->data = "fashion-mnist", c->backend = "auto", c->sched = "cosine", c->optname = "sgd", c->model = "cnn";
-    c->amp = "off", c->monitor = "val_loss", c->out_prefix = "lr-find";
+    c->amp = "off", c->monitor = "val_loss", c->out_prefix = "lr-find", c->launcher = "auto";
     c->lr = -1, c->momentum = -1, c->step_size = 1, c->gamma = 0.1, c->t0 = 1, c->t_mult = 1, c->dropout = -2;
     c->pct_start = 0.3, c->div_factor = 25, c->final_div = 1e4, c->power = 1, c->pl_factor = 0.1;
     c->pl_patience = 10, c->epochs = 1, c->batch = 64, c->accum = 1, c->seed = 1, c->eval_every = 1, c->prefetch = 2;
@@ -183,6 +184,9 @@ static const opt opts[] = {
          "run:\n"},
     {"--backend", O_STR, OFF(backend), .usage =
          "  --backend auto|cpu|...     (default auto: the fastest real device available)\n"},
+    {"--launcher", O_STR, OFF(launcher), .usage =
+         "  --launcher auto|mpi|none   data parallel: mpi = one rank of `mpirun -np N loom train ...` (--batch\n"
+         "                             per rank); auto = mpi when mpirun started this process (default auto)\n"},
     {"--threads", O_INT, OFF(threads), .imin = 1, .imax = 1024, .usage =
          "  --threads N                CPU threads (default: all cores)\n"},
     {"--workers", O_WORKERS, OFF(workers), .usage =
@@ -672,7 +676,7 @@ static int run_train(loom_ctx *ctx, const cli *c, const loom_trainer_desc *d, co
             fprintf(stderr, "loom train: --allow-nonfinite loads them\n");
         return 1;
     }
-    report(c, d, &r);
+    if (loom_dist_rank(d->run.dist) == 0) report(c, d, &r);
     return 0;
 }
 
@@ -709,6 +713,28 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
     return 0;
 }
 
+/* The process group (--launcher): one process, or a rank of an MPI job;
+ * ranks other than 0 print nothing but errors. -1 = go on, else the exit
+ * code. */
+static int open_dist(loom_ctx *ctx, cli *c, loom_dist **out) {
+    loom_dist_desc dd = {0};
+    if (!strcmp(c->launcher, "mpi")) dd.launcher = LOOM_DIST_MPI;
+    else if (!strcmp(c->launcher, "none")) dd.launcher = LOOM_DIST_NONE;
+    else if (strcmp(c->launcher, "auto")) return bad("bad value '%s' for %s (expected auto, mpi or none)", c->launcher, "--launcher");
+    if (loom_dist_create(ctx, &dd, out) != LOOM_OK) {
+        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
+        return 2;
+    }
+    if (loom_dist_world(*out) > 1 && loom_model_is_text(c->model)) {
+        fprintf(stderr, "loom train: %d processes (--launcher): data parallel is for the image models, not '%s'\n",
+                loom_dist_world(*out), c->model);
+        loom_dist_destroy(*out);
+        return 2;
+    }
+    if (loom_dist_rank(*out) != 0) c->quiet = true;
+    return -1;
+}
+
 static int run(int argc, char **argv, bool lrfind) {
     cli c;
     cli_defaults(&c);
@@ -719,6 +745,11 @@ static int run(int argc, char **argv, bool lrfind) {
     if (lrfind && loom_model_is_text(c.model)) return bad("lr-find is for mlp and cnn, not '%s'%s", c.model, "");
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
+    loom_dist *dist = NULL;
+    if ((rc = open_dist(ctx, &c, &dist)) >= 0) {
+        loom_ctx_destroy(ctx);
+        return rc;
+    }
     if (!lrfind && loom__train_resume_done(ctx, c.resume, c.epochs)) {
         loom_ctx_destroy(ctx);
         return 0;
@@ -734,6 +765,7 @@ static int run(int argc, char **argv, bool lrfind) {
         rc = loom__train_check_accum(c.accum, c.batch, c.max_steps, c.epochs, rd.train.n);
     if (rc >= 0) {
         loom__train_free_data(&rd);
+        loom_dist_destroy(dist);
         loom_ctx_destroy(ctx);
         return rc;
     }
@@ -741,6 +773,7 @@ static int run(int argc, char **argv, bool lrfind) {
     loom_plateau plateau = {0};
     ui u = {isatty(STDOUT_FILENO) != 0, c.quiet};
     fill_desc(&c, &ch, &rd, &d);
+    d.run.dist = dist;
     if (!text) fill_schedule(&c, &ch, rd.train.n, &d, &plateau);
     loom_train_observer lines = {.user = &u, .on_step = on_step, .on_epoch = on_epoch};
     d.log.observers = &lines, d.log.nobservers = 1;
@@ -752,6 +785,7 @@ static int run(int argc, char **argv, bool lrfind) {
     }
     rc = text ? run_text(ctx, &c, &ch, &d, &u) : lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
     loom__train_free_data(&rd);
+    loom_dist_destroy(dist);
     loom_ctx_destroy(ctx);
     return rc;
 }
