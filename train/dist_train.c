@@ -21,6 +21,7 @@ struct loom__dist_sync {
     size_t grad_total; /* elements of the gradients */
     float *buf;
     void *tmp;         /* one tensor's bytes in its own dtype */
+    float *all;        /* reproducible mode: every rank's buf, in rank order (world * total) */
 };
 
 bool loom__dist_active(const loom_trainer *t) { return loom_dist_world(t->d.run.dist) > 1; }
@@ -65,14 +66,16 @@ static loom_status sync_create(loom_trainer *t, struct loom__dist_sync **out) {
         }
         if (pass == 0) s->n_grads = s->n, s->grad_total = s->total;
     }
-    if (!(s->buf = malloc((s->total ? s->total : 1) * sizeof *s->buf)) || !(s->tmp = malloc(biggest)))
+    size_t all = t->d.run.backend_desc.reproducible ? s->total * (size_t)loom_dist_world(t->d.run.dist) : 0;
+    if (!(s->buf = malloc((s->total ? s->total : 1) * sizeof *s->buf)) || !(s->tmp = malloc(biggest)) ||
+        (all && !(s->all = malloc(all * sizeof *s->all))))
         return loom__err(t->ctx, LOOM_ERR_OOM, "dist: out of memory for %zu gradient values", s->total);
     return LOOM_OK;
 }
 
 static void sync_free(struct loom__dist_sync *s) {
     if (!s) return;
-    free(s->t), free(s->off), free(s->buf), free(s->tmp);
+    free(s->t), free(s->off), free(s->buf), free(s->tmp), free(s->all);
     free(s);
 }
 
@@ -112,6 +115,22 @@ loom_status loom__dist_broadcast_weights(loom_trainer *t) {
     return st;
 }
 
+/* Reproducible mode: the sum over the ranks in one fixed order on every
+ * rank, whatever MPI's reduction algorithm: every rank's values gathered,
+ * then t = v0; t = t + v1; ... in rank order (single f32 roundings, as
+ * core/repro.h folds its chunk sums). */
+static loom_status fold(loom_dist *d, struct loom__dist_sync *s, size_t total) {
+    const int world = loom_dist_world(d);
+    loom_status st = loom_dist_allgather(d, s->buf, total * sizeof *s->buf, s->all);
+    if (st != LOOM_OK) return st;
+    for (size_t k = 0; k < total; k++) {
+        float acc = s->all[k];
+        for (int r = 1; r < world; r++) acc = acc + s->all[(size_t)r * total + k];
+        s->buf[k] = acc;
+    }
+    return LOOM_OK;
+}
+
 /* Sum over the ranks and scale by 1 / world the first n tensors of the
  * exchange list, through the flat host buffer. */
 static loom_status exchange(loom_trainer *t, struct loom__dist_sync *s, int n, size_t total) {
@@ -122,7 +141,7 @@ static loom_status exchange(loom_trainer *t, struct loom__dist_sync *s, int n, s
         if ((st = loom__plan_io(t->tr.plan, x, s->tmp, loom__nbytes(x), false)) == LOOM_OK)
             loom_convert(s->tmp, x->dtype, s->buf + s->off[i], LOOM_F32, (size_t)loom_tensor_numel(x));
     }
-    if (st == LOOM_OK) st = loom_dist_allreduce_sum(d, s->buf, total, LOOM_F32);
+    if (st == LOOM_OK) st = s->all ? fold(d, s, total) : loom_dist_allreduce_sum(d, s->buf, total, LOOM_F32);
     if (st != LOOM_OK) return st;
     const float scale = 1.0f / (float)loom_dist_world(d);
     for (size_t k = 0; k < total; k++) s->buf[k] *= scale;
