@@ -169,11 +169,20 @@ typedef struct plan_work {
     int *def, *last;  /* execution position that defines / last reads each node */
     int *alias;       /* arena slot owner (in-place / view chains) */
     int lo, hi;       /* the nodes this plan runs: ids in [lo, hi) (the whole graph, or a segment) */
+    const int *bounds; /* segments: the first node of each segment after the first, nbounds of them */
+    int nbounds;
     arena_planner ap;
 } plan_work;
 
 static void work_free(plan_work *w) {
     free(w->needed), free(w->persistent), free(w->def), free(w->last), free(w->alias), free(w->ap.free);
+}
+
+/* The segment node id belongs to (0 without segments). */
+static int segment_of(const plan_work *w, int id) {
+    int s = 0;
+    while (s < w->nbounds && id >= w->bounds[s]) s++;
+    return s;
 }
 
 /* 1, 2: which nodes matter, and which get storage of their own. */
@@ -192,17 +201,17 @@ static void mark_needed(const loom_graph *g, plan_work *w) {
         if (!w->needed[i]) continue;
         if (is_leaf(t) || t->keep) w->persistent[view_root(t)->id] = true;
     }
-    /* segments: what a later segment reads of an earlier one outlives its
-     * plan's run (the first segment owns it); a later segment takes every
-     * node before it from the first one */
-    for (int i = 0; i < n; i++) {
+    /* segments: what a segment reads of an earlier one outlives its plan's
+     * run (the first segment owns it); a later segment takes every node
+     * before it from the first one */
+    for (int i = 0; w->nbounds && i < n; i++) {
         loom_tensor *t = g->nodes[i];
         if (!w->needed[i] || is_leaf(t)) continue;
-        if (w->lo > 0 && i < w->lo) w->persistent[view_root(t)->id] = true;
-        if (i < w->hi) continue;
+        if (i < w->lo) w->persistent[view_root(t)->id] = true;
+        int si = segment_of(w, i);
         for (int k = 0; k < t->nsrc; k++) {
             const loom_tensor *r = view_root(t->src[k]);
-            if (r->id < w->hi && !is_leaf(r)) w->persistent[r->id] = true;
+            if (!is_leaf(r) && segment_of(w, r->id) != si) w->persistent[r->id] = true;
         }
     }
 }
@@ -326,10 +335,9 @@ static loom_status place_memory(loom_plan *p, plan_work *w, bool no_reuse) {
     return LOOM_OK;
 }
 
-/* The plan of the graph's nodes with ids in [lo, hi) (lo 0 and hi n: the
- * whole graph). */
-static loom_status compile_range(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, int lo, int hi,
-                                 loom_plan **out) {
+/* The plan of segment seg of the graph (nbounds 0: the whole graph). */
+static loom_status compile_range(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, const int *bounds,
+                                 int nbounds, int seg, loom_plan **out) {
     *out = NULL;
     if (!g || !be) return LOOM_ERR_INVALID_ARG;
     loom_ctx *ctx = g->ctx;
@@ -347,8 +355,10 @@ static loom_status compile_range(loom_graph *g, loom_backend *be, const loom_pla
         .def = malloc((size_t)n * sizeof(int)),
         .last = malloc((size_t)n * sizeof(int)),
         .alias = malloc((size_t)n * sizeof(int)),
-        .lo = lo,
-        .hi = hi,
+        .lo = seg > 0 ? bounds[seg - 1] : 0,
+        .hi = seg < nbounds ? bounds[seg] : n,
+        .bounds = bounds,
+        .nbounds = nbounds,
     };
     if (p) {
         p->g = g, p->be = be, p->ctx = ctx, p->share = d.share, p->n_nodes = n;
@@ -382,20 +392,21 @@ static loom_status compile_range(loom_graph *g, loom_backend *be, const loom_pla
 loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out) {
     *out = NULL;
     if (!g || !be) return LOOM_ERR_INVALID_ARG;
-    return compile_range(g, be, desc, 0, g->n, out);
+    return compile_range(g, be, desc, NULL, 0, 0, out);
 }
 
-loom_status loom__plan_compile_split(loom_graph *g, loom_backend *be, int split, loom_plan **head, loom_plan **tail) {
-    *head = *tail = NULL;
-    if (!g || !be) return LOOM_ERR_INVALID_ARG;
-    if (split <= 0 || split >= g->n)
-        return loom__err(g->ctx, LOOM_ERR_INVALID_ARG, "plan: split at node %d of a graph of %d nodes", split, g->n);
-    loom_status st = compile_range(g, be, NULL, 0, split, head);
-    if (st == LOOM_OK) st = compile_range(g, be, &(loom_plan_desc){.share = *head}, split, g->n, tail);
-    if (st != LOOM_OK) {
-        loom_plan_destroy(*head);
-        *head = NULL;
-    }
+loom_status loom__plan_compile_segments(loom_graph *g, loom_backend *be, const int *bounds, int nbounds, loom_plan **plans) {
+    if (!g || !be || nbounds < 1) return LOOM_ERR_INVALID_ARG;
+    for (int s = 0; s <= nbounds; s++) plans[s] = NULL;
+    for (int s = 0; s < nbounds; s++)
+        if (bounds[s] <= (s ? bounds[s - 1] : 0) || bounds[s] >= g->n)
+            return loom__err(g->ctx, LOOM_ERR_INVALID_ARG, "plan: segment %d starts at node %d of %d (bounds must increase "
+                             "inside the graph)", s + 1, bounds[s], g->n);
+    loom_status st = LOOM_OK;
+    for (int s = 0; s <= nbounds && st == LOOM_OK; s++)
+        st = compile_range(g, be, s ? &(loom_plan_desc){.share = plans[0]} : NULL, bounds, nbounds, s, &plans[s]);
+    if (st != LOOM_OK)
+        for (int s = nbounds; s >= 0; s--) loom_plan_destroy(plans[s]), plans[s] = NULL;
     return st;
 }
 

@@ -6,8 +6,9 @@
  * dist-*): the mlp trained on a synthetic data set with N ranks of batch B
  *  - has bitwise identical weights on every rank after every step;
  *  - equals (rank 0 trains the reference) one process with batch N*B, within
- *    1e-5 relative per tensor (SGD with momentum; AdamW with gradient
- *    accumulation 2);
+ *    1e-5 relative per tensor (SGD with momentum; Nesterov with clipping and
+ *    4 KiB gradient buckets, i.e. the backward pass cut in several segments;
+ *    AdamW with gradient accumulation 2 and 8 KiB buckets);
  * With -r the same in reproducible mode (the ranks' gradients are summed in
  * rank order on every rank; docs/data-parallel.md says why the result is not
  * bitwise equal to one process).
@@ -76,6 +77,7 @@ typedef struct run_cfg {
     const char *name;
     loom_optimizer_desc opt;
     double lr;
+    size_t bucket_bytes; /* 0 = the default (the mlp's gradients fit one bucket) */
 } run_cfg;
 
 static loom_trainer_desc desc_for(const run_cfg *cfg, const char *backend, bool repro, loom_dataset *ds, int batch,
@@ -86,6 +88,7 @@ static loom_trainer_desc desc_for(const run_cfg *cfg, const char *backend, bool 
                            .run = {.backend = backend, .epochs = 1, .max_steps = STEPS, .seed = 7, .dist = dist}};
     d.run.backend_desc.reproducible = repro;
     d.run.backend_desc.threads = 1;
+    d.run.dist_bucket_bytes = cfg->bucket_bytes;
     d.data.train = ds;
     return d;
 }
@@ -183,7 +186,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-r")) repro = true;
     }
     loom_ctx *ctx;
-    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+    /* TEST_DIST_DEBUG=1: the library's debug log (the buckets and segments of each trainer) */
+    loom_ctx_desc cd = {.log_level = getenv("TEST_DIST_DEBUG") ? LOOM_LOG_DEBUG : 0};
+    if (loom_ctx_create(&cd, &ctx) != LOOM_OK) return 1;
     loom_dist *dist = NULL;
     CHECK_OK(ctx, loom_dist_create(ctx, NULL, &dist));
     if (!dist) return tu_summary();
@@ -198,9 +203,12 @@ int main(int argc, char **argv) {
     if (loom_dist_world(dist) == 1) {
         single_process(ctx, dist);
     } else {
-        run_cfg sgd = {"sgd-momentum", {.momentum = 0.9}, 0.05};
-        run_cfg adamw = {"adamw-accum2", {.kind = LOOM_OPT_ADAMW, .weight_decay = 0.01, .grad_accum = 2}, 2e-4};
+        run_cfg sgd = {"sgd-momentum", {.momentum = 0.9}, 0.05, 0};
+        run_cfg adamw = {"adamw-accum2-buckets8k", {.kind = LOOM_OPT_ADAMW, .weight_decay = 0.01, .grad_accum = 2}, 2e-4, 8192};
+        run_cfg small = {"sgd-clip-buckets4k", {.momentum = 0.9, .nesterov = true, .clip_grad_norm = 0.5}, 0.05, 4096};
+        if (repro) small.opt.clip_grad_norm = 0; /* no canonical kernel for the clip coefficient */
         equivalence(ctx, dist, &sgd, backend, repro, &ds);
+        equivalence(ctx, dist, &small, backend, repro, &ds);
         equivalence(ctx, dist, &adamw, backend, repro, &ds);
     }
     free(ds.pixels), free(ds.labels);

@@ -36,6 +36,7 @@ typedef struct cli {
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
+    double bucket_mb; /* data parallel: gradient bucket size in MiB; 0 = the library's default */
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones;
     const char *freeze[MAXLIST], *init_map[2 * MAXLIST];
@@ -187,6 +188,9 @@ static const opt opts[] = {
     {"--launcher", O_STR, OFF(launcher), .usage =
          "  --launcher auto|mpi|none   data parallel: mpi = one rank of `mpirun -np N loom train ...` (--batch\n"
          "                             per rank); auto = mpi when mpirun started this process (default auto)\n"},
+    {"--bucket-mb", O_DBL_GT, OFF(bucket_mb), .lo = 0, .hi = 1 << 20, .usage =
+         "  --bucket-mb F              data parallel: gradient bucket size in MiB (default 25; the first\n"
+         "                             bucket at most 1)\n"},
     {"--threads", O_INT, OFF(threads), .imin = 1, .imax = 1024, .usage =
          "  --threads N                CPU threads (default: all cores)\n"},
     {"--workers", O_WORKERS, OFF(workers), .usage =
@@ -538,6 +542,7 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     r->keep_last = c->keep_last;
     r->profile = c->profile;
     r->allow_nonfinite = c->allow_nonfinite;
+    r->dist_bucket_bytes = (size_t)(c->bucket_mb * (1 << 20));
     d->log.csv = c->log_csv;
     d->log.tensorboard_dir = c->tensorboard;
 }

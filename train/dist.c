@@ -166,6 +166,53 @@ loom_status loom_dist_allreduce_sum(loom_dist *d, void *data, size_t count, loom
     return LOOM_OK;
 }
 
+#ifdef LOOM_HAVE_MPI
+struct loom_dist_request {
+    int n;
+    MPI_Request r[]; /* one per chunk of at most MPI_CHUNK elements */
+};
+#endif
+
+loom_status loom_dist_iallreduce_sum(loom_dist *d, void *data, size_t count, loom_dtype dt, loom_dist_request **req) {
+    *req = NULL;
+    if (dt != LOOM_F32 && dt != LOOM_F64 && dt != LOOM_I32) return loom_dist_allreduce_sum(d, data, count, dt);
+#ifdef LOOM_HAVE_MPI
+    if (d && d->mpi && d->world > 1) {
+        MPI_Datatype t = dt == LOOM_F32 ? MPI_FLOAT : dt == LOOM_F64 ? MPI_DOUBLE : MPI_INT32_T;
+        size_t es = loom_dtype_size(dt), chunks = count ? (count + MPI_CHUNK - 1) / MPI_CHUNK : 0;
+        loom_dist_request *q = malloc(sizeof *q + (chunks ? chunks : 1) * sizeof(MPI_Request));
+        if (!q) return loom__err(d->ctx, LOOM_ERR_OOM, "dist: out of memory");
+        q->n = 0;
+        for (size_t off = 0; off < count; off += MPI_CHUNK) {
+            size_t n = count - off < MPI_CHUNK ? count - off : MPI_CHUNK;
+            int rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)data + off * es, (int)n, t, MPI_SUM, MPI_COMM_WORLD, &q->r[q->n]);
+            if (rc != MPI_SUCCESS) {
+                loom_dist_wait(d, q);
+                return mpi_err(d, rc, "MPI_Iallreduce");
+            }
+            q->n++;
+        }
+        *req = q;
+    }
+#else
+    (void)data, (void)count;
+#endif
+    return LOOM_OK;
+}
+
+loom_status loom_dist_wait(loom_dist *d, loom_dist_request *req) {
+    if (!req) return LOOM_OK;
+    loom_status st = LOOM_OK;
+#ifdef LOOM_HAVE_MPI
+    int rc = req->n ? MPI_Waitall(req->n, req->r, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) st = mpi_err(d, rc, "MPI_Waitall");
+#else
+    (void)d;
+#endif
+    free(req);
+    return st;
+}
+
 loom_status loom_dist_allgather(loom_dist *d, const void *send, size_t bytes, void *recv) {
 #ifdef LOOM_HAVE_MPI
     if (d && d->mpi && d->world > 1) {

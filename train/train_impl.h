@@ -78,9 +78,8 @@ struct loom_trainer {
     loom_early_stop stopper;
     loom__snapshot best;
     loom_train_result res;
-    /* data parallel (train/dist_train.c): the training plan's second segment
-     * (the optimizer's updates; tr.plan is the first) and the exchange list */
-    loom_plan *dist_tail;
+    /* data parallel (train/dist_train.c): the training plan's segments after
+     * the first (tr.plan), the gradient buckets and their host staging */
     struct loom__dist_sync *dist_sync;
 };
 
@@ -99,10 +98,10 @@ loom_status loom__check_diverged(loom_trainer *t);
 
 /* Data parallel (train/dist_train.c). Active: run.dist has more than one
  * process. The training graph's seed of this rank (dropout differs per rank;
- * rank 0 keeps seed). Compile tr.plan (in two segments when active: split is
- * the optimizer's first node). Broadcast rank 0's parameters, states and
- * counters. One training step's plan run(s), with the gradient exchange
- * between the segments. */
+ * rank 0 keeps seed). Compile tr.plan (in segments when active: one per
+ * gradient bucket, then the optimizer's updates from split, its first
+ * node). Broadcast rank 0's parameters, states and counters. One training
+ * step's plan runs, with the bucket exchanges between the segments. */
 bool loom__dist_active(const loom_trainer *t);
 uint64_t loom__dist_seed(uint64_t seed, const loom_dist *d);
 loom_status loom__dist_compile(loom_trainer *t, int split);

@@ -68,6 +68,14 @@ loom_status loom_dist_broadcast(loom_dist *d, void *data, size_t bytes, int root
  * MPI's: the result is the same on every rank, but not necessarily equal
  * bit for bit to a sum in another order (see loom_dist_allgather). */
 loom_status loom_dist_allreduce_sum(loom_dist *d, void *data, size_t count, loom_dtype dt);
+/* A collective in flight (loom_dist_iallreduce_sum). */
+typedef struct loom_dist_request loom_dist_request;
+/* Start the sum of loom_dist_allreduce_sum without waiting for it (MPI_Iallreduce):
+ * data must stay untouched until loom_dist_wait(*req). *req is NULL when
+ * there is nothing to wait for (one process). */
+loom_status loom_dist_iallreduce_sum(loom_dist *d, void *data, size_t count, loom_dtype dt, loom_dist_request **req);
+/* Wait for req to complete, then free it (NULL: nothing to wait for). */
+loom_status loom_dist_wait(loom_dist *d, loom_dist_request *req);
 /* Every rank's `bytes` bytes of send, in rank order, into recv (world *
  * bytes): the building block of sums in a fixed order. */
 loom_status loom_dist_allgather(loom_dist *d, const void *send, size_t bytes, void *recv);

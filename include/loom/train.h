@@ -242,6 +242,11 @@ typedef struct loom_train_run {
      * (with grad_accum, on the last micro-batch only); dropout draws per rank;
      * only rank 0 writes save_path, log.csv and log.tensorboard_dir. */
     loom_dist *dist;
+    /* Data parallel: gradients are exchanged in buckets of about this many
+     * bytes (f32), each started as soon as the backward pass has produced
+     * it, while the rest of the pass runs; the first bucket (the last
+     * layers' gradients) holds at most 1 MiB. 0 = 25 MiB. */
+    size_t dist_bucket_bytes;
 } loom_train_run;
 
 /* Who follows the run. */
