@@ -37,6 +37,7 @@ typedef struct cli {
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
     double bucket_mb; /* data parallel: gradient bucket size in MiB; 0 = the library's default */
+    double dist_timeout; /* data parallel: seconds a collective may take; 0 = the library's default */
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones;
     const char *freeze[MAXLIST], *init_map[2 * MAXLIST];
@@ -191,6 +192,9 @@ static const opt opts[] = {
     {"--bucket-mb", O_DBL_GT, OFF(bucket_mb), .lo = 0, .hi = 1 << 20, .usage =
          "  --bucket-mb F              data parallel: gradient bucket size in MiB (default 25; the first\n"
          "                             bucket at most 1)\n"},
+    {"--dist-timeout", O_DBL_GT, OFF(dist_timeout), .lo = 0, .hi = 1e9, .usage =
+         "  --dist-timeout S           data parallel: a rank waiting S seconds for the others (one died or\n"
+         "                             stalls) ends the job with an error (default 300)\n"},
     {"--threads", O_INT, OFF(threads), .imin = 1, .imax = 1024, .usage =
          "  --threads N                CPU threads (default: all cores)\n"},
     {"--workers", O_WORKERS, OFF(workers), .usage =
@@ -722,7 +726,7 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
  * ranks other than 0 print nothing but errors. -1 = go on, else the exit
  * code. */
 static int open_dist(loom_ctx *ctx, cli *c, loom_dist **out) {
-    loom_dist_desc dd = {0};
+    loom_dist_desc dd = {.timeout_s = c->dist_timeout};
     if (!strcmp(c->launcher, "mpi")) dd.launcher = LOOM_DIST_MPI;
     else if (!strcmp(c->launcher, "none")) dd.launcher = LOOM_DIST_NONE;
     else if (strcmp(c->launcher, "auto")) return bad("bad value '%s' for %s (expected auto, mpi or none)", c->launcher, "--launcher");
@@ -789,6 +793,11 @@ static int run(int argc, char **argv, bool lrfind) {
         if (!u.quiet) printf("backend %s (auto: %s)\n", d.run.backend, why);
     }
     rc = text ? run_text(ctx, &c, &ch, &d, &u) : lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
+    if (rc != 0 && loom_dist_world(dist) > 1) { /* the other ranks would wait for this one: end the job */
+        fprintf(stderr, "loom train: rank %d of %d failed: ending the job\n", loom_dist_rank(dist), loom_dist_world(dist));
+        fflush(stdout), fflush(stderr);
+        loom_dist_abort(dist, rc);
+    }
     loom__train_free_data(&rd);
     loom_dist_destroy(dist);
     loom_ctx_destroy(ctx);

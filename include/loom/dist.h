@@ -38,6 +38,10 @@ typedef enum loom_dist_launcher {
 /* Zero is default for every field. */
 typedef struct loom_dist_desc {
     loom_dist_launcher launcher; /* see loom_dist_launcher; 0 = AUTO */
+    /* A collective that has not completed after this many seconds fails
+     * with LOOM_ERR_BACKEND ("a rank died or stalls") instead of waiting
+     * forever; 0 = 300; < 0 = no limit. */
+    double timeout_s;
 } loom_dist_desc;
 
 /* A process group. */
@@ -57,6 +61,10 @@ int loom_dist_world(const loom_dist *d);
 int loom_dist_local_rank(const loom_dist *d);
 /* The processes on this rank's host (NULL: 1). */
 int loom_dist_local_world(const loom_dist *d);
+/* End every process of the job now with exit code `code` (MPI_Abort): for
+ * a program whose rank failed, so the others do not wait for it. One
+ * process: returns (the caller exits). */
+void loom_dist_abort(loom_dist *d, int code);
 /* The transport's name ("mpi" or "none"; static). */
 const char *loom_dist_transport(const loom_dist *d);
 /* Wait for every rank. */
