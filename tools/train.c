@@ -16,6 +16,7 @@
 #include "loom/text.h"
 #include "cli_num.h"
 #include "train_data.h"
+#include "train_dist.h"
 #include "train_text.h"
 
 enum { MAXLIST = 129 };
@@ -722,28 +723,6 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
     return 0;
 }
 
-/* The process group (--launcher): one process, or a rank of an MPI job;
- * ranks other than 0 print nothing but errors. -1 = go on, else the exit
- * code. */
-static int open_dist(loom_ctx *ctx, cli *c, loom_dist **out) {
-    loom_dist_desc dd = {.timeout_s = c->dist_timeout};
-    if (!strcmp(c->launcher, "mpi")) dd.launcher = LOOM_DIST_MPI;
-    else if (!strcmp(c->launcher, "none")) dd.launcher = LOOM_DIST_NONE;
-    else if (strcmp(c->launcher, "auto")) return bad("bad value '%s' for %s (expected auto, mpi or none)", c->launcher, "--launcher");
-    if (loom_dist_create(ctx, &dd, out) != LOOM_OK) {
-        fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
-        return 2;
-    }
-    if (loom_dist_world(*out) > 1 && loom_model_is_text(c->model)) {
-        fprintf(stderr, "loom train: %d processes (--launcher): data parallel is for the image models, not '%s'\n",
-                loom_dist_world(*out), c->model);
-        loom_dist_destroy(*out);
-        return 2;
-    }
-    if (loom_dist_rank(*out) != 0) c->quiet = true;
-    return -1;
-}
-
 static int run(int argc, char **argv, bool lrfind) {
     cli c;
     cli_defaults(&c);
@@ -755,7 +734,7 @@ static int run(int argc, char **argv, bool lrfind) {
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
     loom_dist *dist = NULL;
-    if ((rc = open_dist(ctx, &c, &dist)) >= 0) {
+    if ((rc = loom__train_open_dist(ctx, c.launcher, c.dist_timeout, c.model, &c.quiet, &dist)) >= 0) {
         loom_ctx_destroy(ctx);
         return rc;
     }
@@ -793,11 +772,7 @@ static int run(int argc, char **argv, bool lrfind) {
         if (!u.quiet) printf("backend %s (auto: %s)\n", d.run.backend, why);
     }
     rc = text ? run_text(ctx, &c, &ch, &d, &u) : lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
-    if (rc != 0 && loom_dist_world(dist) > 1) { /* the other ranks would wait for this one: end the job */
-        fprintf(stderr, "loom train: rank %d of %d failed: ending the job\n", loom_dist_rank(dist), loom_dist_world(dist));
-        fflush(stdout), fflush(stderr);
-        loom_dist_abort(dist, rc);
-    }
+    loom__train_end_dist(dist, rc);
     loom__train_free_data(&rd);
     loom_dist_destroy(dist);
     loom_ctx_destroy(ctx);
