@@ -169,6 +169,12 @@ static void single_process(loom_ctx *ctx, loom_dist *dist) {
     CHECK_OK(ctx, loom_dist_allgather(dist, v, sizeof v, g));
     CHECK(!memcmp(g, v, sizeof v), "one process: all-gather copies");
     CHECK_OK(ctx, loom_dist_barrier(dist));
+    loom_dist_request *q = NULL;
+    bool done = false;
+    CHECK_OK(ctx, loom_dist_iallreduce_sum(dist, v, 3, LOOM_F32, &q));
+    CHECK_OK(ctx, loom_dist_test(dist, q, &done));
+    CHECK(done && v[0] == 1, "one process: a started all-reduce is complete at once");
+    CHECK_OK(ctx, loom_dist_wait(dist, q));
     if (!loom_dist_mpi_built()) {
         loom_dist *m = NULL;
         loom_status st = loom_dist_create(ctx, &(loom_dist_desc){.launcher = LOOM_DIST_MPI}, &m);

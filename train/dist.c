@@ -238,6 +238,22 @@ loom_status loom_dist_iallreduce_sum(loom_dist *d, void *data, size_t count, loo
     return LOOM_OK;
 }
 
+loom_status loom_dist_test(loom_dist *d, loom_dist_request *req, bool *done) {
+    *done = true;
+    if (!req) return LOOM_OK;
+#ifdef LOOM_HAVE_MPI
+    int flag = 1;
+    if (req->n) {
+        int rc = MPI_Testall(req->n, req->r, &flag, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_err(d, rc, "MPI_Testall");
+    }
+    *done = flag != 0;
+#else
+    (void)d;
+#endif
+    return LOOM_OK;
+}
+
 loom_status loom_dist_wait(loom_dist *d, loom_dist_request *req) {
     if (!req) return LOOM_OK;
     loom_status st = LOOM_OK;

@@ -231,11 +231,16 @@ static loom_status finish(loom_trainer *t, struct loom__dist_sync *s, bucket *k)
     return st;
 }
 
-/* Start the buckets that become ready after segment seg (-1: before the first). */
+/* Start the buckets that become ready after segment seg (-1: before the
+ * first), and let MPI move the ones in flight (it progresses them only
+ * inside MPI calls). */
 static loom_status start_ready(loom_trainer *t, struct loom__dist_sync *s, int seg) {
     loom_status st = LOOM_OK;
-    for (int k = 0; k < s->nb && st == LOOM_OK; k++)
+    for (int k = 0; k < s->nb && st == LOOM_OK; k++) {
+        bool done;
         if (s->b[k].after == seg) st = start(t, s, &s->b[k]);
+        else if (s->b[k].req) st = loom_dist_test(t->d.run.dist, s->b[k].req, &done);
+    }
     return st;
 }
 

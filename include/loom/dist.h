@@ -82,6 +82,10 @@ typedef struct loom_dist_request loom_dist_request;
  * data must stay untouched until loom_dist_wait(*req). *req is NULL when
  * there is nothing to wait for (one process). */
 loom_status loom_dist_iallreduce_sum(loom_dist *d, void *data, size_t count, loom_dtype dt, loom_dist_request **req);
+/* Let MPI progress req without waiting (it moves data only inside MPI
+ * calls): *done receives whether it has completed; req stays valid until
+ * loom_dist_wait. NULL: done. */
+loom_status loom_dist_test(loom_dist *d, loom_dist_request *req, bool *done);
 /* Wait for req to complete, then free it (NULL: nothing to wait for). */
 loom_status loom_dist_wait(loom_dist *d, loom_dist_request *req);
 /* Every rank's `bytes` bytes of send, in rank order, into recv (world *
