@@ -739,6 +739,7 @@ static int run(int argc, char **argv, bool lrfind) {
         return rc;
     }
     if (!lrfind && loom__train_resume_done(ctx, c.resume, c.epochs)) {
+        loom_dist_destroy(dist);
         loom_ctx_destroy(ctx);
         return 0;
     }
