@@ -220,4 +220,16 @@ loom_status loom__init_values(const loom_tensor *t, uint64_t seed, double *out);
 /* Device memory, defined by each backend. */
 typedef struct loom__buffer loom__buffer;
 
+/* A graph compiled in segments (core/plan.c) so the host can act between
+ * them (data parallel: gradient exchanges during the backward pass and
+ * before the optimizer's updates). bounds: the first node id of each
+ * segment after the first (nbounds >= 1, increasing); plans receives
+ * nbounds + 1 plans, run in order for one step. plans[0] owns every
+ * persistent buffer; the others take everything outside their range from
+ * it. What a segment reads of an earlier one lives in buffers of its own,
+ * which loom__plan_io on plans[0] reads and writes (also inputs,
+ * parameters, states and kept tensors). Destroy plans[0] last. */
+loom_status loom__plan_compile_segments(loom_graph *g, loom_backend *be, const int *bounds, int nbounds, loom_plan **plans);
+loom_status loom__plan_io(loom_plan *p, const loom_tensor *t, void *data, size_t bytes, bool write);
+
 #endif

@@ -81,6 +81,10 @@ static size_t planner_alloc(arena_planner *ap, size_t size, size_t *peak) {
 /* ---- compile ---- */
 static loom_status alloc_persistent(loom_plan *p, loom_tensor *t) {
     loom_backend *be = p->be;
+    if (p->share && p->share->g == p->g) { /* a later segment of the same graph: the first one owns it */
+        p->addr[t->id] = p->share->addr[t->id];
+        return LOOM_OK;
+    }
     if (p->share && (t->leaf == LOOM__PARAM || t->leaf == LOOM__STATE)) {
         const loom_graph *sg = p->share->g;
         for (int i = 0; i < sg->n; i++) {
@@ -164,11 +168,21 @@ typedef struct plan_work {
     bool *persistent; /* leaves and kept tensors (a kept view keeps its root) */
     int *def, *last;  /* execution position that defines / last reads each node */
     int *alias;       /* arena slot owner (in-place / view chains) */
+    int lo, hi;       /* the nodes this plan runs: ids in [lo, hi) (the whole graph, or a segment) */
+    const int *bounds; /* segments: the first node of each segment after the first, nbounds of them */
+    int nbounds;
     arena_planner ap;
 } plan_work;
 
 static void work_free(plan_work *w) {
     free(w->needed), free(w->persistent), free(w->def), free(w->last), free(w->alias), free(w->ap.free);
+}
+
+/* The segment node id belongs to (0 without segments). */
+static int segment_of(const plan_work *w, int id) {
+    int s = 0;
+    while (s < w->nbounds && id >= w->bounds[s]) s++;
+    return s;
 }
 
 /* 1, 2: which nodes matter, and which get storage of their own. */
@@ -187,6 +201,19 @@ static void mark_needed(const loom_graph *g, plan_work *w) {
         if (!w->needed[i]) continue;
         if (is_leaf(t) || t->keep) w->persistent[view_root(t)->id] = true;
     }
+    /* segments: what a segment reads of an earlier one outlives its plan's
+     * run (the first segment owns it); a later segment takes every node
+     * before it from the first one */
+    for (int i = 0; w->nbounds && i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (!w->needed[i] || is_leaf(t)) continue;
+        if (i < w->lo) w->persistent[view_root(t)->id] = true;
+        int si = segment_of(w, i);
+        for (int k = 0; k < t->nsrc; k++) {
+            const loom_tensor *r = view_root(t->src[k]);
+            if (!is_leaf(r) && segment_of(w, r->id) != si) w->persistent[r->id] = true;
+        }
+    }
 }
 
 /* 3: execution order, support checks, liveness, and the bytes of saved
@@ -197,7 +224,7 @@ static loom_status order_and_liveness(loom_plan *p, plan_work *w) {
     for (int i = 0; i < n; i++) w->def[i] = w->last[i] = -1, w->alias[i] = i;
     for (int i = 0; i < n; i++) {
         loom_tensor *t = g->nodes[i];
-        if (!w->needed[i] || is_leaf(t)) continue;
+        if (!w->needed[i] || is_leaf(t) || i < w->lo || i >= w->hi) continue;
         bool view = loom__ops[t->op].flags & LOOM__OPF_VIEW;
         int pos = p->n_exec;
         if (!view) {
@@ -308,7 +335,9 @@ static loom_status place_memory(loom_plan *p, plan_work *w, bool no_reuse) {
     return LOOM_OK;
 }
 
-loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out) {
+/* The plan of segment seg of the graph (nbounds 0: the whole graph). */
+static loom_status compile_range(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, const int *bounds,
+                                 int nbounds, int seg, loom_plan **out) {
     *out = NULL;
     if (!g || !be) return LOOM_ERR_INVALID_ARG;
     loom_ctx *ctx = g->ctx;
@@ -326,6 +355,10 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
         .def = malloc((size_t)n * sizeof(int)),
         .last = malloc((size_t)n * sizeof(int)),
         .alias = malloc((size_t)n * sizeof(int)),
+        .lo = seg > 0 ? bounds[seg - 1] : 0,
+        .hi = seg < nbounds ? bounds[seg] : n,
+        .bounds = bounds,
+        .nbounds = nbounds,
     };
     if (p) {
         p->g = g, p->be = be, p->ctx = ctx, p->share = d.share, p->n_nodes = n;
@@ -354,6 +387,40 @@ loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_d
     if (d.share) ((loom_plan *)d.share)->shared_by++; /* loom__plan_rebind refuses its params/states */
     *out = p;
     return LOOM_OK;
+}
+
+loom_status loom_plan_compile(loom_graph *g, loom_backend *be, const loom_plan_desc *desc, loom_plan **out) {
+    *out = NULL;
+    if (!g || !be) return LOOM_ERR_INVALID_ARG;
+    return compile_range(g, be, desc, NULL, 0, 0, out);
+}
+
+loom_status loom__plan_compile_segments(loom_graph *g, loom_backend *be, const int *bounds, int nbounds, loom_plan **plans) {
+    if (!g || !be || nbounds < 1) return LOOM_ERR_INVALID_ARG;
+    for (int s = 0; s <= nbounds; s++) plans[s] = NULL;
+    for (int s = 0; s < nbounds; s++)
+        if (bounds[s] <= (s ? bounds[s - 1] : 0) || bounds[s] >= g->n)
+            return loom__err(g->ctx, LOOM_ERR_INVALID_ARG, "plan: segment %d starts at node %d of %d (bounds must increase "
+                             "inside the graph)", s + 1, bounds[s], g->n);
+    loom_status st = LOOM_OK;
+    for (int s = 0; s <= nbounds && st == LOOM_OK; s++)
+        st = compile_range(g, be, s ? &(loom_plan_desc){.share = plans[0]} : NULL, bounds, nbounds, s, &plans[s]);
+    if (st != LOOM_OK)
+        for (int s = nbounds; s >= 0; s--) loom_plan_destroy(plans[s]), plans[s] = NULL;
+    return st;
+}
+
+loom_status loom__plan_io(loom_plan *p, const loom_tensor *t, void *data, size_t bytes, bool write) {
+    const loom_tensor *r = t && t->g == p->g ? view_root(t) : NULL;
+    if (!r || !p->addr[r->id].buf || p->addr[r->id].buf == p->arena)
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "plan io: '%s' has no storage of its own in this plan",
+                         t ? t->name : "(null)");
+    if (bytes != loom__nbytes(t))
+        return loom__err(p->ctx, LOOM_ERR_INVALID_ARG, "plan io: '%s' holds %zu bytes, %zu given", t->name,
+                         loom__nbytes(t), bytes);
+    loom__addr a = p->addr[t->id];
+    return write ? p->be->vt->buffer_write(p->be, a.buf, a.off, data, bytes)
+                 : p->be->vt->buffer_read(p->be, a.buf, a.off, data, bytes);
 }
 
 void loom_plan_destroy(loom_plan *p) {

@@ -16,6 +16,7 @@
 #include "loom/text.h"
 #include "cli_num.h"
 #include "train_data.h"
+#include "train_dist.h"
 #include "train_text.h"
 
 enum { MAXLIST = 129 };
@@ -24,6 +25,7 @@ enum { MAXLIST = 129 };
 typedef struct cli {
     const char *data, *data_dir, *transform, *model, *amp, *backend, *sched, *optname, *monitor, *out_prefix;
     const char *save, *resume, *log_csv, *tensorboard, *init_from, *head;
+    const char *launcher; /* data parallel: auto|mpi|none */
     bool skip_bad, nesterov, profile, decay_all, anneal_linear, deterministic, frozen_16bit, reproducible, keep_last, quiet;
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
@@ -36,6 +38,8 @@ typedef struct cli {
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
+    double bucket_mb; /* data parallel: gradient bucket size in MiB; 0 = the library's default */
+    double dist_timeout; /* data parallel: seconds a collective may take; 0 = the library's default */
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones;
     const char *freeze[MAXLIST], *init_map[2 * MAXLIST];
@@ -47,7 +51,7 @@ typedef struct cli {
 static void cli_defaults(cli *c) {
     memset(c, 0, sizeof *c);
     c->data = "fashion-mnist", c->backend = "auto", c->sched = "cosine", c->optname = "sgd", c->model = "cnn";
-    c->amp = "off", c->monitor = "val_loss", c->out_prefix = "lr-find";
+    c->amp = "off", c->monitor = "val_loss", c->out_prefix = "lr-find", c->launcher = "auto";
     c->lr = -1, c->momentum = -1, c->step_size = 1, c->gamma = 0.1, c->t0 = 1, c->t_mult = 1, c->dropout = -2;
     c->pct_start = 0.3, c->div_factor = 25, c->final_div = 1e4, c->power = 1, c->pl_factor = 0.1;
     c->pl_patience = 10, c->epochs = 1, c->batch = 64, c->accum = 1, c->seed = 1, c->eval_every = 1, c->prefetch = 2;
@@ -191,6 +195,15 @@ static const opt opts[] = {
          "run:\n"},
     {"--backend", O_STR, OFF(backend), .usage =
          "  --backend auto|cpu|...     (default auto: the fastest real device available)\n"},
+    {"--launcher", O_STR, OFF(launcher), .usage =
+         "  --launcher auto|mpi|none   data parallel: mpi = one rank of `mpirun -np N loom train ...` (--batch\n"
+         "                             per rank); auto = mpi when mpirun started this process (default auto)\n"},
+    {"--bucket-mb", O_DBL_GT, OFF(bucket_mb), .lo = 0, .hi = 1 << 20, .usage =
+         "  --bucket-mb F              data parallel: gradient bucket size in MiB (default 25; the first\n"
+         "                             bucket at most 1)\n"},
+    {"--dist-timeout", O_DBL_GT, OFF(dist_timeout), .lo = 0, .hi = 1e9, .usage =
+         "  --dist-timeout S           data parallel: a rank waiting S seconds for the others (one died or\n"
+         "                             stalls) ends the job with an error (default 300)\n"},
     {"--threads", O_INT, OFF(threads), .imin = 1, .imax = 1024, .usage =
          "  --threads N                CPU threads (default: all cores)\n"},
     {"--workers", O_WORKERS, OFF(workers), .usage =
@@ -542,6 +555,7 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     r->keep_last = c->keep_last;
     r->profile = c->profile;
     r->allow_nonfinite = c->allow_nonfinite;
+    r->dist_bucket_bytes = (size_t)(c->bucket_mb * (1 << 20));
     d->log.csv = c->log_csv;
     d->log.tensorboard_dir = c->tensorboard;
 }
@@ -680,7 +694,7 @@ static int run_train(loom_ctx *ctx, const cli *c, const loom_trainer_desc *d, co
             fprintf(stderr, "loom train: --allow-nonfinite loads them\n");
         return 1;
     }
-    report(c, d, &r);
+    if (loom_dist_rank(d->run.dist) == 0) report(c, d, &r);
     return 0;
 }
 
@@ -733,7 +747,13 @@ static int run(int argc, char **argv, bool lrfind) {
     if (lrfind && loom_model_is_text(c.model)) return bad("lr-find is for mlp and cnn, not '%s'%s", c.model, "");
     loom_ctx *ctx;
     if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
+    loom_dist *dist = NULL;
+    if ((rc = loom__train_open_dist(ctx, c.launcher, c.dist_timeout, c.model, &c.quiet, &dist)) >= 0) {
+        loom_ctx_destroy(ctx);
+        return rc;
+    }
     if (!lrfind && loom__train_resume_done(ctx, c.resume, c.epochs)) {
+        loom_dist_destroy(dist);
         loom_ctx_destroy(ctx);
         return 0;
     }
@@ -748,6 +768,7 @@ static int run(int argc, char **argv, bool lrfind) {
         rc = loom__train_check_accum(c.accum, c.batch, c.max_steps, c.epochs, rd.train.n);
     if (rc >= 0) {
         loom__train_free_data(&rd);
+        loom_dist_destroy(dist);
         loom_ctx_destroy(ctx);
         return rc;
     }
@@ -755,6 +776,7 @@ static int run(int argc, char **argv, bool lrfind) {
     loom_plateau plateau = {0};
     ui u = {isatty(STDOUT_FILENO) != 0, c.quiet};
     fill_desc(&c, &ch, &rd, &d);
+    d.run.dist = dist;
     if (!text) fill_schedule(&c, &ch, rd.train.n, &d, &plateau);
     loom_train_observer lines = {.user = &u, .on_step = on_step, .on_epoch = on_epoch};
     d.log.observers = &lines, d.log.nobservers = 1;
@@ -765,7 +787,9 @@ static int run(int argc, char **argv, bool lrfind) {
         if (!u.quiet) printf("backend %s (auto: %s)\n", d.run.backend, why);
     }
     rc = text ? run_text(ctx, &c, &ch, &d, &u) : lrfind ? run_lr_find(ctx, &c, &d, &u) : run_train(ctx, &c, &d, &rd, &u);
+    loom__train_end_dist(dist, rc);
     loom__train_free_data(&rd);
+    loom_dist_destroy(dist);
     loom_ctx_destroy(ctx);
     return rc;
 }

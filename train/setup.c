@@ -120,7 +120,8 @@ static loom_status make_split(loom_trainer *t) {
 static loom_status build_graph(loom_trainer *t, bool train, int batch, loom__model_graph *m) {
     const loom_trainer_desc *d = &t->d;
     const loom_dataset *ds = d->data.train;
-    loom_status st = loom_graph_create(t->ctx, &(loom_graph_desc){.seed = d->run.seed}, &m->g);
+    uint64_t seed = train ? loom__dist_seed(d->run.seed, d->run.dist) : d->run.seed; /* dropout per rank */
+    loom_status st = loom_graph_create(t->ctx, &(loom_graph_desc){.seed = seed}, &m->g);
     if (st != LOOM_OK) return st;
     m->batch = batch;
     m->x = loom_input(m->g, "x", LOOM_F32, 4, (int64_t[]){batch, ds->c, ds->h, ds->w});
@@ -246,11 +247,12 @@ static loom_status build_plans(loom_trainer *t) {
         res->frozen_16bit = loom__autocast_frozen_lowp(t->tr.g, NULL, &res->frozen_16bit_saved_bytes);
     }
     if ((st = loom_backward(t->tr.g, t->tr.scaled_loss)) != LOOM_OK) return st;
+    int split = t->tr.g->n; /* the optimizer's first node: data parallel exchanges gradients before it */
     if ((st = loom_optimizer_create(t->tr.g, &d->optim.opt, &t->opt)) != LOOM_OK) return st;
     loom_optimizer_decay_counts(t->opt, &res->decayed, &res->not_decayed);
     res->trained = loom_optimizer_param_count(t->opt);
     res->head_params = t->hr.head;
-    if ((st = loom_plan_compile(t->tr.g, t->be, NULL, &t->tr.plan)) != LOOM_OK) return st;
+    if ((st = loom__dist_compile(t, split)) != LOOM_OK) return st;
     if (d->run.profile && (st = loom_plan_set_profiling(t->tr.plan, true)) != LOOM_OK) return st;
     const loom_dataset *test = d->data.test, *val = d->data.val;
     int64_t eval_n = test ? test->n : 0;
@@ -323,6 +325,7 @@ static loom_status open_data(loom_trainer *t) {
     if (!dd->train_source && (st = loom_source_wrap(t->ctx, ds, &t->tsrc)) != LOOM_OK) return st;
     loom_loader_desc lde = {.src = dd->train_source ? dd->train_source : t->tsrc, .batch = dd->batch, .shuffle = true,
                             .drop_last = true, .seed = t->d.run.seed, .workers = dd->workers, .prefetch = dd->prefetch,
+                            .rank = loom_dist_rank(t->d.run.dist), .world = loom_dist_world(t->d.run.dist),
                             .mean = &dd->mean, .std = &dd->std, .nstat = 1, .backend = t->be,
                             .steps = dd->train_source ? dd->train_steps : NULL,
                             .nsteps = dd->train_source ? dd->train_nsteps : 0};
@@ -376,6 +379,8 @@ loom_status loom_trainer_create(loom_ctx *ctx, const loom_trainer_desc *desc, lo
     if (!t) return loom__err(ctx, LOOM_ERR_OOM, "train: out of memory for the trainer");
     t->ctx = ctx;
     t->d = *desc;
+    if (loom_dist_rank(desc->run.dist) != 0) /* only rank 0 writes checkpoints and logs */
+        t->d.run.save_path = NULL, t->d.log.csv = NULL, t->d.log.tensorboard_dir = NULL;
     loom_status st;
     if ((st = resolve_desc(ctx, &t->d, &t->md)) != LOOM_OK || (st = open_resume(t)) != LOOM_OK ||
         (st = make_split(t)) != LOOM_OK) {
@@ -383,7 +388,8 @@ loom_status loom_trainer_create(loom_ctx *ctx, const loom_trainer_desc *desc, lo
         return st;
     }
     t->res.val_n = t->d.data.val ? t->d.data.val->n : 0;
-    if ((st = build_plans(t)) != LOOM_OK || (st = load_weights(t)) != LOOM_OK || (st = open_data(t)) != LOOM_OK ||
+    if ((st = build_plans(t)) != LOOM_OK || (st = load_weights(t)) != LOOM_OK ||
+        (st = loom__dist_broadcast_weights(t)) != LOOM_OK || (st = open_data(t)) != LOOM_OK ||
         (st = start_run(t)) != LOOM_OK) {
         loom_trainer_destroy(t);
         return st;
@@ -409,6 +415,7 @@ void loom_trainer_destroy(loom_trainer *t) {
     loom_source_destroy(t->tsrc);
     free(t->xbuf), free(t->ybuf), free(t->logits);
     free_graph(&t->ev);
+    loom__dist_free(t);
     free_graph(&t->tr);
     loom_optimizer_destroy(t->opt);
     loom_backend_destroy(t->be);

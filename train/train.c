@@ -143,7 +143,7 @@ loom_status loom_trainer_step(loom_trainer *t, loom_step_result *out) {
     loom_plan *plan = t->tr.plan;
     if ((st = loom_plan_write(plan, t->tr.x, lb.x, (size_t)batch * t->per * sizeof *lb.x)) != LOOM_OK ||
         (st = loom_plan_write(plan, t->tr.y, lb.y, (size_t)batch * sizeof *lb.y)) != LOOM_OK ||
-        (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom_plan_run(plan)) != LOOM_OK ||
+        (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom__train_run(t)) != LOOM_OK ||
         (st = loom_plan_read(plan, t->tr.stats, sv, sizeof sv)) != LOOM_OK)
         return st;
     float l = sv[0];

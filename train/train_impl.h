@@ -78,6 +78,9 @@ struct loom_trainer {
     loom_early_stop stopper;
     loom__snapshot best;
     loom_train_result res;
+    /* data parallel (train/dist_train.c): the training plan's segments after
+     * the first (tr.plan), the gradient buckets and their host staging */
+    struct loom__dist_sync *dist_sync;
 };
 
 /* The built-in observers, attached by loom_trainer_create: the CSV log
@@ -92,5 +95,18 @@ loom_status loom__write_whole(loom_ctx *ctx, const char *path, FILE *mem, char *
 /* The divergence stop at an epoch's end (train/diverge.c): an error naming
  * the epoch, step, LR and the first parameter or state that is not finite. */
 loom_status loom__check_diverged(loom_trainer *t);
+
+/* Data parallel (train/dist_train.c). Active: run.dist has more than one
+ * process. The training graph's seed of this rank (dropout differs per rank;
+ * rank 0 keeps seed). Compile tr.plan (in segments when active: one per
+ * gradient bucket, then the optimizer's updates from split, its first
+ * node). Broadcast rank 0's parameters, states and counters. One training
+ * step's plan runs, with the bucket exchanges between the segments. */
+bool loom__dist_active(const loom_trainer *t);
+uint64_t loom__dist_seed(uint64_t seed, const loom_dist *d);
+loom_status loom__dist_compile(loom_trainer *t, int split);
+loom_status loom__dist_broadcast_weights(loom_trainer *t);
+loom_status loom__train_run(loom_trainer *t);
+void loom__dist_free(loom_trainer *t);
 
 #endif

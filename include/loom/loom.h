@@ -16,6 +16,7 @@
 #include "shard.h"
 #include "loader.h"
 #include "optim.h"
+#include "dist.h"
 #include "checkpoint.h"
 #include "nn.h"
 

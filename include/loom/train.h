@@ -50,6 +50,7 @@
 
 #include "checkpoint.h"
 #include "data.h"
+#include "dist.h"
 #include "loader.h"
 #include "nn.h"
 #include "optim.h"
@@ -233,6 +234,19 @@ typedef struct loom_train_run {
     bool profile;                  /* time every op of the training step (result.profile) */
     bool allow_nonfinite;          /* load transfer.init_from and resume_path even when they hold NaN or
                                       infinite values (loom_checkpoint_load_desc.allow_nonfinite) */
+    /* Data parallel (loom/dist.h): this process's group; NULL or one process
+     * = not distributed. data.batch is then the batch of each rank (the global
+     * batch is world times it); the training set is sharded per epoch
+     * (loom_sampler_desc.rank); rank 0's initial (or resumed) weights are
+     * broadcast; gradients are averaged over the ranks before each update
+     * (with grad_accum, on the last micro-batch only); dropout draws per rank;
+     * only rank 0 writes save_path, log.csv and log.tensorboard_dir. */
+    loom_dist *dist;
+    /* Data parallel: gradients are exchanged in buckets of about this many
+     * bytes (f32), each started as soon as the backward pass has produced
+     * it, while the rest of the pass runs; the first bucket (the last
+     * layers' gradients) holds at most 1 MiB. 0 = 25 MiB. */
+    size_t dist_bucket_bytes;
 } loom_train_run;
 
 /* Who follows the run. */
