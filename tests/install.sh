@@ -134,7 +134,8 @@ tr -s " \n" "  " < "$tmp/nocomp.log" | grep -q "without the no_such_backend back
 echo "install: a missing backend component is refused by name"
 
 # examples/neural-texture: a Vulkan application built against the installed package,
-# trained while it renders, headless, under the validation layer (any message fails)
+# trained while it renders, headless, under the validation layer (any message fails);
+# then with --window under xvfb-run when it was built with GLFW
 if grep -q vulkan <<< "$(sed -n 's/^set(loom_BACKENDS \(.*\))/\1/p' "$(find "$prefix" -name loomConfig.cmake | head -1)")" &&
     command -v glslangValidator > /dev/null && [ -f /usr/include/stb/stb_image_write.h ]; then
     cmake -S "$src/examples/neural-texture" -B "$tmp/nt" -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/nt.log" 2>&1 &&
@@ -146,6 +147,21 @@ if grep -q vulkan <<< "$(sed -n 's/^set(loom_BACKENDS \(.*\))/\1/p' "$(find "$pr
     [ $rc -eq 77 ] && echo "install: neural-texture skipped (no Vulkan device)"
     [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "neural-texture (exit $rc)"
     [ $rc -eq 77 ] || echo "install: neural-texture trained while rendering, PSNR >= 25 dB, no validation message"
+    # --window: the same loop presenting target | reconstruction through a swapchain,
+    # on a virtual X display, under the validation layer
+    if [ $rc -eq 0 ] && ! grep -q '^NT_WINDOW:INTERNAL=ON' "$tmp/nt/CMakeCache.txt"; then
+        echo "install: neural-texture --window skipped (built without GLFW: libglfw3-dev)"
+    elif [ $rc -eq 0 ] && ! command -v xvfb-run > /dev/null; then
+        echo "install: neural-texture --window skipped (no xvfb-run: apt install xvfb xauth)"
+    elif [ $rc -eq 0 ]; then
+        rc=0
+        (cd "$tmp" && MESA_SHADER_CACHE_DIR="$tmp/cache" LD_LIBRARY_PATH=$libdir xvfb-run -a "$tmp/nt/neural-texture" \
+            --window --validation --frames 24 --every 12 --out "$tmp/nt-window") > "$tmp/ntw.out" 2>&1 || rc=$?
+        cat "$tmp/ntw.out"
+        [ $rc -eq 0 ] || fail "neural-texture --window (exit $rc)"
+        grep -q "^window: 2[0-9] frames presented" "$tmp/ntw.out" || fail "neural-texture --window presented too few frames"
+        echo "install: neural-texture --window presented its frames under xvfb, no validation message"
+    fi
 else
     echo "install: neural-texture skipped (needs the vulkan component, glslangValidator and libstb-dev)"
 fi
