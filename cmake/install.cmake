@@ -131,5 +131,26 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "train neural networks on any GPU (library
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
+# Depends: what libloom.so and bin/loom record as NEEDED (dpkg-shlibdeps):
+# libc, libstdc++, zlib, OpenBLAS, the JPEG libraries; never a GPU API. The
+# backends open their libraries at run time (Vulkan: libvulkan.so.1; OpenCL:
+# libOpenCL.so.1; CUDA: the static runtime opens libcuda.so.1, cuBLAS is
+# opened by loom), so those are Recommends (the ICD loaders) and Suggests
+# (drivers, cuBLAS): without them the backend reports what is missing.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(_loom_recommends "")
+set(_loom_suggests "")
+if(LOOM_BACKENDS_BUILT MATCHES "vulkan")
+  list(APPEND _loom_recommends "libvulkan1")
+  list(APPEND _loom_suggests "mesa-vulkan-drivers | vulkan-icd")
+endif()
+if(LOOM_BACKENDS_BUILT MATCHES "opencl")
+  list(APPEND _loom_recommends "ocl-icd-libopencl1 | libopencl1")
+  list(APPEND _loom_suggests "pocl-opencl-icd | opencl-icd")
+endif()
+if(LOOM_BACKENDS_BUILT MATCHES "cuda")
+  list(APPEND _loom_suggests "libcublas-${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
+endif()
+string(REPLACE ";" ", " CPACK_DEBIAN_PACKAGE_RECOMMENDS "${_loom_recommends}")
+string(REPLACE ";" ", " CPACK_DEBIAN_PACKAGE_SUGGESTS "${_loom_suggests}")
 include(CPack)

@@ -12,8 +12,11 @@
 # library whose compile options are its own: the top level's
 # add_compile_options (-Wall, -Werror, sanitizers) are gcc flags that nvcc
 # rejects; the host compiler gets the equivalent warnings through -Xcompiler.
-# The objects land in `loom`, which then links cudart, cuBLAS (and cuBLASLt)
-# and libstdc++ (nvcc's host code is C++).
+# The objects land in `loom`, which then links the CUDA runtime statically
+# (libcudart_static.a, which opens the driver libcuda.so.1 at run time) and
+# libstdc++ (nvcc's host code is C++). cuBLAS is opened at run time
+# (backends/cuda/blas.cu): libloom.so has no NEEDED entry for any CUDA
+# library, so it loads on machines without the toolkit or the driver.
 #
 # C++20 by an explicit -std=c++20 (CMake 3.25 has no CUDA20 dialect flag
 # for nvcc, so CMAKE_CUDA_STANDARD is not used). Kernels are compiled without FMA contraction (--fmad=false) and with IEEE
@@ -55,9 +58,8 @@ endif()
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
   set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual" CACHE STRING "CUDA architectures (loom default: sm_80, sm_90 + PTX)")
 endif()
-# the shared runtime for every target (CMake's default for CUDA-linked
-# executables is the static one, which would be linked beside libcudart.so)
-set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+# the static runtime, linked explicitly below (CUDA::cudart_static)
+set(CMAKE_CUDA_RUNTIME_LIBRARY None)
 enable_language(CUDA)
 
 # the toolkit next to that nvcc
@@ -67,11 +69,12 @@ if(NOT CUDAToolkit_ROOT)
   set(CUDAToolkit_ROOT ${LOOM_CUDA_ROOT})
 endif()
 find_package(CUDAToolkit QUIET)
-if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart OR NOT TARGET CUDA::cublas)
+find_path(LOOM_CUBLAS_INCLUDE cublas_v2.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${LOOM_CUDA_ROOT}/include)
+if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static OR NOT LOOM_CUBLAS_INCLUDE)
   if(LOOM_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "LOOM_CUDA=ON: nvcc ${CMAKE_CUDA_COMPILER} found, but not the CUDA toolkit libraries (cudart, cuBLAS)")
+    message(FATAL_ERROR "LOOM_CUDA=ON: nvcc ${CMAKE_CUDA_COMPILER} found, but not the CUDA toolkit (static cudart, cuBLAS headers)")
   endif()
-  message(STATUS "loom: CUDA backend: not built (toolkit libraries cudart/cuBLAS not found next to ${CMAKE_CUDA_COMPILER})")
+  message(STATUS "loom: CUDA backend: not built (toolkit: static cudart / cuBLAS headers not found next to ${CMAKE_CUDA_COMPILER})")
   return()
 endif()
 
@@ -93,15 +96,11 @@ endif()
 if(LOOM_WERROR)
   target_compile_options(loom_cuda PRIVATE -Werror=all-warnings -Xcompiler=-Werror)
 endif()
-target_include_directories(loom_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core)
+target_include_directories(loom_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core
+  ${CUDAToolkit_INCLUDE_DIRS} ${LOOM_CUBLAS_INCLUDE})
 target_compile_definitions(loom_cuda PRIVATE LOOM_HAVE_CUDA=1)
-target_link_libraries(loom_cuda PRIVATE CUDA::cudart CUDA::cublas)
 set_target_properties(loom_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON CUDA_SEPARABLE_COMPILATION OFF)
 
-set(LOOM_CUDA_LIBS CUDA::cudart CUDA::cublas)
-if(TARGET CUDA::cublasLt)
-  list(APPEND LOOM_CUDA_LIBS CUDA::cublasLt)
-endif()
 set(LOOM_CUDA_CUDNN "cuDNN headers not found")
 if(LOOM_CUDNN_INCLUDE)
   target_compile_definitions(loom_cuda PRIVATE LOOM_CUDNN_HEADERS=1)
@@ -111,9 +110,9 @@ endif()
 target_link_libraries(loom PRIVATE loom_cuda)
 # `loom` was created before enable_language(CUDA): its CUDA_ARCHITECTURES is empty
 set_property(TARGET loom PROPERTY CUDA_ARCHITECTURES ${CMAKE_CUDA_ARCHITECTURES})
-set_property(TARGET loom loom_cuda PROPERTY CUDA_RUNTIME_LIBRARY Shared)
-target_link_libraries(loom PUBLIC ${LOOM_CUDA_LIBS} stdc++ ${CMAKE_DL_LIBS})
+set_property(TARGET loom loom_cuda PROPERTY CUDA_RUNTIME_LIBRARY None)
+target_link_libraries(loom PUBLIC CUDA::cudart_static stdc++ ${CMAKE_DL_LIBS})
 target_compile_definitions(loom PRIVATE LOOM_HAVE_CUDA=1)
 set(LOOM_CUDA_BUILT ON)
 message(STATUS "loom: CUDA backend: built (CUDA ${CUDAToolkit_VERSION}, ${CMAKE_CUDA_COMPILER}, "
-               "architectures ${CMAKE_CUDA_ARCHITECTURES}, cuBLAS, ${LOOM_CUDA_CUDNN})")
+               "architectures ${CMAKE_CUDA_ARCHITECTURES}, static cudart, cuBLAS opened at run time, ${LOOM_CUDA_CUDNN})")

@@ -75,6 +75,54 @@ extern "C" {
 #include "../../core/backend_impl.h"
 }
 
+/* cuBLAS is opened at run time (blas.cu), so libloom has no NEEDED entry for
+ * it and runs where it is absent; the CUDA runtime is linked statically and
+ * itself opens the driver (libcuda.so.1). Every cuBLAS entry point the
+ * backend calls is listed here, by its exported symbol (cublas_v2.h maps
+ * cublasCreate to cublasCreate_v2 etc.) and its function type; after this
+ * header a call such as cublasCreate(&h) goes through the table
+ * loom__cublas. A new cuBLAS call: add its line. */
+#define LOOM__CUBLAS_FNS(X)                                                                                         \
+    X(cublasCreate_v2, cublasStatus_t(cublasHandle_t *))                                                            \
+    X(cublasDestroy_v2, cublasStatus_t(cublasHandle_t))                                                             \
+    X(cublasGetVersion_v2, cublasStatus_t(cublasHandle_t, int *))                                                   \
+    X(cublasSetStream_v2, cublasStatus_t(cublasHandle_t, cudaStream_t))                                             \
+    X(cublasSetPointerMode_v2, cublasStatus_t(cublasHandle_t, cublasPointerMode_t))                                 \
+    X(cublasSetMathMode, cublasStatus_t(cublasHandle_t, cublasMath_t))                                              \
+    X(cublasSetAtomicsMode, cublasStatus_t(cublasHandle_t, cublasAtomicsMode_t))                                    \
+    X(cublasSetWorkspace_v2, cublasStatus_t(cublasHandle_t, void *, size_t))                                        \
+    X(cublasGemmStridedBatchedEx,                                                                                   \
+      cublasStatus_t(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *, \
+                     cudaDataType, int, long long, const void *, cudaDataType, int, long long, const void *, void *,  \
+                     cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t))
+
+template <typename F> using loom__fn_ptr = F *;
+struct loom__cublas_fns {
+#define LOOM__CUBLAS_MEMBER(name, type) loom__fn_ptr<type> name;
+    LOOM__CUBLAS_FNS(LOOM__CUBLAS_MEMBER)
+#undef LOOM__CUBLAS_MEMBER
+};
+extern loom__cublas_fns loom__cublas;
+/* Open cuBLAS once (LOOM_CUBLAS_LIBRARY, else libcublas.so.<the major
+ * version built against>) and fill loom__cublas. False, with *why naming the
+ * library and what is missing, when it cannot be loaded. */
+bool loom__cublas_load(const char **why);
+/* The NVIDIA driver library (libcuda.so.1) can be opened; false, with *why
+ * naming it, when not. */
+bool loom__cu_driver_present(const char **why);
+
+#ifndef LOOM__CUBLAS_NO_REDIRECT /* blas.cu sees the real declarations */
+#define cublasCreate_v2 loom__cublas.cublasCreate_v2
+#define cublasDestroy_v2 loom__cublas.cublasDestroy_v2
+#define cublasGetVersion_v2 loom__cublas.cublasGetVersion_v2
+#define cublasSetStream_v2 loom__cublas.cublasSetStream_v2
+#define cublasSetPointerMode_v2 loom__cublas.cublasSetPointerMode_v2
+#define cublasSetMathMode loom__cublas.cublasSetMathMode
+#define cublasSetAtomicsMode loom__cublas.cublasSetAtomicsMode
+#define cublasSetWorkspace_v2 loom__cublas.cublasSetWorkspace_v2
+#define cublasGemmStridedBatchedEx loom__cublas.cublasGemmStridedBatchedEx
+#endif
+
 /* bf16 storage: the raw 16 bits (rounding in common.cuh, as core/dtype.c) */
 struct loom__bf16 {
     uint16_t u;

@@ -2,10 +2,14 @@
  * capability query, available() and describe() for `loom info`, and the
  * error names used by LOOM_CU_CHECK / LOOM_CUBLAS_CHECK.
  *
- * Probing: cudaGetDeviceCount. Without a driver (no libcuda.so.1) it returns
- * cudaErrorInsufficientDriver (35) or cudaErrorNoDevice (100); available()
- * is then false with "CUDA: built, no device (<reason>)", and nothing else
- * of the backend is called.
+ * Probing: the driver library libcuda.so.1 and cuBLAS (opened at run time,
+ * blas.cu) must load, then cudaGetDeviceCount must find a device (it returns
+ * cudaErrorInsufficientDriver (35) or cudaErrorNoDevice (100) when the
+ * driver cannot serve it). Otherwise available() is false with the reason,
+ * naming the missing library ("CUDA: built, no NVIDIA driver (libcuda.so.1
+ * ...)", "CUDA: built, but cuBLAS could not be loaded: libcublas.so.13 ..."),
+ * create fails with the same text, and nothing else of the backend is
+ * called.
  *
  * Device numbering: the CUDA ordinal ("1"), as CUDA_VISIBLE_DEVICES leaves
  * them. The index comes from desc->device (> 0), else the environment
@@ -56,6 +60,7 @@ loom_status loom__cublas_fail(loom_ctx *ctx, cublasStatus_t e, const char *call,
 /* The device count, or -1 with *why set. */
 static int device_count(const char **why) {
     static char msg[256];
+    if (!loom__cu_driver_present(why) || !loom__cublas_load(why)) return -1;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {

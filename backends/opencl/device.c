@@ -1,6 +1,8 @@
 /* backends/opencl/device.c — OpenCL platform and device selection, the
  * capability query, available() and describe() for `loom info`, and the
- * error-code names used by LOOM_CL_CHECK.
+ * error-code names used by LOOM_CL_CHECK. Each entry point first opens the
+ * ICD loader (loader.c); when it cannot, available() is false and create
+ * fails, both with the message naming the library.
  *
  * Device numbering: a flat index over every device of every platform, in
  * platform order ("2"), or "P:D" (platform P, its device D). The index comes
@@ -71,6 +73,7 @@ static void list_devices(devlist *l) {
 
 bool loom__cl_available(loom_ctx *ctx, const char **why) {
     (void)ctx;
+    if (!loom__cl_load(why)) return false;
     devlist l;
     list_devices(&l);
     if (l.err != CL_SUCCESS) {
@@ -125,6 +128,7 @@ static int pick(const devlist *l, const char *spec, char *msg, size_t n) {
 
 bool loom__cl_is_gpu(loom_ctx *ctx) {
     (void)ctx;
+    if (!loom__cl_load(NULL)) return false;
     devlist l;
     list_devices(&l);
     if (l.err != CL_SUCCESS || l.n == 0) return false;
@@ -164,6 +168,8 @@ static void query(loom__cl *cl) {
 }
 
 loom_status loom__cl_open(loom__cl *cl, const loom_backend_desc *desc) {
+    const char *why = NULL;
+    if (!loom__cl_load(&why)) return loom__err(cl->ctx, LOOM_ERR_UNSUPPORTED, "opencl: %s", why);
     devlist l;
     list_devices(&l);
     if (l.err != CL_SUCCESS || l.n == 0)

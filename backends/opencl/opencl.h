@@ -5,8 +5,8 @@
  *          records per node), the op host-function type loom__cl_fn, the
  *          argument and launch helpers, and the op table loom__cl_kernels.
  *
- * Files: device.c (platform/device selection, capabilities, available,
- * describe), program.c (programs from the embedded kernels/<name>.cl, one per
+ * Files: loader.c (the ICD loader, opened at run time), device.c
+ * (platform/device selection, capabilities, available, describe), program.c (programs from the embedded kernels/<name>.cl, one per
  * storage dtype, binary cache on disk), memory.c (buffers, pinned host
  * memory), dispatch.c (vtable, plan prepare/run, profiling, the run-time error
  * slots), ops/<family>.c (host side of each op), kernels/<family>.cl.
@@ -61,8 +61,68 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
 #include <CL/cl.h>
+#include <CL/cl_icd.h> /* cl_api_<name>: the function pointer types */
 
 #include "../../core/backend_impl.h"
+
+/* The OpenCL ICD loader is opened at run time (loader.c), so libloom has no
+ * NEEDED entry for libOpenCL and runs where it is absent. Every OpenCL entry
+ * point the backend calls is listed here; after this header a call such as
+ * clFinish(q) goes through the table loom__clf, filled by loom__cl_load. A
+ * new OpenCL call: add it to the list and to the redirects below. */
+#define LOOM__CL_FNS(X)                                                                                             \
+    X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext)               \
+    X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clFinish) X(clCreateBuffer)             \
+    X(clReleaseMemObject) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer) X(clEnqueueFillBuffer)                    \
+    X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource) X(clCreateProgramWithBinary)     \
+    X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel)           \
+    X(clGetKernelInfo) X(clGetKernelWorkGroupInfo) X(clSetKernelArg) X(clReleaseKernel) X(clEnqueueNDRangeKernel)  \
+    X(clWaitForEvents) X(clGetEventProfilingInfo) X(clReleaseEvent)
+
+typedef struct loom__cl_fns {
+#define LOOM__CL_MEMBER(name) cl_api_##name name;
+    LOOM__CL_FNS(LOOM__CL_MEMBER)
+#undef LOOM__CL_MEMBER
+} loom__cl_fns;
+extern loom__cl_fns loom__clf;
+/* Open the ICD loader once (LOOM_OPENCL_LIBRARY, else libOpenCL.so.1) and
+ * fill loom__clf. False, with *why naming the library and what is missing,
+ * when it cannot be loaded. */
+bool loom__cl_load(const char **why);
+
+#ifndef LOOM__CL_NO_REDIRECT /* loader.c */
+#define clGetPlatformIDs loom__clf.clGetPlatformIDs
+#define clGetPlatformInfo loom__clf.clGetPlatformInfo
+#define clGetDeviceIDs loom__clf.clGetDeviceIDs
+#define clGetDeviceInfo loom__clf.clGetDeviceInfo
+#define clCreateContext loom__clf.clCreateContext
+#define clReleaseContext loom__clf.clReleaseContext
+#define clCreateCommandQueue loom__clf.clCreateCommandQueue
+#define clReleaseCommandQueue loom__clf.clReleaseCommandQueue
+#define clFinish loom__clf.clFinish
+#define clCreateBuffer loom__clf.clCreateBuffer
+#define clReleaseMemObject loom__clf.clReleaseMemObject
+#define clEnqueueReadBuffer loom__clf.clEnqueueReadBuffer
+#define clEnqueueWriteBuffer loom__clf.clEnqueueWriteBuffer
+#define clEnqueueFillBuffer loom__clf.clEnqueueFillBuffer
+#define clEnqueueMapBuffer loom__clf.clEnqueueMapBuffer
+#define clEnqueueUnmapMemObject loom__clf.clEnqueueUnmapMemObject
+#define clCreateProgramWithSource loom__clf.clCreateProgramWithSource
+#define clCreateProgramWithBinary loom__clf.clCreateProgramWithBinary
+#define clBuildProgram loom__clf.clBuildProgram
+#define clGetProgramInfo loom__clf.clGetProgramInfo
+#define clGetProgramBuildInfo loom__clf.clGetProgramBuildInfo
+#define clReleaseProgram loom__clf.clReleaseProgram
+#define clCreateKernel loom__clf.clCreateKernel
+#define clGetKernelInfo loom__clf.clGetKernelInfo
+#define clGetKernelWorkGroupInfo loom__clf.clGetKernelWorkGroupInfo
+#define clSetKernelArg loom__clf.clSetKernelArg
+#define clReleaseKernel loom__clf.clReleaseKernel
+#define clEnqueueNDRangeKernel loom__clf.clEnqueueNDRangeKernel
+#define clWaitForEvents loom__clf.clWaitForEvents
+#define clGetEventProfilingInfo loom__clf.clGetEventProfilingInfo
+#define clReleaseEvent loom__clf.clReleaseEvent
+#endif
 
 /* Programs: one per storage dtype of the output. */
 enum { LOOM__CL_P_F32, LOOM__CL_P_F16, LOOM__CL_P_BF16, LOOM__CL_NPROG };

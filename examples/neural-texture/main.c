@@ -8,10 +8,14 @@
  * draws the network's picture with its own compute shader, which reads the
  * weights straight from loom's parameter buffers. Every --every frames it
  * prints the PSNR of the reconstruction and writes a PNG of
- * target | reconstruction | error. Headless (offscreen) only.
+ * target | reconstruction | error. Headless (offscreen) by default; with
+ * --window (when built with GLFW) it also shows target | reconstruction in a
+ * window each frame (window.c), with the same training loop; closing the
+ * window ends the run early.
  *
  * Usage: neural-texture [--frames N] [--size S] [--batch B] [--every K] [--lr X]
  *                       [--out PREFIX] [--validation] [--shaders DIR] [--min-psnr DB]
+ *                       [--window]
  * Exit status: 0, or 1 on an error, a validation message (with --validation or
  * LOOM_VULKAN_VALIDATION=1), or a final PSNR below --min-psnr; 77 when there is
  * no usable Vulkan device. */
@@ -23,6 +27,7 @@
 #include "loom/loom.h"
 #include "loom/vulkan.h"
 #include "pipes.h"
+#include "window.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>
@@ -35,7 +40,7 @@ typedef struct opts {
     int frames, size, batch, every;
     double lr, min_psnr;
     const char *out, *shaders;
-    bool validation;
+    bool validation, window;
 } opts;
 
 static int parse(int argc, char **argv, opts *o) {
@@ -46,8 +51,8 @@ static int parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
-        if (!strcmp(a, "--validation")) {
-            o->validation = true;
+        if (!strcmp(a, "--validation") || !strcmp(a, "--window")) {
+            *(!strcmp(a, "--window") ? &o->window : &o->validation) = true;
             continue;
         }
         if (!val) return fprintf(stderr, "neural-texture: %s needs a value (or is unknown)\n", a), 1;
@@ -142,8 +147,8 @@ static int buffers_create(vkx *v, const opts *o, nt_buffers *b) {
     const VkBufferUsageFlags st = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                              io = st | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     VkDeviceSize px = (VkDeviceSize)o->size * (VkDeviceSize)o->size * 4;
-    if (vkx_buffer_create(v, px, st | VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &b->frame) ||
-        vkx_buffer_create(v, px, st, true, &b->recon) ||
+    /* transfer source: the window copies both into its swapchain images */
+    if (vkx_buffer_create(v, px, io, true, &b->frame) || vkx_buffer_create(v, px, io, true, &b->recon) ||
         vkx_buffer_create(v, NT_NFREQ * 2 * sizeof(float), st, true, &b->freq) ||
         vkx_buffer_create(v, (VkDeviceSize)o->batch * 2 * NT_NFREQ * sizeof(float), io, false, &b->x) ||
         vkx_buffer_create(v, (VkDeviceSize)o->batch * 3 * sizeof(float), io, false, &b->y))
@@ -183,9 +188,10 @@ static double compare(const nt_buffers *b, int size, const char *path) {
     return mse > 0 ? 10 * log10(1 / mse) : 99;
 }
 
-static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n) {
+static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n, nt_window *win) {
     double psnr = 0;
     int64_t moved = 0, frames_counted = 0; /* bytes through host memory in the frames without a report */
+    int presented = 0;
     for (int frame = 0; frame < o->frames; frame++) {
         bool report = (frame + 1) % o->every == 0 || frame + 1 == o->frames;
         loom_backend_stats_reset(n->be);
@@ -199,6 +205,11 @@ static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n) {
         if (vkx_submit_wait(v, p->recon_cb)) return fprintf(stderr, "frame %d: reconstruction failed\n", frame), 1;
         loom_backend_stats s;
         loom_backend_stats_get(n->be, &s);
+        /* the window shows both pictures, by copies on the device */
+        int shown = win ? nt_window_present(win, v, &b->frame, &b->recon, o->size) : 0;
+        if (shown == 1) return fprintf(stderr, "frame %d: presenting failed\n", frame), 1;
+        if (shown == 2) report = true; /* closed: this frame is the last */
+        presented += win && shown == 0;
         /* a frame moves no data and no weights through the host: only the
          * optimizer's small table of this step's LR and bias corrections goes up
          * (the first frame also prepares the plan: its tables go up once) */
@@ -215,9 +226,14 @@ static int run(vkx *v, const opts *o, nt_buffers *b, nt_pipes *p, net *n) {
             printf("frame %4d  loss %.5f  PSNR %.2f dB  -> %s\n", frame + 1, loss, psnr, path);
             fflush(stdout);
         }
+        if (shown == 2) {
+            printf("the window was closed after frame %d\n", frame + 1);
+            break;
+        }
     }
     printf("host transfers by loom: %.1f bytes per frame (no data, no weights)\n",
            frames_counted ? (double)moved / (double)frames_counted : 0.0);
+    if (win) printf("window: %d frames presented\n", presented);
     if (psnr < o->min_psnr) return fprintf(stderr, "final PSNR %.2f dB is below --min-psnr %.2f\n", psnr, o->min_psnr), 1;
     return 0;
 }
@@ -226,7 +242,16 @@ int main(int argc, char **argv) {
     opts o;
     if (parse(argc, argv, &o)) return 1;
     vkx v;
-    int rc = vkx_open(&v, o.validation);
+    nt_window *win = NULL;
+    const char *const *wext = NULL;
+    uint32_t nwext = 0;
+    if (o.window && nt_window_init(&wext, &nwext)) return 1;
+    int rc = vkx_open_instance(&v, o.validation, wext, nwext);
+    /* the window, so big that a small picture is still visible: two squares side by side */
+    int scale = o.size < 384 ? (384 + o.size - 1) / o.size : 1;
+    if (rc == 0 && o.window && nt_window_open(&win, &v, 2 * o.size * scale, o.size * scale)) rc = 1;
+    if (rc == 0) rc = vkx_open_device(&v);
+    if (rc == 0 && win && nt_window_swapchain(win, &v)) rc = 1;
     nt_buffers b = {0};
     nt_pipes p = {0};
     net n = {0};
@@ -237,9 +262,9 @@ int main(int argc, char **argv) {
     if (rc == 0 && (nt_pipes_create(&v, o.shaders, o.size, o.batch, &b, &p) || nt_record_recon(&v, &p, &b)))
         rc = fprintf(stderr, "pipeline creation failed (shaders from %s)\n", o.shaders) > 0;
     if (rc == 0) {
-        printf("device: %s; %dx%d frames, batch %d, %d frames, validation %s\n", v.props.deviceName, o.size, o.size,
-               o.batch, o.frames, o.validation ? "on" : "off");
-        rc = run(&v, &o, &b, &p, &n);
+        printf("device: %s; %dx%d frames, batch %d, %d frames, validation %s%s\n", v.props.deviceName, o.size, o.size,
+               o.batch, o.frames, o.validation ? "on" : "off", win ? ", in a window" : "");
+        rc = run(&v, &o, &b, &p, &n, win);
     }
     if (v.device) vkDeviceWaitIdle(v.device);
     net_free(&n);
@@ -247,6 +272,7 @@ int main(int argc, char **argv) {
     nt_pipes_destroy(&v, &p);
     vkx_buffer *all[11] = {&b.frame, &b.recon, &b.freq, &b.x, &b.y, &b.w[0], &b.w[1], &b.w[2], &b.w[3], &b.w[4], &b.w[5]};
     for (int i = 0; i < 11 && v.device; i++) vkx_buffer_destroy(&v, all[i]);
+    if (o.window) nt_window_close(win, &v);
     vkx_close(&v);
     if (rc == 0 && v.messages) {
         fprintf(stderr, "%d validation message(s)\n", v.messages);

@@ -27,7 +27,7 @@ static bool has_layer(const char *name) {
     return found;
 }
 
-static int make_instance(vkx *v) {
+static int make_instance(vkx *v, const char *const *extra, uint32_t nextra) {
     const char *layer = "VK_LAYER_KHRONOS_validation", *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     VkApplicationInfo ai = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
     ai.pApplicationName = "neural-texture";
@@ -44,6 +44,9 @@ static int make_instance(vkx *v) {
     VkValidationFeaturesEXT vf = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT, &mi};
     vf.enabledValidationFeatureCount = 1;
     vf.pEnabledValidationFeatures = &sync;
+    const char *exts[16];
+    uint32_t next = 0;
+    for (uint32_t i = 0; i < nextra && next < 15; i++) exts[next++] = extra[i];
     if (v->validation) {
         if (!has_layer(layer)) {
             fprintf(stderr, "validation requested but %s is not installed (apt install vulkan-validationlayers)\n",
@@ -53,9 +56,10 @@ static int make_instance(vkx *v) {
         ci.pNext = &vf;
         ci.enabledLayerCount = 1;
         ci.ppEnabledLayerNames = &layer;
-        ci.enabledExtensionCount = 1;
-        ci.ppEnabledExtensionNames = &ext;
+        exts[next++] = ext;
     }
+    ci.enabledExtensionCount = next;
+    ci.ppEnabledExtensionNames = next ? exts : NULL;
     VkResult r = vkCreateInstance(&ci, NULL, &v->instance);
     if (r != VK_SUCCESS) {
         v->instance = VK_NULL_HANDLE;
@@ -73,7 +77,19 @@ static int make_instance(vkx *v) {
     return 0;
 }
 
-/* The first discrete, else integrated, else any device with Vulkan 1.2 and a graphics + compute queue. */
+static bool has_swapchain(VkPhysicalDevice d) {
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(d, NULL, &n, NULL);
+    VkExtensionProperties *ep = calloc(n ? n : 1, sizeof *ep);
+    bool found = false;
+    if (ep && vkEnumerateDeviceExtensionProperties(d, NULL, &n, ep) >= 0)
+        for (uint32_t i = 0; i < n; i++) found |= strcmp(ep[i].extensionName, VK_KHR_SWAPCHAIN_EXTENSION_NAME) == 0;
+    free(ep);
+    return found;
+}
+
+/* The first discrete, else integrated, else any device with Vulkan 1.2 and a
+ * graphics + compute queue (that presents to v->surface, when set). */
 static int pick_device(vkx *v) {
     VkPhysicalDevice devs[16];
     uint32_t nd = 16;
@@ -89,26 +105,34 @@ static int pick_device(vkx *v) {
             VkPhysicalDeviceProperties p;
             vkGetPhysicalDeviceProperties(devs[i], &p);
             if (p.deviceType != order[o] || p.apiVersion < VK_API_VERSION_1_2) continue;
+            if (v->surface && !has_swapchain(devs[i])) continue;
             VkQueueFamilyProperties qp[16];
             uint32_t nq = 16;
             vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, qp);
             for (uint32_t q = 0; q < nq; q++) {
                 VkQueueFlags want = VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT;
-                if ((qp[q].queueFlags & want) == want) {
+                VkBool32 present = VK_TRUE;
+                if (v->surface && vkGetPhysicalDeviceSurfaceSupportKHR(devs[i], q, v->surface, &present) != VK_SUCCESS)
+                    present = VK_FALSE;
+                if ((qp[q].queueFlags & want) == want && present) {
                     v->phys = devs[i], v->props = p, v->qf = q;
                     return 0;
                 }
             }
         }
-    printf("skipped: no Vulkan 1.2 device with a graphics + compute queue\n");
+    printf("skipped: no Vulkan 1.2 device with a graphics + compute queue%s\n",
+           v->surface ? " that presents to the window" : "");
     return 77;
 }
 
-int vkx_open(vkx *v, bool validation) {
+int vkx_open_instance(vkx *v, bool validation, const char *const *ext, uint32_t n) {
     memset(v, 0, sizeof *v);
     v->validation = validation;
-    int rc = make_instance(v);
-    if (rc == 0) rc = pick_device(v);
+    return make_instance(v, ext, n);
+}
+
+int vkx_open_device(vkx *v) {
+    int rc = pick_device(v);
     if (rc) return rc;
     vkGetPhysicalDeviceMemoryProperties(v->phys, &v->memprops);
     /* 16-bit storage when the device has it: what loom's f16 / bf16 shaders need */
@@ -125,6 +149,11 @@ int vkx_open(vkx *v, bool validation) {
     v->dci = (VkDeviceCreateInfo){VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &v->f11};
     v->dci.queueCreateInfoCount = 1;
     v->dci.pQueueCreateInfos = &v->qci;
+    static const char *const swapchain = VK_KHR_SWAPCHAIN_EXTENSION_NAME;
+    if (v->surface) {
+        v->dci.enabledExtensionCount = 1;
+        v->dci.ppEnabledExtensionNames = &swapchain;
+    }
     if (vkCreateDevice(v->phys, &v->dci, NULL, &v->device) != VK_SUCCESS) {
         fprintf(stderr, "vkCreateDevice failed\n");
         return 1;
