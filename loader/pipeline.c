@@ -272,6 +272,12 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
             i = j - 1;
             continue;
         }
+        /* a nearest RandomAffine on its own: the tail's vector row pass (exact, as loom_tf_affine) */
+        if (fuse && steps[i].kind == LOOM_TF_RANDOM_AFFINE && steps[i].nearest) {
+            loom_status st = run_tail(ctx, steps, i, 1, rng, img, a, b, NULL, NULL);
+            if (st != LOOM_OK) return st;
+            continue;
+        }
         loom_status st = run_one(ctx, steps, i, rng, img, a, b);
         if (st != LOOM_OK) return st;
         if (steps[i].kind == LOOM_TF_RANDOM_ORDER && steps[i].count > 0) i += steps[i].count;
