@@ -213,6 +213,22 @@ static loom_status run_breakdown(loom_ctx *ctx, const loom_source *src, const lo
     return st;
 }
 
+/* The per-image breakdown line; extra gets its RESULT fields. */
+static void print_breakdown(const breakdown *bd_, bool device, char *extra, size_t n) {
+    breakdown bd = *bd_;
+    /* decode and transform share the worker threads; upload is the trainer's, per batch */
+    const char *limit = bd.decode_ms >= bd.transform_ms ? "decode" : "transform";
+    if (bd.upload_ms > bd.decode_ms + bd.transform_ms) limit = "upload";
+    double sum = bd.decode_ms + bd.transform_ms;
+    printf("per image, one thread: decode %.3f ms (%.0f%%), transform + ToTensor + Normalize %.3f ms (%.0f%%), "
+           "upload %s%.4f ms%s; %s limits\n",
+           bd.decode_ms, sum > 0 ? 100 * bd.decode_ms / sum : 0, bd.transform_ms,
+           sum > 0 ? 100 * bd.transform_ms / sum : 0, bd.upload_ms < 0 ? "(no --backend) " : "",
+           bd.upload_ms < 0 ? 0 : bd.upload_ms, device ? " (to the device)" : "", limit);
+    snprintf(extra, n, " decode_ms=%.4f transform_ms=%.4f upload_ms=%.4f limit=%s", bd.decode_ms,
+             bd.transform_ms, bd.upload_ms < 0 ? 0 : bd.upload_ms, limit);
+}
+
 int loom_cmd_bench_loader(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist", *pipeline = "light", *spec = NULL, *backend = NULL;
     long batch = 64, epochs = 1, prefetch = 2, seed = 1, nbreak = 64;
@@ -343,19 +359,7 @@ int loom_cmd_bench_loader(int argc, char **argv) {
         fprintf(stderr, "loom bench-loader: %s\n", loom_last_error(ctx));
     } else {
         char extra[256] = "";
-        if (have_bd) {
-            /* decode and transform share the worker threads; upload is the trainer's, per batch */
-            const char *limit = bd.decode_ms >= bd.transform_ms ? "decode" : "transform";
-            if (bd.upload_ms > bd.decode_ms + bd.transform_ms) limit = "upload";
-            double sum = bd.decode_ms + bd.transform_ms;
-            printf("per image, one thread: decode %.3f ms (%.0f%%), transform + ToTensor + Normalize %.3f ms (%.0f%%), "
-                   "upload %s%.4f ms%s; %s limits\n",
-                   bd.decode_ms, sum > 0 ? 100 * bd.decode_ms / sum : 0, bd.transform_ms,
-                   sum > 0 ? 100 * bd.transform_ms / sum : 0, bd.upload_ms < 0 ? "(no --backend) " : "",
-                   bd.upload_ms < 0 ? 0 : bd.upload_ms, be ? " (to the device)" : "", limit);
-            snprintf(extra, sizeof extra, " decode_ms=%.4f transform_ms=%.4f upload_ms=%.4f limit=%s", bd.decode_ms,
-                     bd.transform_ms, bd.upload_ms < 0 ? 0 : bd.upload_ms, limit);
-        }
+        if (have_bd) print_breakdown(&bd, be != NULL, extra, sizeof extra);
         printf("RESULT images_per_s=%.0f workers=%d first_batch_ms=%.2f workers_min=%d workers_max=%d "
                "load_ms_per_batch=%.3f batches=%lld%s\n",
                (double)images / total, wlast, first_ms, wmin, wmax, nbatches ? 1e3 * load_s / (double)nbatches : 0,
