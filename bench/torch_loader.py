@@ -9,8 +9,13 @@ warm-up of a few batches (workers already started: persistent_workers).
          scale=(0.9, 1.1)), ToTensor(), Normalize(ImageNet mean/std)
   light: RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(),
          Normalize(ImageNet mean/std)
+  guide-exact: the guide's own spec: Resize((256, 256)) (both sides),
+         RandomCrop(224), RandomHorizontalFlip(), ColorJitter(0.2, 0.2, 0.2),
+         RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)), ToTensor(),
+         Normalize(ImageNet mean/std)
+  guide-order: the same with the four random steps in RandomOrder([...])
 
-usage: torch_loader.py --data-dir DIR --pipeline guide|light --workers N
+usage: torch_loader.py --data-dir DIR --pipeline guide|light|guide-exact|guide-order --workers N
                        [--batch 64] [--warmup 3] [--threads T]
 ends with: RESULT images_per_s=... workers=N first_batch_ms=...
 """
@@ -31,10 +36,14 @@ def pipeline(name):
         steps = [transforms.Resize(256), transforms.RandomCrop(224), transforms.RandomHorizontalFlip(),
                  transforms.ColorJitter(0.2, 0.2, 0.2),
                  transforms.RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1))]
+    elif name in ("guide-exact", "guide-order"):
+        rand = [transforms.RandomCrop(224), transforms.RandomHorizontalFlip(), transforms.ColorJitter(0.2, 0.2, 0.2),
+                transforms.RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1))]
+        steps = [transforms.Resize((256, 256))] + (rand if name == "guide-exact" else [transforms.RandomOrder(rand)])
     elif name == "light":
         steps = [transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip()]
     else:
-        sys.exit("torch_loader.py: unknown pipeline %r (guide or light)" % name)
+        sys.exit("torch_loader.py: unknown pipeline %r (guide, light, guide-exact or guide-order)" % name)
     return transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
 
 

@@ -10,6 +10,8 @@
  */
 #include "pipeline_impl.h"
 
+#define LOOM__TF_FLAT_MAX 64 /* steps a pipeline with RandomOrder may hold to run fused */
+
 /* ---- RandomCrop with padding -------------------------------------------- */
 
 /* Index into [0, n) of padded coordinate v (-1 = constant fill). */
@@ -129,6 +131,10 @@ static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom
     case LOOM_TF_RANDOM_ERASING: return LOOM_OK; /* on the tensor: loom__tf_run_tensor */
     case LOOM_TF_RANDOM_ORDER: {
         int order[LOOM__TF_ORDER_MAX];
+        if (loom__tf_resolved(s)) { /* drawn already (loom__tf_resolve): its words, and its steps follow */
+            loom__aug_perm(rng, order, -s->count);
+            return LOOM_OK;
+        }
         loom__aug_perm(rng, order, s->count);
         for (int k = 0; k < s->count && st == LOOM_OK; k++) st = run_one(ctx, steps, i + 1 + order[k], rng, img, a, b);
         return st;
@@ -186,8 +192,37 @@ static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int
     return loom__tail_run(ctx, &t, img, a, b, out);
 }
 
+/* Where a fused run from i (ending at j by the usual rules) ends when the
+ * list holds resolved RandomOrders (ord[k]: step k is one, or one of its
+ * steps; 0 elsewhere, else the end of that order's steps). A drawn order
+ * fuses only exactly (loom_tf_remap), so that its bits are those of its
+ * steps one by one: a run may enter an order's steps only when exact, runs
+ * within stay exact and within. Runs outside the orders are as without. */
+static int order_cut(const loom_tf_step *steps, const int *ord, int i, int j) {
+    int m = i;
+    while (m < j && !ord[m]) m++;
+    if (m == j) return j; /* no order in the run */
+    int end = ord[m] < j ? ord[m] : j, e = m;
+    while (e < end && loom__tf_run_exact(steps, i, e + 1)) e++;
+    if (m > i && e <= m + 1) return m; /* the run before the order, as without it */
+    return e > i ? e : i + 1;
+}
+
 static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,
                              uint8_t *a, uint8_t *b, bool fuse, loom__tensor_out *out) {
+    loom_tf_step flat[LOOM__TF_FLAT_MAX];
+    int ord[LOOM__TF_FLAT_MAX] = {0};
+    bool ordered = false;
+    for (int k = 0; k < n && fuse; k++) ordered = ordered || (steps[k].kind == LOOM_TF_RANDOM_ORDER && steps[k].count > 0);
+    if (ordered && n > LOOM__TF_FLAT_MAX) fuse = false, ordered = false; /* step by step: the same bits */
+    if (ordered) {
+        loom_status st = loom__tf_resolve(ctx, steps, n, rng, img->c, img->h, img->w, flat);
+        if (st != LOOM_OK) return st;
+        for (int k = 0; k < n; k++)
+            if (loom__tf_resolved(&flat[k]))
+                for (int q = k; q <= k - flat[k].count; q++) ord[q] = k - flat[k].count + 1;
+        steps = flat;
+    }
     for (int i = 0; i < n; i++) {
         bool to_tensor = false;
         int t = fuse ? tail_len(steps, n, i, out, &to_tensor) : 0;
@@ -198,6 +233,7 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
             continue;
         }
         int j = fuse ? loom__tf_fuse_end(ctx, steps, n, i, img->h, img->w) : i;
+        if (ordered && j > i) j = order_cut(steps, ord, i, j);
         /* a nearest RandomAffine that can be a tail ends the run: the tail
          * (exact, and a small fraction of the cost) instead of a bilinear
          * warp of the whole run */
@@ -236,9 +272,15 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
             i = j - 1;
             continue;
         }
+        /* a nearest RandomAffine on its own: the tail's vector row pass (exact, as loom_tf_affine) */
+        if (fuse && steps[i].kind == LOOM_TF_RANDOM_AFFINE && steps[i].nearest) {
+            loom_status st = run_tail(ctx, steps, i, 1, rng, img, a, b, NULL, NULL);
+            if (st != LOOM_OK) return st;
+            continue;
+        }
         loom_status st = run_one(ctx, steps, i, rng, img, a, b);
         if (st != LOOM_OK) return st;
-        if (steps[i].kind == LOOM_TF_RANDOM_ORDER) i += steps[i].count;
+        if (steps[i].kind == LOOM_TF_RANDOM_ORDER && steps[i].count > 0) i += steps[i].count;
     }
     return LOOM_OK;
 }

@@ -175,3 +175,37 @@ void loom__tf_draw(const loom_tf_step *s, loom__aug_rng *r, int64_t h, int64_t w
         break;
     }
 }
+
+/* ---- RandomOrder resolved ------------------------------------------------ */
+
+/* The draws of the steps up to the last RandomOrder are replayed on a copy
+ * of the stream (each step's words on its input size, as the executor draws
+ * them), so that each RandomOrder's words are read where the executor
+ * reads them. */
+loom_status loom__tf_resolve(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__aug_rng *rng, int c, int64_t h,
+                             int64_t w, loom_tf_step *out) {
+    loom__aug_rng r = *rng;
+    memcpy(out, steps, (size_t)n * sizeof *out);
+    int last = -1;
+    for (int i = 0; i < n; i++)
+        if (steps[i].kind == LOOM_TF_RANDOM_ORDER && steps[i].count > 0) last = i + steps[i].count;
+    for (int i = 0; i < last; i++) {
+        loom_tf_step *s = &out[i];
+        if (s->kind == LOOM_TF_RANDOM_ORDER) {
+            if (s->count <= 0) continue;
+            int order[LOOM__TF_ORDER_MAX];
+            loom__aug_perm(&r, order, s->count);
+            for (int k = 0; k < s->count; k++) out[i + 1 + k] = steps[i + 1 + order[k]];
+            s->count = -s->count;
+            continue;
+        }
+        double p[8];
+        int64_t oh, ow;
+        size_t mb;
+        loom__tf_draw(s, &r, h, w, p);
+        loom_status st = loom__tf_plan(ctx, s, 1, c, h, w, &oh, &ow, &mb);
+        if (st != LOOM_OK) return st;
+        h = oh, w = ow;
+    }
+    return LOOM_OK;
+}

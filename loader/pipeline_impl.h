@@ -10,6 +10,7 @@
 #include "loader_impl.h"
 
 #define LOOM__TF_ORDER_MAX 16 /* steps one RandomOrder may hold */
+#define LOOM__TF_ORDER_SIZED 6 /* of them, steps that change the size (each order of these is planned) */
 
 /* ---- draws (loader/pipeline_draw.c; the stream's layout is described there) */
 
@@ -42,6 +43,25 @@ void loom__tf_resize_out(loom_ctx *ctx, const loom_tf_step *s, int64_t h, int64_
 /* The end (exclusive) of the fusable run of geometric steps from step i on
  * an (h, w) image. */
 int loom__tf_fuse_end(loom_ctx *ctx, const loom_tf_step *steps, int n, int i, int64_t h, int64_t w);
+
+/* Whether step s keeps the image's size whatever it is given (flips,
+ * ColorJitter, RandomAffine, a resolved RandomOrder). */
+bool loom__tf_keeps_size(const loom_tf_step *s);
+/* A RandomOrder whose order is already drawn (loom__tf_resolve): count is
+ * minus the original count; it draws the same words and runs nothing. */
+static inline bool loom__tf_resolved(const loom_tf_step *s) { return s->kind == LOOM_TF_RANDOM_ORDER && s->count < 0; }
+/* The RandomOrders of a parsed spec whose orders would end at different
+ * sizes (loom_tf_parse's check): on the input size the steps before fix, or
+ * on two large probe sizes when they fix none. */
+loom_status loom__tf_check_orders(loom_ctx *ctx, const char *spec, const loom_tf_step *steps, int n);
+/* steps[0..n) with every RandomOrder in the order sample rng draws for it on
+ * an (h, w) image: the RandomOrder becomes a resolved one and its steps
+ * follow in the drawn order (out holds n). rng is not advanced. */
+loom_status loom__tf_resolve(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__aug_rng *rng, int c, int64_t h,
+                             int64_t w, loom_tf_step *out);
+/* Whether the run of geometric steps i..j-1 fuses exactly (loom_tf_remap:
+ * no RandomAffine, at most one resampling step). */
+bool loom__tf_run_exact(const loom_tf_step *steps, int i, int j);
 
 /* The composed map of a run so far. */
 typedef struct loom__geo {

@@ -37,6 +37,158 @@ void loom__tf_crop_pads(const loom_tf_step *s, int64_t h, int64_t w, int64_t pad
 
 /* ---- the plan ----------------------------------------------------------- */
 
+bool loom__tf_keeps_size(const loom_tf_step *s) {
+    return s->kind == LOOM_TF_RANDOM_HFLIP || s->kind == LOOM_TF_RANDOM_VFLIP || s->kind == LOOM_TF_COLOR_JITTER ||
+           s->kind == LOOM_TF_RANDOM_AFFINE || loom__tf_resolved(s);
+}
+
+/* "RandomCrop (step 3), Resize (step 4)": the steps idx[perm[0..k)] */
+static void order_names(const loom_tf_step *steps, const int *idx, const int *perm, int k, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int q = 0; q < k && at < n; q++) {
+        int j = idx[perm[q]];
+        int m = snprintf(buf + at, n - at, "%s%s (step %d)", q ? ", " : "", loom__tf_name(steps[j].kind), j + 1);
+        if (m < 0) break;
+        at += (size_t)m;
+    }
+}
+
+/* steps idx[perm[0..k)] one by one from (*h, *w); *mb grows to the largest image */
+static loom_status plan_perm(loom_ctx *ctx, const loom_tf_step *steps, const int *idx, const int *perm, int k, int c,
+                             int64_t *h, int64_t *w, size_t *mb) {
+    for (int q = 0; q < k; q++) {
+        size_t b;
+        loom_status st = loom__tf_plan(ctx, &steps[idx[perm[q]]], 1, c, *h, *w, h, w, &b);
+        if (st != LOOM_OK) return st;
+        if (b > *mb) *mb = b;
+    }
+    return LOOM_OK;
+}
+
+/* next permutation of p[0..k) in lexicographic order; false after the last */
+static bool next_perm(int *p, int k) {
+    int i = k - 2;
+    while (i >= 0 && p[i] > p[i + 1]) i--;
+    if (i < 0) return false;
+    int j = k - 1;
+    while (p[j] < p[i]) j--;
+    int t = p[i];
+    p[i] = p[j], p[j] = t;
+    for (int a = i + 1, b = k - 1; a < b; a++, b--) t = p[a], p[a] = p[b], p[b] = t;
+    return true;
+}
+
+/* The RandomOrder at steps[i] on an (*h, *w, c) image (torchvision's
+ * meaning: its steps in any order). The steps that keep the size are
+ * checked once; every order of the others is planned, and all orders must
+ * end at one size (*mismatch when two do not: the error names them).
+ * *h, *w: the output; *mb: the largest image of any order. */
+static loom_status plan_order(loom_ctx *ctx, const loom_tf_step *steps, int n, int i, int c, int64_t *h, int64_t *w,
+                              size_t *mb, bool *mismatch) {
+    const loom_tf_step *s = &steps[i];
+    const char *nm = loom__tf_name(s->kind);
+    *mismatch = false;
+    *mb = (size_t)*h * (size_t)*w * (size_t)c;
+    if (s->count < 0 || s->count > LOOM__TF_ORDER_MAX || i + s->count >= n)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): %d steps (expected 0..%d, all present)", nm, i + 1,
+                         s->count, LOOM__TF_ORDER_MAX);
+    int idx[LOOM__TF_ORDER_MAX], k = 0;
+    for (int j = i + 1; j <= i + s->count; j++) {
+        loom_tf_kind kd = steps[j].kind;
+        if (kd == LOOM_TF_RANDOM_ORDER || kd == LOOM_TF_RANDOM_ERASING)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): may not hold %s (step %d)", nm, i + 1,
+                             loom__tf_name(kd), j + 1);
+        if (loom__tf_keeps_size(&steps[j])) {
+            int64_t ch, cw;
+            size_t b;
+            loom_status st = loom__tf_plan(ctx, &steps[j], 1, c, *h, *w, &ch, &cw, &b);
+            if (st != LOOM_OK) return st;
+        } else {
+            idx[k++] = j;
+        }
+    }
+    if (k > LOOM__TF_ORDER_SIZED)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): %d steps that change the size (at most %d)", nm, i + 1,
+                         k, LOOM__TF_ORDER_SIZED);
+    int perm[LOOM__TF_ORDER_SIZED], first[LOOM__TF_ORDER_SIZED];
+    for (int q = 0; q < k; q++) perm[q] = first[q] = q;
+    int64_t oh = 0, ow = 0;
+    for (bool more = true, one = true; more; more = next_perm(perm, k), one = false) {
+        int64_t ph = *h, pw = *w;
+        char names[400];
+        loom_status st = plan_perm(ctx, steps, idx, perm, k, c, &ph, &pw, mb);
+        if (st != LOOM_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", loom_last_error(ctx));
+            order_names(steps, idx, perm, k, names, sizeof names);
+            return loom__err(ctx, st, "%s (step %d), in the order %s on a %lldx%lld image: %s", nm, i + 1, names,
+                             (long long)*h, (long long)*w, msg);
+        }
+        if (one) {
+            oh = ph, ow = pw;
+        } else if (ph != oh || pw != ow) {
+            char a[400];
+            order_names(steps, idx, first, k, a, sizeof a);
+            order_names(steps, idx, perm, k, names, sizeof names);
+            *mismatch = true;
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                             "%s (step %d): the order %s turns %lldx%lld into %lldx%lld but the order %s into %lldx%lld "
+                             "(every order of its steps must end at one size)",
+                             nm, i + 1, a, (long long)*h, (long long)*w, (long long)oh, (long long)ow, names, (long long)ph,
+                             (long long)pw);
+        }
+    }
+    *h = oh, *w = ow;
+    return LOOM_OK;
+}
+
+/* The size after step s when it is known without the input's (RandomCrop,
+ * CenterCrop, RandomResizedCrop, Resize((h, w))), or from a known input. */
+static bool size_after(loom_ctx *ctx, const loom_tf_step *s, bool known, int64_t *h, int64_t *w) {
+    switch (s->kind) {
+    case LOOM_TF_RANDOM_CROP:
+    case LOOM_TF_CENTER_CROP:
+    case LOOM_TF_RANDOM_RESIZED_CROP: *h = s->h, *w = s->w; return true;
+    case LOOM_TF_RESIZE:
+        if (!s->short_side) {
+            *h = s->h, *w = s->w;
+            return true;
+        }
+        return known && s->h >= 1 && loom_tf_resize_size(ctx, *h, *w, s->h, 0, h, w) == LOOM_OK;
+    default: return known;
+    }
+}
+
+loom_status loom__tf_check_orders(loom_ctx *ctx, const char *spec, const loom_tf_step *steps, int n) {
+    bool known = false;
+    int64_t h = 0, w = 0;
+    for (int i = 0; i < n; i++) {
+        const loom_tf_step *s = &steps[i];
+        if (s->kind != LOOM_TF_RANDOM_ORDER) {
+            known = size_after(ctx, s, known, &h, &w);
+            continue;
+        }
+        /* the input the steps before fix, else two large unrelated ones (as the loader plans an ImageFolder) */
+        int64_t in[2][2] = {{known ? h : 4099, known ? w : 4093}, {3001, 5003}};
+        for (int p = 0; p < (known ? 1 : 2); p++) {
+            int64_t ph = in[p][0], pw = in[p][1];
+            size_t mb;
+            bool mismatch;
+            loom_status st = plan_order(ctx, steps, n, i, 3, &ph, &pw, &mb, &mismatch);
+            if (mismatch) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", loom_last_error(ctx));
+                return loom__err(ctx, st, "transform '%s': %s", spec, msg);
+            }
+            if (p == 0) known = known && st == LOOM_OK, h = ph, w = pw;
+        }
+        if (s->count > 0) i += s->count;
+    }
+    return LOOM_OK;
+}
+
+
 loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w, int64_t *oh,
                           int64_t *ow, size_t *max_bytes) {
     size_t mx = (size_t)h * (size_t)w * (size_t)c;
@@ -145,24 +297,11 @@ loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c
             break;
         }
         case LOOM_TF_RANDOM_ORDER: {
-            if (s->count < 0 || s->count > LOOM__TF_ORDER_MAX || i + s->count >= n)
-                return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): %d steps (expected 0..%d, all present)", nm, i + 1,
-                                 s->count, LOOM__TF_ORDER_MAX);
-            for (int j = i + 1; j <= i + s->count; j++) {
-                loom_tf_kind k = steps[j].kind;
-                if (k == LOOM_TF_RANDOM_ORDER || k == LOOM_TF_RANDOM_ERASING)
-                    return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s (step %d): may not hold %s (step %d)", nm, i + 1,
-                                     loom__tf_name(k), j + 1);
-                int64_t ch, cw;
-                size_t b;
-                loom_status st = loom__tf_plan(ctx, &steps[j], 1, c, h, w, &ch, &cw, &b);
-                if (st != LOOM_OK) return st;
-                if (ch != h || cw != w)
-                    return loom__err(ctx, LOOM_ERR_INVALID_ARG,
-                                     "%s (step %d): %s (step %d) turns %lldx%lld into %lldx%lld (every step it orders must "
-                                     "keep the size)",
-                                     nm, i + 1, loom__tf_name(k), j + 1, (long long)h, (long long)w, (long long)ch, (long long)cw);
-            }
+            size_t b;
+            bool mismatch;
+            loom_status st = plan_order(ctx, steps, n, i, c, &h, &w, &b, &mismatch);
+            if (st != LOOM_OK) return st;
+            if (b > mx) mx = b;
             i += s->count;
             break;
         }
@@ -206,8 +345,9 @@ void loom__tf_resize_out(loom_ctx *ctx, const loom_tf_step *s, int64_t h, int64_
 /* The end (exclusive) of the fusable run from step i on an (h, w) image. */
 int loom__tf_fuse_end(loom_ctx *ctx, const loom_tf_step *steps, int n, int i, int64_t h, int64_t w) {
     int j = i, naff = 0;
-    for (; j < n && geometric(steps[j].kind); j++) {
+    for (; j < n && (geometric(steps[j].kind) || loom__tf_resolved(&steps[j])); j++) {
         const loom_tf_step *s = &steps[j];
+        if (loom__tf_resolved(s)) continue;
         if (s->kind == LOOM_TF_RANDOM_AFFINE && naff++) break;
         if (s->kind == LOOM_TF_RANDOM_CROP) {
             int64_t pad[4];
@@ -219,6 +359,16 @@ int loom__tf_fuse_end(loom_ctx *ctx, const loom_tf_step *steps, int n, int i, in
             h = s->h, w = s->w;
     }
     return j;
+}
+
+bool loom__tf_run_exact(const loom_tf_step *steps, int i, int j) {
+    int resamples = 0;
+    for (int k = i; k < j; k++) {
+        loom_tf_kind kd = steps[k].kind;
+        if (kd == LOOM_TF_RANDOM_AFFINE) return false;
+        resamples += kd == LOOM_TF_RESIZE || kd == LOOM_TF_RANDOM_RESIZED_CROP;
+    }
+    return resamples <= 1;
 }
 
 /* m <- m o t */
@@ -328,6 +478,13 @@ loom_status loom__geo_build(loom_ctx *ctx, const loom_tf_step *steps, int i, int
             for (int q = 0; q < 3; q++) g.fill[q] = s->afill[img->c == 3 ? q : 0];
             break;
         }
+        case LOOM_TF_RANDOM_ORDER:
+            if (loom__tf_resolved(s)) { /* the order's own draw, made already: the same words */
+                int perm[LOOM__TF_ORDER_MAX];
+                loom__aug_perm(rng, perm, -s->count);
+                break;
+            }
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform step %d (RandomOrder) is not resolved", k + 1);
         default:
             return loom__err(ctx, LOOM_ERR_INVALID_ARG, "transform step %d (%s) is not geometric", k + 1,
                              loom__tf_name(s->kind));

@@ -317,5 +317,8 @@ static loom_status parse_list(tparse *t, loom_tf_step *steps, int max, int *n, b
 loom_status loom_tf_parse(loom_ctx *ctx, const char *spec, loom_tf_step *steps, int max, int *n) {
     tparse t = {spec ? spec : "", ctx, spec ? spec : ""};
     *n = 0;
-    return parse_list(&t, steps, max, n, false);
+    loom_status st = parse_list(&t, steps, max, n, false);
+    /* a RandomOrder whose orders end at different sizes can never make one batch */
+    if (st == LOOM_OK) st = loom__tf_check_orders(ctx, t.spec, steps, *n);
+    return st;
 }

@@ -75,6 +75,12 @@ bmp() { # FILE W H SEED: bottom-up rows of W BGR pixels padded to 4 bytes
 mkdir -p "$tmp/if/train/ant" "$tmp/if/train/bee"
 bmp "$tmp/if/train/ant/a.bmp" 8 6 1; bmp "$tmp/if/train/ant/b.bmp" 10 12 2; bmp "$tmp/if/train/ant/c.bmp" 7 7 3
 bmp "$tmp/if/train/bee/d.bmp" 9 5 4; bmp "$tmp/if/train/bee/e.bmp" 16 16 5; bmp "$tmp/if/train/bee/f.bmp" 5 9 6
+# RandomOrder as torchvision means it: the guide's spec trains, one checkpoint for 0, 1, 2 and auto workers; orders that end at different sizes are refused
+mkdir -p "$tmp/ro/train"; cp -r "$tmp/if/train/ant" "$tmp/if/train/bee" "$tmp/ro/train/"
+ro='Resize((256, 256)); RandomOrder([RandomCrop(224), RandomHorizontalFlip(), ColorJitter(0.2, 0.2, 0.2), RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))])'
+for w in 0 1 2 auto; do expect 0 "RESULT backend=cpu model=mlp" -- train --data-dir "$tmp/ro" --transform "$ro" --model mlp --epochs 1 --max-steps 2 --batch 4 --backend cpu --workers $w --quiet --save "$tmp/ro-$w.st"; done
+for w in 1 2 auto; do cmp -s "$tmp/ro-0.st" "$tmp/ro-$w.st" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: RandomOrder: workers $w trained another checkpoint than workers 0"; }; done
+expect 1 "the order RandomCrop [(]step 3[)], Resize [(]step 4[)] turns 256x256 into 240x240 but the order Resize [(]step 4[)], RandomCrop [(]step 3[)] into 224x224" -- train --data-dir "$tmp/ro" --transform 'Resize((256, 256)); RandomOrder([RandomCrop(224), Resize((240, 240))])' --model mlp --max-steps 1 --backend cpu --quiet
 expect 2 "--data-dir is required"           -- pack --out "$tmp/x.shard"
 expect 2 "--out is required"                -- pack --data-dir "$tmp/if"
 expect 2 "bad value for --size .*'8y8'"     -- pack --data-dir "$tmp/if" --out "$tmp/x.shard" --size 8y8

@@ -290,13 +290,17 @@ static void test_draws(void) {
                               "RandomOrder(hflip)", "RandomAffine(10, interpolation=bicubic)", "ColorJitter(-1)"};
     for (size_t k = 0; k < LEN(badspecs); k++)
         CHECK(loom_tf_parse(ctx, badspecs[k], steps, 8, &n) == LOOM_ERR_INVALID_ARG, "parse error: %s", badspecs[k]);
-    /* plan errors: erasing not last, RandomOrder of a size-changing step */
+    /* plan errors: erasing not last; a RandomOrder whose orders end at different sizes (parse) */
     int64_t oh, ow;
     size_t mb;
     CHECK_OK(ctx, loom_tf_parse(ctx, "RandomErasing(); hflip", steps, 8, &n));
     CHECK(loom__tf_plan(ctx, steps, n, 3, 10, 10, &oh, &ow, &mb) == LOOM_ERR_INVALID_ARG, "plan: erasing before hflip");
     CHECK_OK(ctx, loom_tf_parse(ctx, "RandomOrder([Resize(4), hflip])", steps, 8, &n));
-    CHECK(loom__tf_plan(ctx, steps, n, 3, 10, 10, &oh, &ow, &mb) == LOOM_ERR_INVALID_ARG, "plan: RandomOrder([Resize])");
+    CHECK(loom__tf_plan(ctx, steps, n, 3, 10, 10, &oh, &ow, &mb) == LOOM_OK && oh == 4 && ow == 4,
+          "plan: RandomOrder([Resize(4), hflip]) on 10x10: every order ends at 4x4");
+    CHECK(loom_tf_parse(ctx, "RandomOrder([Resize((4, 4)), CenterCrop(3)])", steps, 8, &n) == LOOM_ERR_INVALID_ARG &&
+              strstr(loom_last_error(ctx), "4x4") && strstr(loom_last_error(ctx), "3x3"),
+          "parse: RandomOrder([Resize((4, 4)), CenterCrop(3)]) ends at 3x3 or 4x4: %s", loom_last_error(ctx));
     /* torchvision's meaning: Resize(int) is the shorter side, Resize((h, w)) both sides */
     CHECK_OK(ctx, loom_tf_parse(ctx, "Resize(8); Resize((6, 7))", steps, 8, &n));
     CHECK(n == 2 && steps[0].short_side && steps[0].h == 8 && !steps[1].short_side && steps[1].h == 6 && steps[1].w == 7,

@@ -411,7 +411,9 @@ static void test_parse_and_errors(void) {
                {"hflip(p=2)", "p in [0, 1]"},
                {"RandomCrop(8, padding_mode=wrap)", "padding_mode"},
                {"CenterCrop(8, fill=3)", "CenterCrop takes no argument 'fill'"},
-               {"hflip hflip", "between transforms"}};
+               {"hflip hflip", "between transforms"},
+               {"RandomOrder([RandomCrop(4), Resize((6, 6))])", "the order RandomCrop (step 2), Resize (step 3) turns"},
+               {"RandomOrder([hflip", "']'"}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         loom_status st = loom_tf_parse(ctx, bad[k].spec, s, 4, &n);
         CHECK(st == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), bad[k].msg), "'%s': '%s'", bad[k].spec,

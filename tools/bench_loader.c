@@ -37,7 +37,12 @@ static const char *usage_text =
     "  --epochs N            (default 1)\n"
     "  --seed N              (default 1)\n"
     "  --backend NAME        stage batches in this backend's pinned memory (default: none, malloc)\n"
-    "ends with: RESULT images_per_s=... workers=... first_batch_ms=...\n";
+    "  --breakdown N         then time decode, transform and upload apart on N images, one thread (default 64,\n"
+    "                        0 = off; an ImageFolder: decode = the JPEG/PNG decode at the scale the loader asks,\n"
+    "                        transform = the steps + ToTensor + Normalize on the decoded images; upload = a\n"
+    "                        batch written to --backend's device, when one is given); the largest limits\n"
+    "ends with: RESULT images_per_s=... workers=... first_batch_ms=... [decode_ms=... transform_ms=... upload_ms=...\n"
+    "limit=decode|transform|upload]\n";
 
 static int bad(const char *msg, const char *v) {
     fprintf(stderr, "loom bench-loader: %s '%s'\n%s", msg, v ? v : "", usage_text);
@@ -83,9 +88,150 @@ static loom_status pipeline_steps(loom_ctx *ctx, const loom_source *src, const c
     return st;
 }
 
+/* ---- the breakdown: decode, transform and upload apart -------------------- */
+
+/* Decoded images held in memory, served as a variable-size source: the
+ * loader over it does only the transforms (and ToTensor + Normalize). */
+typedef struct held {
+    uint8_t **px;
+    int64_t (*hw)[2];
+    int32_t *label;
+} held;
+
+static loom_status held_get_image(const loom_source *src, loom_ctx *ctx, int64_t i, const loom_decode_hint *hint,
+                                  uint8_t **data, int64_t *h, int64_t *w, int32_t *label) {
+    (void)hint;
+    const held *m = src->impl;
+    size_t n = (size_t)m->hw[i][0] * (size_t)m->hw[i][1] * (size_t)src->c;
+    *data = malloc(n);
+    if (!*data) return loom_source_error(ctx, LOOM_ERR_OOM, "bench-loader: out of memory");
+    memcpy(*data, m->px[i], n);
+    *h = m->hw[i][0], *w = m->hw[i][1], *label = m->label[i];
+    return LOOM_OK;
+}
+
+typedef struct breakdown {
+    double decode_ms, transform_ms, upload_ms; /* per image; upload_ms < 0: not measured */
+} breakdown;
+
+/* The decode hint the loader uses for a variable-size source: a Resize that
+ * comes first (flips before it commute with it) bounds the scale. */
+static loom_decode_hint first_resize_hint(const loom_tf_step *steps, int nsteps) {
+    for (int k = 0; k < nsteps; k++) {
+        if (steps[k].kind == LOOM_TF_RANDOM_HFLIP || steps[k].kind == LOOM_TF_RANDOM_VFLIP) continue;
+        if (steps[k].kind == LOOM_TF_RESIZE)
+            return (loom_decode_hint){.min_h = steps[k].h, .min_w = steps[k].short_side ? steps[k].h : steps[k].w};
+        break;
+    }
+    return (loom_decode_hint){0};
+}
+
+/* Seconds of (write x + one scale op) minus the op alone, per call, for a
+ * batch of `floats` values on be. */
+static loom_status upload_s(loom_ctx *ctx, loom_backend *be, const float *x, int64_t floats, double *out) {
+    loom_graph *g = NULL;
+    loom_plan *p = NULL;
+    loom_status st = loom_graph_create(ctx, NULL, &g);
+    if (st != LOOM_OK) return st;
+    loom_tensor *in = loom_input(g, "x", LOOM_F32, 1, (int64_t[]){floats});
+    loom_keep(loom_scale(g, in, 1.0));
+    st = loom_plan_compile(g, be, &(loom_plan_desc){0}, &p);
+    double best_w = 1e30, best_r = 1e30;
+    for (int r = 0; r < 4 && st == LOOM_OK; r++) {
+        double t0 = now_s();
+        for (int k = 0; k < 4 && st == LOOM_OK; k++)
+            if ((st = loom_plan_write(p, in, x, (size_t)floats * sizeof(float))) == LOOM_OK) st = loom_plan_run(p);
+        double t1 = now_s();
+        for (int k = 0; k < 4 && st == LOOM_OK; k++) st = loom_plan_run(p);
+        double t2 = now_s();
+        if (r > 0 && (t1 - t0) / 4 < best_w) best_w = (t1 - t0) / 4;
+        if (r > 0 && (t2 - t1) / 4 < best_r) best_r = (t2 - t1) / 4;
+    }
+    *out = best_w > best_r ? best_w - best_r : 0;
+    loom_plan_destroy(p);
+    loom_graph_destroy(g);
+    return st;
+}
+
+/* Decode the first `count` images one by one, then load them through the
+ * loader from memory (one thread): the per-image times. */
+static loom_status run_breakdown(loom_ctx *ctx, const loom_source *src, const loom_loader_desc *base, int64_t count,
+                                 breakdown *out) {
+    out->decode_ms = out->transform_ms = 0, out->upload_ms = -1;
+    if (count > src->n) count = src->n;
+    held m = {calloc((size_t)count, sizeof *m.px), calloc((size_t)count, sizeof *m.hw), calloc((size_t)count, sizeof *m.label)};
+    loom_status st = m.px && m.hw && m.label ? LOOM_OK : loom_source_error(ctx, LOOM_ERR_OOM, "bench-loader: out of memory");
+    loom_decode_hint hint = first_resize_hint(base->steps, base->nsteps);
+    size_t rec = loom_source_sample_bytes(src);
+    double t0 = now_s();
+    for (int64_t i = 0; i < count && st == LOOM_OK; i++) {
+        if (src->get_image) {
+            st = src->get_image(src, ctx, i, hint.min_h ? &hint : NULL, &m.px[i], &m.hw[i][0], &m.hw[i][1], &m.label[i]);
+        } else if (!(m.px[i] = malloc(rec ? rec : 1))) {
+            st = loom_source_error(ctx, LOOM_ERR_OOM, "bench-loader: out of memory");
+        } else {
+            st = src->get(src, ctx, i, m.px[i], &m.label[i]);
+            m.hw[i][0] = src->h, m.hw[i][1] = src->w;
+        }
+    }
+    out->decode_ms = 1e3 * (now_s() - t0) / (double)(count ? count : 1);
+    loom_source mem = {.name = "decoded images", .n = count, .kind = LOOM_SAMPLE_U8, .c = src->c,
+                       .num_classes = src->num_classes, .impl = &m, .get_image = held_get_image};
+    loom_loader *ld = NULL;
+    if (st == LOOM_OK && src->kind == LOOM_SAMPLE_U8) {
+        loom_loader_desc d = *base;
+        d.src = &mem, d.workers = LOOM_WORKERS_SYNC, d.shuffle = false, d.backend = NULL;
+        if (d.nsteps == 0 && src->get) { /* a fixed-size source without steps: a Resize to its own size keeps it */
+            static loom_tf_step keep;
+            keep = (loom_tf_step){.kind = LOOM_TF_RESIZE, .h = src->h, .w = src->w};
+            d.steps = &keep, d.nsteps = 1;
+        }
+        st = loom_loader_create(ctx, &d, &ld);
+        double t1 = now_s();
+        loom_loader_batch b = {0};
+        float *one = NULL;
+        int64_t floats = 0, got = 0;
+        while (st == LOOM_OK && (st = loom_loader_next(ld, &b)) == LOOM_OK && b.count > 0) {
+            got += b.count;
+            if (!one && base->backend) {
+                int c;
+                int64_t h, w;
+                loom_loader_shape(ld, &c, &h, &w);
+                floats = (int64_t)base->batch * c * h * w;
+                if ((one = calloc((size_t)floats, sizeof *one))) memcpy(one, b.x, (size_t)b.count * c * h * w * sizeof *one);
+            }
+        }
+        out->transform_ms = 1e3 * (now_s() - t1) / (double)(got ? got : 1);
+        double up = 0;
+        if (st == LOOM_OK && one && (st = upload_s(ctx, base->backend, one, floats, &up)) == LOOM_OK)
+            out->upload_ms = 1e3 * up / (double)base->batch;
+        free(one);
+    }
+    loom_loader_destroy(ld);
+    for (int64_t i = 0; i < count && m.px; i++) free(m.px[i]);
+    free(m.px), free(m.hw), free(m.label);
+    return st;
+}
+
+/* The per-image breakdown line; extra gets its RESULT fields. */
+static void print_breakdown(const breakdown *bd_, bool device, char *extra, size_t n) {
+    breakdown bd = *bd_;
+    /* decode and transform share the worker threads; upload is the trainer's, per batch */
+    const char *limit = bd.decode_ms >= bd.transform_ms ? "decode" : "transform";
+    if (bd.upload_ms > bd.decode_ms + bd.transform_ms) limit = "upload";
+    double sum = bd.decode_ms + bd.transform_ms;
+    printf("per image, one thread: decode %.3f ms (%.0f%%), transform + ToTensor + Normalize %.3f ms (%.0f%%), "
+           "upload %s%.4f ms%s; %s limits\n",
+           bd.decode_ms, sum > 0 ? 100 * bd.decode_ms / sum : 0, bd.transform_ms,
+           sum > 0 ? 100 * bd.transform_ms / sum : 0, bd.upload_ms < 0 ? "(no --backend) " : "",
+           bd.upload_ms < 0 ? 0 : bd.upload_ms, device ? " (to the device)" : "", limit);
+    snprintf(extra, n, " decode_ms=%.4f transform_ms=%.4f upload_ms=%.4f limit=%s", bd.decode_ms,
+             bd.transform_ms, bd.upload_ms < 0 ? 0 : bd.upload_ms, limit);
+}
+
 int loom_cmd_bench_loader(int argc, char **argv) {
     const char *dir = "/usr/share/datasets/fashion-mnist", *pipeline = "light", *spec = NULL, *backend = NULL;
-    long batch = 64, epochs = 1, prefetch = 2, seed = 1;
+    long batch = 64, epochs = 1, prefetch = 2, seed = 1, nbreak = 64;
     int workers = LOOM_WORKERS_AUTO;
     bool skip_bad = false, no_fuse = false;
     const char *fuse_env = getenv("LOOM_LOADER_FUSE");
@@ -117,6 +263,8 @@ int loom_cmd_bench_loader(int argc, char **argv) {
             if (!parse_int(v, 1, 100000, &epochs)) return bad("bad value for --epochs:", v);
         } else if (!strcmp(a, "--prefetch")) {
             if (!parse_int(v, 1, 64, &prefetch)) return bad("bad value for --prefetch:", v);
+        } else if (!strcmp(a, "--breakdown")) {
+            if (!parse_int(v, 0, 1 << 20, &nbreak)) return bad("bad value for --breakdown:", v);
         } else if (!strcmp(a, "--seed")) {
             if (!parse_int(v, 0, 0x7fffffffL, &seed)) return bad("bad value for --seed:", v);
         } else if (!strcmp(a, "--workers")) {
@@ -154,8 +302,9 @@ int loom_cmd_bench_loader(int argc, char **argv) {
     double t0 = now_s(), first_ms = 0, load_s = 0;
     int64_t images = 0, nbatches = 0;
     int wmin = 0, wmax = 0, wlast = 0;
+    loom_loader_desc d = {0};
     if (st == LOOM_OK) {
-        loom_loader_desc d = {.src = src, .batch = (int)batch, .shuffle = true, .seed = (uint64_t)seed,
+        d = (loom_loader_desc){.src = src, .batch = (int)batch, .shuffle = true, .seed = (uint64_t)seed,
                               .workers = workers, .prefetch = (int)prefetch, .steps = steps, .nsteps = nsteps,
                               .mean = mean, .std = sd, .nstat = src->kind != LOOM_SAMPLE_U8 ? 0 : imagenet ? 3 : 1,
                               .backend = be, .no_fuse = no_fuse};
@@ -199,13 +348,22 @@ int loom_cmd_bench_loader(int argc, char **argv) {
     if (src && loom_imagefolder_skipped(src) > 0)
         printf("skipped %lld bad image%s (--skip-bad-samples)\n", (long long)loom_imagefolder_skipped(src),
                loom_imagefolder_skipped(src) == 1 ? "" : "s");
+    breakdown bd = {0, 0, -1};
+    bool have_bd = st == LOOM_OK && nbreak > 0 && src->kind == LOOM_SAMPLE_U8;
+    if (have_bd) {
+        loom_loader_destroy(ld); /* its threads would compete with the one-thread timing */
+        ld = NULL;
+        st = run_breakdown(ctx, src, &d, nbreak, &bd);
+    }
     if (st != LOOM_OK) {
         fprintf(stderr, "loom bench-loader: %s\n", loom_last_error(ctx));
     } else {
+        char extra[256] = "";
+        if (have_bd) print_breakdown(&bd, be != NULL, extra, sizeof extra);
         printf("RESULT images_per_s=%.0f workers=%d first_batch_ms=%.2f workers_min=%d workers_max=%d "
-               "load_ms_per_batch=%.3f batches=%lld\n",
+               "load_ms_per_batch=%.3f batches=%lld%s\n",
                (double)images / total, wlast, first_ms, wmin, wmax, nbatches ? 1e3 * load_s / (double)nbatches : 0,
-               (long long)nbatches);
+               (long long)nbatches, extra);
         rc = 0;
     }
     loom_loader_destroy(ld);
