@@ -103,6 +103,15 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect 0 "RESULT backend=cpu model=resnet20 " -- train --model resnet20 --depth 8 --width 4 --max-steps 2 --max-eval 256 --backend cpu --quiet
   expect 0 "RESULT backend=cpu model=resnet18 " -- train --model resnet18 --small-stem --width 4 --max-steps 2 --max-eval 256 --backend cpu --quiet
   expect 0 "restored the weights of epoch 1" -- train --model mlp --max-steps 10 --epochs 3 --val-split 0.1 --early-stop 1 --min-delta 100 --backend cpu
+  # IDX + --transform: augmentation drawn every epoch; an identity transform (and the split it makes) trains the same
+  # weights as none; a real one others; one that changes the size is refused naming the size and the fix
+  V=(--model mlp --epochs 2 --max-steps 10 --val-split 0.1 --backend cpu --quiet)
+  expect 0 "RESULT"                          -- train "${V[@]}" --save "$tmp/aug0.st"
+  expect 0 "augmented anew every epoch by 'RandomCrop[(]28[)]'" -- train "${V[@]}" --transform 'RandomCrop(28)' --save "$tmp/aug1.st"
+  expect 0 "RESULT"                          -- train "${V[@]}" --transform 'RandomCrop(28, padding=4); RandomHorizontalFlip()' --save "$tmp/aug2.st"
+  cmp -s "$tmp/aug0.st" "$tmp/aug1.st" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: IDX --transform 'RandomCrop(28)' trained other weights than no transform"; }
+  cmp -s "$tmp/aug0.st" "$tmp/aug2.st" && { fail=$((fail + 1)); echo "FAIL: IDX --transform RandomCrop+flip trained the same weights as no transform"; } || pass=$((pass + 1))
+  expect 1 "turns Fashion-MNIST's 1x28x28 training images into 1x24x24: on IDX data the steps .* must keep their size" -- train --model mlp --max-steps 1 --backend cpu --quiet --transform 'RandomCrop(24)'
   expect 1 "freeze pattern 'encoder[.][*]' matches no parameter" -- train --model mlp --freeze 'fc1*,encoder.*' --quiet --backend cpu
   expect 1 "head pattern 'cls[.][*]' matches no parameter" -- train --model mlp --backbone-lr-mult 0.1 --head 'cls.*' --quiet --backend cpu
   expect 1 "$tmp/none.st"                    -- train --model mlp --init-from "$tmp/none.st" --quiet --backend cpu

@@ -100,7 +100,8 @@ static const opt opts[] = {
          "                             header, else the largest training label + 1); every label is checked\n"},
     {"--transform", O_STR, OFF(transform), .usage =
          "  --transform SPEC           ImageFolder: steps that make the images one size, e.g. 'Resize((32, 32))';\n"
-         "                             applied once when the images are loaded (random steps drawn once)\n"},
+         "                             IDX: augmentation keeping the size, e.g. 'RandomCrop(28, padding=4);\n"
+         "                             RandomHorizontalFlip()'; random steps are drawn anew every epoch\n"},
     {"--skip-bad-samples", O_FLAG, OFF(skip_bad), .usage =
          "  --skip-bad-samples         ImageFolder: skip (and count) corrupt or unsupported images\n"
          "                             and those the decoder warns about (e.g. a JPEG with extraneous bytes);\n"
@@ -516,6 +517,7 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     d->data.workers = c->workers;
     d->data.prefetch = (int)c->prefetch;
     d->data.val_split = c->val_split;
+    if (rd->val.n > 0) d->data.val = &rd->val, d->data.val_split = 0; /* split by train_data.c (IDX + --transform) */
     d->model.net.arch = c->model;
     d->model.net.depth = (int)c->depth, d->model.net.width = (int)c->width, d->model.net.small_stem = c->small_stem;
     d->model.net.layers = (int)c->layers, d->model.net.heads = (int)c->heads, d->model.net.embd = (int)c->embd;
@@ -761,7 +763,7 @@ static int run(int argc, char **argv, bool lrfind) {
     bool text = loom_model_is_text(c.model);
     loom__train_data_opts dopts = {
         .data_dir = c.data_dir, .transform = c.transform, .skip_bad = c.skip_bad, .workers = c.workers,
-        .classes = (int)c.classes};
+.classes = (int)c.classes, .val_split = c.val_split, .seed = (uint64_t)c.seed};
     if (!text && loom__train_load_data(ctx, &dopts, &rd) != LOOM_OK)
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx)), rc = 1;
     else if (!text && !lrfind)

@@ -1,7 +1,8 @@
 /* tools/train_data.c — loading the data of a `loom train` run: Fashion-MNIST
  * or an IDX directory into memory, or any other dataset the loader opens
  * from a directory (.npy arrays, a packed shard, an ImageFolder) decoded once
- * through the --transform steps. An error is the loader's own (the file and
+ * through the --transform steps (IDX: the steps augment the training images
+ * anew every epoch). An error is the loader's own (the file and
  * what is wrong with it), never a generic "not found". The class count is the
  * dataset's declared one (ImageFolder: its class folders; a shard: its
  * header; IDX and .npy: the largest training label + 1) or --classes N, and
@@ -132,6 +133,47 @@ static loom_status load_source(loom_ctx *ctx, const loom__train_data_opts *o, bo
     return st;
 }
 
+/* IDX with --transform: the in-memory training images through the steps,
+ * drawn anew every epoch (the trainer's loader applies them: Philox of
+ * (seed, epoch, sample)); the test images are not transformed, so the steps
+ * must keep the image size. --val-split is made here, before the source
+ * wraps the training part, as the trainer would make it. */
+static loom_status idx_augment(loom_ctx *ctx, const loom__train_data_opts *o, loom__run_data *rd) {
+    const char *dir = o->data_dir ? o->data_dir : "Fashion-MNIST";
+    loom_status st = loom_tf_parse(ctx, o->transform, rd->train_steps, 32, &rd->train_nsteps);
+    if (st == LOOM_OK && o->val_split > 0) { /* the trainer's own split: same samples, same seed */
+        int64_t nv = (int64_t)llround(o->val_split * (double)rd->train.n);
+        if (nv < 1 || nv >= rd->train.n)
+            st = loom_source_error(ctx, LOOM_ERR_INVALID_ARG, "--val-split %g of %s's %lld training images leaves %lld "
+                                   "for validation", o->val_split, dir, (long long)rd->train.n, (long long)nv);
+        else
+            st = loom_dataset_split(ctx, &rd->train, nv, o->seed, &rd->val);
+    }
+    if (st == LOOM_OK) st = loom_source_wrap(ctx, &rd->train, &rd->train_src);
+    loom_loader *ld = NULL;
+    if (st == LOOM_OK)
+        st = loom_loader_create(ctx, &(loom_loader_desc){.src = rd->train_src, .batch = 1, .seed = 1,
+                                                         .workers = LOOM_WORKERS_SYNC, .steps = rd->train_steps,
+                                                         .nsteps = rd->train_nsteps},
+                                &ld);
+    if (st == LOOM_OK) {
+        int ch;
+        int64_t h, w;
+        loom_loader_shape(ld, &ch, &h, &w);
+        if (ch != rd->train.c || h != rd->train.h || w != rd->train.w)
+            st = loom_source_error(ctx, LOOM_ERR_INVALID_ARG, "--transform '%s' turns %s's %dx%dx%d training images "
+                                   "into %dx%lldx%lld: on IDX data the steps augment the training images and must keep "
+                                   "their size (the test images are not transformed), e.g. 'RandomCrop(%d, padding=4); "
+                                   "RandomHorizontalFlip()'", o->transform, dir, rd->train.c, rd->train.h, rd->train.w,
+                                   ch, (long long)h, (long long)w, rd->train.h);
+    }
+    loom_loader_destroy(ld);
+    if (st == LOOM_OK)
+        printf("%s: %lld training images augmented anew every epoch by '%s'\n", dir, (long long)rd->train.n,
+               o->transform);
+    return st;
+}
+
 /* Every label of ds in 0..classes-1: an error names the split and the sample. */
 static loom_status check_labels(loom_ctx *ctx, const char *dir, const char *split, const loom_dataset *ds, int classes,
                                 const char *why) {
@@ -175,12 +217,12 @@ static loom_status settle_classes(loom_ctx *ctx, const loom__train_data_opts *o,
 loom_status loom__train_load_data(loom_ctx *ctx, const loom__train_data_opts *c, loom__run_data *rd) {
     loom_status st = LOOM_OK;
     bool idx = !c->data_dir || is_idx(c->data_dir, true);
-    if (idx && (c->transform || c->skip_bad))
-        st = loom_source_error(ctx, LOOM_ERR_INVALID_ARG, "--transform and --skip-bad-samples are for an ImageFolder "
-                               "--data-dir");
+    if (idx && c->skip_bad)
+        st = loom_source_error(ctx, LOOM_ERR_INVALID_ARG, "--skip-bad-samples is for an ImageFolder --data-dir");
     if (st == LOOM_OK && idx) {
         st = loom_dataset_load_mnist(ctx, c->data_dir, true, &rd->train);
         if (st == LOOM_OK) st = loom_dataset_load_mnist(ctx, c->data_dir, false, &rd->test);
+        if (st == LOOM_OK && c->transform) st = idx_augment(ctx, c, rd);
         return st == LOOM_OK ? settle_classes(ctx, c, rd, false) : st;
     }
     if (st != LOOM_OK) return st;
@@ -199,6 +241,7 @@ void loom__train_free_data(loom__run_data *rd) {
     loom_source_destroy(rd->train_src);
     loom_dataset_free(&rd->train);
     loom_dataset_free(&rd->test);
+    loom_dataset_free(&rd->val);
 }
 
 bool loom__train_resume_done(loom_ctx *ctx, const char *path, long long epochs) {

@@ -4,6 +4,7 @@
 #ifndef LOOM_TOOLS_TRAIN_DATA_H
 #define LOOM_TOOLS_TRAIN_DATA_H
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "loom/loom.h"
 #include "loom/train.h"
@@ -15,11 +16,14 @@ typedef struct loom__train_data_opts {
     bool skip_bad;         /* --skip-bad-samples */
     int workers;           /* loader workers (LOOM_WORKERS_AUTO) */
     int classes;           /* --classes N; 0 = the dataset's */
+    double val_split;      /* --val-split: IDX with --transform splits here (the trainer cannot split a source) */
+    uint64_t seed;         /* --seed: the split's, as the trainer's own would be */
 } loom__train_data_opts;
 
 /* The data of a run: Fashion-MNIST / IDX, or through the loader (folder). */
 typedef struct loom__run_data {
     loom_dataset train, test;
+    loom_dataset val; /* IDX with --transform and --val-split: the held-out part (n 0 = none) */
     bool folder, folder_test;
     loom_source *train_src;
     loom_tf_step train_steps[32];
