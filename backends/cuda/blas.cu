@@ -15,8 +15,10 @@
 
 #include "cuda.h"
 
-/* each listed type matches the header's declaration (one overload of it) */
-#define CHECK_TYPE(name, type) [[maybe_unused]] static constexpr loom__fn_ptr<type> check_##name = &::name;
+/* each listed type matches the header's declaration (one overload of it);
+ * unevaluated (inside sizeof), so no build references the symbol itself */
+#define CHECK_TYPE(name, type) \
+    static_assert(sizeof(static_cast<loom__fn_ptr<type>>(&::name)) > 0, #name ": the header declares another type");
 LOOM__CUBLAS_FNS(CHECK_TYPE)
 #undef CHECK_TYPE
 
