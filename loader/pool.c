@@ -442,7 +442,7 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
         loom__norm_init(&ld->norm[ch], mean, sd, ld->lut[ch]);
     }
     loom_sampler_desc sd = {.n = src->n, .shuffle = desc->shuffle, .seed = desc->seed, .rank = desc->rank,
-                            .world = desc->world};
+                            .world = desc->world, .block = desc->rank_block};
     if ((st = loom_sampler_create(ctx, &sd, &ld->sampler)) != LOOM_OK ||
         (st = loom_sampler_create(ctx, &sd, &ld->ahead)) != LOOM_OK) {
         loom_sampler_destroy(ld->sampler);

@@ -31,8 +31,16 @@ loom_status loom_sampler_create(loom_ctx *ctx, const loom_sampler_desc *desc, lo
     if (d.world < 0 || d.rank < 0 || d.rank >= d.world)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "sampler: rank %d of world %d (expected 0 <= rank < world)", d.rank,
                          d.world);
+    if (d.block < 0)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "sampler: block %lld (expected >= 0)", (long long)d.block);
     int64_t w = d.world, len;
-    if (d.drop_uneven) {
+    if (d.block > 1) {
+        len = d.n / (w * d.block) * d.block;
+        if (len == 0)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG,
+                             "sampler: %lld samples hold no whole run of %d ranks x %lld (block)", (long long)d.n,
+                             d.world, (long long)d.block);
+    } else if (d.drop_uneven) {
         len = d.n / w;
         if (len == 0)
             return loom__err(ctx, LOOM_ERR_INVALID_ARG,
@@ -68,6 +76,11 @@ void loom_sampler_set_epoch(loom_sampler *s, int64_t epoch) {
     /* global position of this rank's k-th sample: rank + k * world; past n
      * it wraps to the start of the order (padding, repeated as often as
      * needed when world > n); with drop_uneven it never passes n */
+    if (s->d.block > 1) { /* blocks: the k-th sample is in run k / block, rank's block, place k % block */
+        int64_t b = s->d.block;
+        for (int64_t k = 0; k < s->len; k++) s->idx[k] = s->perm[k / b * w * b + s->d.rank * b + k % b];
+        return;
+    }
     for (int64_t k = 0; k < s->len; k++) s->idx[k] = s->perm[(s->d.rank + k * w) % n];
 }
 

@@ -9,9 +9,11 @@
  *    1e-5 relative per tensor (SGD with momentum; Nesterov with clipping and
  *    4 KiB gradient buckets, i.e. the backward pass cut in several segments;
  *    AdamW with gradient accumulation 2 and 8 KiB buckets);
- * With -r the same in reproducible mode (the ranks' gradients are summed in
- * rank order on every rank; docs/data-parallel.md says why the result is not
- * bitwise equal to one process).
+ * With -r the same in reproducible mode (each rank's batch is a shard, the
+ * shards' gradients summed in shard order on every rank), and, bitwise, equal
+ * to one process with batch N*B cut into N shards (loom_train_run.repro_shards
+ * = N) after every step; tests/dist-repro-sizes.sh checks 1, 2 and 4
+ * processes through the CLI.
  */
 #include <math.h>
 #include <stdint.h>
@@ -98,20 +100,22 @@ static void equivalence(loom_ctx *ctx, loom_dist *dist, const run_cfg *cfg, cons
                         loom_dataset *ds) {
     const int world = loom_dist_world(dist), rank = loom_dist_rank(dist), B = 16;
     loom_trainer_desc dd = desc_for(cfg, backend, repro, ds, B, dist);
-    loom_trainer *tr = NULL, *ref = NULL;
+    loom_trainer *tr = NULL, *ref = NULL, *sharded = NULL;
     CHECK_OK(ctx, loom_trainer_create(ctx, &dd, &tr));
     if (rank == 0) {
         loom_trainer_desc rd = desc_for(cfg, backend, repro, ds, world * B, NULL);
         CHECK_OK(ctx, loom_trainer_create(ctx, &rd, &ref));
+        rd.run.repro_shards = world; /* reproducible: one process, the same shards */
+        if (repro) CHECK_OK(ctx, loom_trainer_create(ctx, &rd, &sharded));
     }
-    if (!tr || (rank == 0 && !ref)) {
-        loom_trainer_destroy(tr), loom_trainer_destroy(ref);
+    if (!tr || (rank == 0 && (!ref || (repro && !sharded)))) {
+        loom_trainer_destroy(tr), loom_trainer_destroy(ref), loom_trainer_destroy(sharded);
         return;
     }
     float *w = NULL, *wr = NULL;
     uint64_t *hashes = calloc((size_t)world, sizeof *hashes);
     double worst = 0, worst_abs = 0;
-    int steps = 0, diverged_ranks = 0;
+    int steps = 0, diverged_ranks = 0, unequal_sharded = 0;
     for (int s = 0; s < STEPS; s++) {
         loom_step_result r;
         loom_status st = loom_trainer_step(tr, &r);
@@ -122,6 +126,11 @@ static void equivalence(loom_ctx *ctx, loom_dist *dist, const run_cfg *cfg, cons
         CHECK_OK(ctx, loom_dist_allgather(dist, &h, sizeof h, hashes));
         for (int k = 0; k < world; k++) diverged_ranks += hashes[k] != hashes[0];
         if (rank == 0) {
+            if (sharded) {
+                CHECK_OK(ctx, loom_trainer_step(sharded, NULL));
+                size_t m = read_params(sharded, &wr);
+                unequal_sharded += m != n || memcmp(w, wr, n * sizeof *w) != 0;
+            }
             CHECK_OK(ctx, loom_trainer_step(ref, NULL));
             size_t m = read_params(ref, &wr);
             CHECK(m == n, "%s: the reference has %zu weights, %zu here", cfg->name, m, n);
@@ -150,10 +159,14 @@ static void equivalence(loom_ctx *ctx, loom_dist *dist, const run_cfg *cfg, cons
                cfg->name, repro ? " (reproducible)" : "", world, B, world * B, steps, worst, worst_abs);
         CHECK(worst <= 1e-5, "%s: weights within 1e-5 relative of one process with batch %d (%.3g)", cfg->name,
               world * B, worst);
+        if (repro)
+            CHECK(unequal_sharded == 0, "%s: weights bitwise equal to one process with batch %d in %d shards after "
+                  "every step (%d steps differ)", cfg->name, world * B, world, unequal_sharded);
     }
     free(w), free(wr), free(hashes);
     loom_trainer_destroy(tr);
     loom_trainer_destroy(ref);
+    loom_trainer_destroy(sharded);
 }
 
 static void single_process(loom_ctx *ctx, loom_dist *dist) {

@@ -265,10 +265,42 @@ static void test_bucketed(void) {
     loom_batches_free(&a);
 }
 
+/* Blocks (loom_sampler_desc.block): rank r of 2 takes the r-th run of 4
+ * consecutive samples of each global batch of 8 in the shared order (the
+ * one-process order); only whole global batches: 21 samples give 2 of them. */
+static void test_blocks(void) {
+    loom_sampler_desc one = {.n = 21, .shuffle = true, .seed = 5};
+    loom_sampler *s1 = NULL;
+    CHECK_OK(ctx, loom_sampler_create(ctx, &one, &s1));
+    if (!s1) return;
+    loom_sampler_set_epoch(s1, 1);
+    for (int r = 0; r < 2; r++) {
+        loom_sampler_desc d = one;
+        d.rank = r, d.world = 2, d.block = 4;
+        loom_sampler *s = NULL;
+        CHECK_OK(ctx, loom_sampler_create(ctx, &d, &s));
+        if (!s) break;
+        loom_sampler_set_epoch(s, 1);
+        CHECK(loom_sampler_len(s) == 8, "blocks: rank %d has %lld samples, expected 8", r, (long long)loom_sampler_len(s));
+        int bad = 0;
+        for (int64_t k = 0; k < loom_sampler_len(s) && k < 8; k++)
+            bad += loom_sampler_indices(s)[k] != loom_sampler_indices(s1)[k / 4 * 8 + r * 4 + k % 4];
+        CHECK(bad == 0, "blocks: rank %d takes its block of each global batch (%d differ)", r, bad);
+        loom_sampler_destroy(s);
+    }
+    loom_sampler_destroy(s1);
+    loom_sampler_desc few = {.n = 7, .rank = 0, .world = 2, .block = 4};
+    loom_sampler *s = NULL;
+    CHECK(loom_sampler_create(ctx, &few, &s) == LOOM_ERR_INVALID_ARG && strstr(loom_last_error(ctx), "no whole run"),
+          "blocks: 7 samples for 2 ranks x 4: an error (%s)", loom_last_error(ctx));
+    loom_sampler_destroy(s);
+}
+
 int main(void) {
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
     test_single();
     test_distributed();
+    test_blocks();
     test_fixed();
     test_bucketed();
     loom_ctx_destroy(ctx);

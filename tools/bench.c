@@ -1,7 +1,9 @@
 /* tools/bench.c — `loom bench`: the guide's table on one backend. Rows:
  * the baseline (f32, batches loaded on the training thread), + loader
- * workers, + mixed precision with the batch doubled, and data-parallel
- * (not built here yet). Columns as in the guide: planned memory, batch,
+ * workers, + mixed precision with the batch doubled, and data parallel
+ * (under `mpirun -np N loom bench ...`: the previous row's configuration
+ * and per-rank batch on N ranks; rank 0 prints the table; one process: the
+ * row says how to fill it). Columns as in the guide: planned memory, batch,
  * device busy % (the backend's per-op timers summed over the step time),
  * time per epoch of a stated size, and samples/s. A table on stdout;
  * --csv and --json write the same rows. */
@@ -32,7 +34,8 @@ static int usage(FILE *f, int rc) {
                "  --size N --channels N   synthetic images, N x N with that many channels (default 32, 3)\n"
                "  --depth N --width N --small-stem   resnet size options, as for loom train\n"
                "  --seed N           (default 1)\n"
-               "  --csv PATH --json PATH   also write the rows there\n");
+               "  --csv PATH --json PATH   also write the rows there\n"
+               "under `mpirun -np N` (N > 1) the data-parallel row runs on the N ranks; rank 0 prints\n");
     return rc;
 }
 
@@ -159,6 +162,43 @@ static int parse(int argc, char **argv, br_cfg *c, opts *o) {
     return -1;
 }
 
+/* Rows 1-3 (rank 0 alone: the other ranks wait, so that they do not share
+ * its cores), then, with several ranks, the data-parallel row on every rank:
+ * the mixed-precision row's configuration and per-rank batch, its samples/s
+ * counting every rank's samples. Returns -1 when fine, else the exit code. */
+static int run_rows(loom_ctx *ctx, loom_dist *dist, const br_cfg *c, const opts *o, brow *r, const char **be) {
+    const int world = loom_dist_world(dist);
+    int rc = -1;
+    for (int i = 0; i < 3 && rc < 0 && loom_dist_rank(dist) == 0; i++) {
+        br_cfg ci = *c;
+        ci.workers = i == 0 ? LOOM_WORKERS_SYNC : LOOM_WORKERS_AUTO;
+        ci.amp = i == 2 ? o->amp : LOOM_F32;
+        ci.batch = r[i].batch;
+        if (!(r[i].o = calloc(1, sizeof *r[i].o))) rc = 1;
+        else if (br_run(ctx, &ci, r[i].o) != LOOM_OK) {
+            fprintf(stderr, "loom bench: %s: %s\n", r[i].config, loom_last_error(ctx));
+            rc = 1;
+        }
+        if (rc < 0) *be = r[i].o->backend;
+    }
+    if (world < 2) return rc;
+    if (loom_dist_broadcast(dist, &rc, sizeof rc, 0) != LOOM_OK) { /* rank 0's verdict: go on together or stop */
+        fprintf(stderr, "loom bench: %s\n", loom_last_error(ctx));
+        return 1;
+    }
+    if (rc >= 0) return rc;
+    br_cfg ci = *c;
+    ci.workers = LOOM_WORKERS_AUTO, ci.amp = o->amp, ci.batch = r[3].batch, ci.dist = dist;
+    if (!(r[3].o = calloc(1, sizeof *r[3].o))) return 1;
+    if (br_run(ctx, &ci, r[3].o) != LOOM_OK) {
+        fprintf(stderr, "loom bench: rank %d of %d: %s: %s\n", loom_dist_rank(dist), world, r[3].config,
+                loom_last_error(ctx));
+        return 1;
+    }
+    r[3].o->samples_per_s *= world; /* every rank trains its own batch in the step */
+    return -1;
+}
+
 int loom_cmd_bench(int argc, char **argv) {
     br_cfg c = {.size = 32, .channels = 3, .batch = 32, .steps = 5, .seed = 1, .profile = true, .backend = "auto"};
     opts o = {.esize = 50000, .amp = LOOM_F16};
@@ -166,39 +206,47 @@ int loom_cmd_bench(int argc, char **argv) {
     if (rc >= 0) return rc;
     loom_ctx *ctx;
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+    /* under mpirun: the group of the data-parallel row (rows 1-3 may keep
+     * the other ranks waiting for a long time: a generous time limit) */
+    loom_dist *dist = NULL;
+    if (loom_dist_create(ctx, &(loom_dist_desc){.timeout_s = 3600}, &dist) != LOOM_OK) {
+        fprintf(stderr, "loom bench: %s\n", loom_last_error(ctx));
+        loom_ctx_destroy(ctx);
+        return 1;
+    }
+    const int world = loom_dist_world(dist);
     const char *why = NULL;
     if (!strcmp(c.backend, "auto")) c.backend = loom_pick_backend(ctx, NULL);
     if (!loom_backend_available(ctx, c.backend, &why)) {
         fprintf(stderr, "loom bench: backend '%s' is not available: %s\n", c.backend, why ? why : "unknown");
+        loom_dist_destroy(dist);
         loom_ctx_destroy(ctx);
         return 1;
     }
+    char dp[64];
+    snprintf(dp, sizeof dp, "+ data parallel, %d processes (MPI)", world);
     brow r[NROWS] = {{"baseline: f32, loading on the training thread", NULL, c.batch, NULL},
                      {"+ loader workers (auto)", NULL, c.batch, NULL},
                      {o.amp == LOOM_F16 ? "+ mixed precision (fp16), batch doubled" : "+ mixed precision (bf16), batch doubled",
                       NULL, 2 * c.batch, NULL},
-                     {"+ data parallel", NULL, 0, "not built: MPI data-parallel is in progress"}};
+                     {world > 1 ? dp : "+ data parallel", NULL, 2 * c.batch,
+                      loom_dist_mpi_built() ? "one process: run under mpirun -np N (N > 1) to fill this row"
+                                            : "not built: loom was built without MPI"}};
     const char *be = c.backend;
-    rc = -1;
-    for (int i = 0; i < 3 && rc < 0; i++) {
-        br_cfg ci = c;
-        ci.workers = i == 0 ? LOOM_WORKERS_SYNC : LOOM_WORKERS_AUTO;
-        ci.amp = i == 2 ? o.amp : LOOM_F32;
-        ci.batch = r[i].batch;
-        if (!(r[i].o = calloc(1, sizeof *r[i].o))) rc = 1;
-        else if (br_run(ctx, &ci, r[i].o) != LOOM_OK) {
-            fprintf(stderr, "loom bench: %s: %s\n", r[i].config, loom_last_error(ctx));
-            rc = 1;
-        }
-        if (rc < 0) be = r[i].o->backend;
-    }
-    if (rc < 0) {
+    rc = run_rows(ctx, dist, &c, &o, r, &be);
+    if (rc < 0 && loom_dist_rank(dist) == 0) { /* rank 0 prints and writes the table */
         print_rows(stdout, 0, r, &c, o.esize, be);
         rc = 0;
         if (o.csv) rc |= write_out(o.csv, 1, r, &c, o.esize, be);
         if (o.json) rc |= write_out(o.json, 2, r, &c, o.esize, be);
     }
+    if (rc < 0) rc = 0;
     for (int i = 0; i < NROWS; i++) free(r[i].o);
+    if (rc != 0 && world > 1) { /* the other ranks may wait for this one: end the job */
+        fflush(stdout), fflush(stderr);
+        loom_dist_abort(dist, rc);
+    }
+    loom_dist_destroy(dist);
     loom_ctx_destroy(ctx);
     return rc;
 }

@@ -45,7 +45,8 @@ loom_status br_run(loom_ctx *ctx, const br_cfg *c, br_out *out) {
     memset(out, 0, sizeof *out);
     loom_dataset ds;
     int64_t steps = c->steps + 1; /* the first step compiles kernels and warms caches: not timed */
-    loom_status st = synthetic(c, steps * c->batch, &ds);
+    /* data parallel: each rank trains its share of the set, `steps` batches */
+    loom_status st = synthetic(c, steps * c->batch * loom_dist_world(c->dist), &ds);
     if (st != LOOM_OK) {
         loom_dataset_free(&ds);
         return st;
@@ -67,6 +68,7 @@ loom_status br_run(loom_ctx *ctx, const br_cfg *c, br_out *out) {
     d.run.epochs = 1;
     d.run.max_steps = steps;
     d.run.save_path = c->save;
+    d.run.dist = c->dist;
     d.log.observers = &obs;
     d.log.nobservers = 1;
     loom_train_result r;

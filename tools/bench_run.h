@@ -27,6 +27,7 @@ typedef struct br_cfg {
     bool profile;            /* per-op timers (when the backend has them) */
     bool reproducible;
     const char *save;        /* checkpoint of the final weights; NULL = none */
+    loom_dist *dist;         /* data parallel: this rank's group (every rank runs it); NULL = one process */
 } br_cfg;
 
 /* What the run measured. */
@@ -34,7 +35,7 @@ typedef struct br_out {
     double loss[BR_MAX_STEPS + 1]; /* per step, the warm-up step first */
     int64_t nloss;
     double step_s;           /* mean seconds per step after the warm-up step */
-    double samples_per_s;    /* batch / step_s */
+    double samples_per_s;    /* batch / step_s (this rank's) */
     size_t peak_bytes;       /* planned device memory (train + eval plans) */
     loom_op_time ops[16];    /* top ops by time over the timed steps' share */
     int nops;                /* -1: the backend has no per-op timer */

@@ -38,8 +38,8 @@ typedef struct cli {
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
     double final_div, power, pl_factor, min_lr, val_split, min_delta, lr_start, lr_end, backbone_mult;
-    double bucket_mb; /* data parallel: gradient bucket size in MiB; 0 = the library's default */
-    double dist_timeout; /* data parallel: seconds a collective may take; 0 = the library's default */
+    double bucket_mb, dist_timeout; /* data parallel: MiB per gradient bucket, seconds a collective may take (0: defaults) */
+    long long repro_shards;         /* data parallel, --reproducible: shards of the global batch; 0 = the world size */
     double milestones[LOOM_MAX_MILESTONES];
     int n_milestones;
     const char *freeze[MAXLIST], *init_map[2 * MAXLIST];
@@ -200,11 +200,11 @@ static const opt opts[] = {
          "  --launcher auto|mpi|none   data parallel: mpi = one rank of `mpirun -np N loom train ...` (--batch\n"
          "                             per rank); auto = mpi when mpirun started this process (default auto)\n"},
     {"--bucket-mb", O_DBL_GT, OFF(bucket_mb), .lo = 0, .hi = 1 << 20, .usage =
-         "  --bucket-mb F              data parallel: gradient bucket size in MiB (default 25; the first\n"
-         "                             bucket at most 1)\n"},
+         "  --bucket-mb F              data parallel: gradient bucket size in MiB (default 25; the first <= 1)\n"},
+    {"--repro-shards", O_INT, OFF(repro_shards), .imin = 1, .imax = 1 << 20, .usage =
+         "  --repro-shards K           --reproducible: K shards of the global batch, the same bits on 1..K ranks\n"},
     {"--dist-timeout", O_DBL_GT, OFF(dist_timeout), .lo = 0, .hi = 1e9, .usage =
-         "  --dist-timeout S           data parallel: a rank waiting S seconds for the others (one died or\n"
-         "                             stalls) ends the job with an error (default 300)\n"},
+         "  --dist-timeout S           data parallel: a rank waiting S s for the others ends the job (default 300)\n"},
     {"--threads", O_INT, OFF(threads), .imin = 1, .imax = 1024, .usage =
          "  --threads N                CPU threads (default: all cores)\n"},
     {"--workers", O_WORKERS, OFF(workers), .usage =
@@ -558,6 +558,7 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     r->profile = c->profile;
     r->allow_nonfinite = c->allow_nonfinite;
     r->dist_bucket_bytes = (size_t)(c->bucket_mb * (1 << 20));
+    r->repro_shards = (int)c->repro_shards;
     d->log.csv = c->log_csv;
     d->log.tensorboard_dir = c->tensorboard;
 }

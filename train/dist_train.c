@@ -10,10 +10,18 @@
  * staging (one flat f32 buffer) and its sum over the ranks started
  * (MPI_Iallreduce), so the exchange proceeds while the next segments
  * compute; before the updates every bucket is waited for, scaled by 1 /
- * world and written back. In reproducible mode a bucket is gathered and
- * summed in rank order on every rank instead (see fold). */
+ * world and written back.
+ *
+ * Reproducible mode (shards): the global batch is cut into K shards
+ * (loom_train_run.repro_shards), each run as a micro-batch of its own; a
+ * rank runs its K / world shards one after the other, keeping each shard's
+ * gradients (and its batch-norm running-statistic updates) on the host;
+ * then every rank gathers all K and adds them in shard order (see
+ * shard_step). The result depends on K only, not on how many ranks share
+ * the shards. */
 #include <math.h>
 
+#include "params.h"
 #include "train_impl.h"
 
 enum { FIRST_BUCKET_MAX = 1 << 20 };
@@ -39,18 +47,53 @@ struct loom__dist_sync {
     size_t total;      /* elements in buf */
     float *buf;
     void *tmp;         /* one tensor's bytes in its own dtype */
-    float *all;        /* reproducible mode: every rank's bucket, in rank order */
     bucket *b;
     int nb;
     loom_plan **seg;   /* nseg plans run in order; seg[0] is tr.plan (freed with it); the last: the updates */
     int nseg;
+    /* reproducible shards (K > 0): this rank's `local` shards' gradients, per
+     * bucket b at loc[local * b.off + j * b.count + e]; every shard's bucket in
+     * shard order (all); the batch-norm running statistics (bn: nbn tensors,
+     * bn_off into the flat values, bn_a (float)(1 - momentum) per tensor) as
+     * saved before the step, each local shard's updates from zero, and all
+     * K shards' updates */
+    int K, local;
+    float *loc, *all;
+    int nbn;
+    loom_tensor **bn;
+    size_t *bn_off, bn_total;
+    float *bn_a, *bn_saved, *bn_loc, *bn_all;
 };
 
 bool loom__dist_active(const loom_trainer *t) { return loom_dist_world(t->d.run.dist) > 1; }
 
-uint64_t loom__dist_seed(uint64_t seed, const loom_dist *d) {
-    int r = loom_dist_rank(d);
-    if (r == 0) return seed; /* rank 0 (and one process) keep the run's seed */
+loom_status loom__dist_resolve(loom_trainer *t) {
+    const loom_train_run *r = &t->d.run;
+    const int world = loom_dist_world(r->dist), batch = t->d.data.batch;
+    t->shards = 0, t->graph_batch = batch;
+    if (r->repro_shards < 0 || (r->repro_shards > 0 && !r->backend_desc.reproducible))
+        return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "train: repro_shards %d (--repro-shards) must be >= 0 and needs "
+                         "reproducible mode (--reproducible)", r->repro_shards);
+    if (!r->backend_desc.reproducible) return LOOM_OK;
+    int k = r->repro_shards ? r->repro_shards : world;
+    if (k % world)
+        return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "train: %d reproducible shards (--repro-shards) cannot be shared "
+                         "by %d processes: give a multiple of the world size", k, world);
+    if (batch % (k / world))
+        return loom__err(t->ctx, LOOM_ERR_INVALID_ARG, "train: the batch of each process (%d) does not split into %d "
+                         "equal shards (--repro-shards %d over %d processes)", batch, k / world, k, world);
+    if (k > 1) t->shards = k, t->graph_batch = batch / (k / world);
+    return LOOM_OK;
+}
+
+int64_t loom__dist_rank_block(const loom_trainer *t) {
+    return t->shards && loom__dist_active(t) ? t->d.data.batch : 0;
+}
+
+uint64_t loom__dist_seed(const loom_trainer *t) {
+    uint64_t seed = t->d.run.seed;
+    int r = loom_dist_rank(t->d.run.dist);
+    if (r == 0 || t->shards) return seed; /* rank 0 (and one process) keep the run's seed; shards: see shard_step */
     uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)r; /* splitmix64 of (seed, rank) */
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -69,7 +112,9 @@ static void sync_free(struct loom__dist_sync *s) {
     if (!s) return;
     for (int i = s->nseg - 1; i > 0; i--) loom_plan_destroy(s->seg[i]);
     for (int i = 0; s->b && i < s->nb; i++) free(s->b[i].req); /* never waited: an error ended the step */
-    free(s->t), free(s->off), free(s->buf), free(s->tmp), free(s->all), free(s->b), free(s->seg);
+    free(s->t), free(s->off), free(s->buf), free(s->tmp), free(s->b), free(s->seg);
+    free(s->loc), free(s->all), free(s->bn), free(s->bn_off), free(s->bn_a), free(s->bn_saved), free(s->bn_loc),
+        free(s->bn_all);
     free(s);
 }
 
@@ -112,7 +157,7 @@ static loom_status plan_buckets(loom_trainer *t, struct loom__dist_sync *s, int 
     if (!*nbounds || bounds[*nbounds - 1] < split) bounds[(*nbounds)++] = split;
     /* gradient accumulation: the accumulators, one bucket started before the step's first segment */
     int na = 0;
-    for (int i = 0; t->d.optim.opt.grad_accum > 1 && i < g->n; i++) {
+    for (int i = 0; t->d.optim.opt.grad_accum > 1 && !t->shards && i < g->n; i++) { /* shards: exchanged every micro-step */
         loom_tensor *p = g->nodes[i], *acc;
         if (p->leaf != LOOM__PARAM || !p->requires_grad || !p->grad || !(acc = find_state(g, p->name, "grad_accum")))
             continue;
@@ -126,8 +171,50 @@ static loom_status plan_buckets(loom_trainer *t, struct loom__dist_sync *s, int 
     return LOOM_OK;
 }
 
+/* Reproducible shards: the host buffers, and the batch-norm running
+ * statistics (every running mean and variance a training batch norm
+ * updates, with its (float)(1 - momentum)). */
+static loom_status shards_init(loom_trainer *t, struct loom__dist_sync *s) {
+    loom_graph *g = t->tr.g;
+    s->K = t->shards, s->local = t->shards / loom_dist_world(t->d.run.dist);
+    size_t most = 1;
+    for (int k = 0; k < s->nb; k++)
+        if (s->b[k].count > most) most = s->b[k].count;
+    int cap = 0;
+    for (int i = 0; i < g->n; i++) cap += g->nodes[i]->op == LOOM_OP_BATCH_NORM ? 2 : 0;
+    if (!(s->loc = malloc((s->total ? s->total : 1) * (size_t)s->local * sizeof *s->loc)) ||
+        !(s->all = malloc(most * (size_t)s->K * sizeof *s->all)) || !(s->bn = calloc((size_t)cap + 1, sizeof *s->bn)) ||
+        !(s->bn_off = calloc((size_t)cap + 1, sizeof *s->bn_off)) || !(s->bn_a = calloc((size_t)cap + 1, sizeof *s->bn_a)))
+        return loom__err(t->ctx, LOOM_ERR_OOM, "dist: out of memory for %d shards of %zu gradient values", s->local,
+                         s->total);
+    for (int i = 0; i < g->n; i++) {
+        loom_tensor *y = g->nodes[i];
+        if (y->op != LOOM_OP_BATCH_NORM || !y->p[LOOM_P_BN_TRAIN] || y->p[LOOM_P_BN_RMEAN] < 0) continue;
+        loom_tensor *run[2] = {y->src[y->p[LOOM_P_BN_RMEAN]], y->src[y->p[LOOM_P_BN_RVAR]]};
+        for (int k = 0; k < 2; k++) {
+            bool seen = false;
+            for (int j = 0; j < s->nbn; j++) seen = seen || s->bn[j] == run[k];
+            if (seen) continue;
+            if (run[k]->dtype != LOOM_F32)
+                return loom__err(t->ctx, LOOM_ERR_UNSUPPORTED, "dist: running statistic '%s' is %s (f32 expected)",
+                                 run[k]->name, loom_dtype_name(run[k]->dtype));
+            s->bn[s->nbn] = run[k];
+            s->bn_a[s->nbn] = (float)(1.0 - y->f[LOOM_F_BN_MOMENTUM]);
+            s->bn_off[s->nbn++] = s->bn_total;
+            s->bn_total += (size_t)loom_tensor_numel(run[k]);
+        }
+    }
+    size_t nb = s->bn_total ? s->bn_total : 1;
+    if (!(s->bn_saved = malloc(nb * sizeof *s->bn_saved)) || !(s->bn_loc = malloc(nb * (size_t)s->local * sizeof *s->bn_loc)) ||
+        !(s->bn_all = malloc(nb * (size_t)s->K * sizeof *s->bn_all)))
+        return loom__err(t->ctx, LOOM_ERR_OOM, "dist: out of memory for the running statistics of %d shards", s->local);
+    loom__log(t->ctx, LOOM_LOG_DEBUG, "dist: %d reproducible shards of %d samples, %d on this rank; %d running statistics",
+              s->K, t->graph_batch, s->local, s->nbn);
+    return LOOM_OK;
+}
+
 loom_status loom__dist_compile(loom_trainer *t, int split) {
-    if (!loom__dist_active(t)) return loom_plan_compile(t->tr.g, t->be, NULL, &t->tr.plan);
+    if (!loom__dist_active(t) && !t->shards) return loom_plan_compile(t->tr.g, t->be, NULL, &t->tr.plan);
     loom_graph *g = t->tr.g;
     size_t cap = (size_t)g->n * 2 + 2;
     struct loom__dist_sync *s = calloc(1, sizeof *s);
@@ -147,10 +234,9 @@ loom_status loom__dist_compile(loom_trainer *t, int split) {
     size_t biggest = 1;
     for (int i = 0; i < s->n; i++)
         if (loom__nbytes(s->t[i]) > biggest) biggest = loom__nbytes(s->t[i]);
-    size_t all = t->d.run.backend_desc.reproducible ? s->total * (size_t)loom_dist_world(t->d.run.dist) : 0;
-    if (st == LOOM_OK && (!(s->buf = malloc((s->total ? s->total : 1) * sizeof *s->buf)) || !(s->tmp = malloc(biggest)) ||
-                          (all && !(s->all = malloc(all * sizeof *s->all)))))
+    if (st == LOOM_OK && (!(s->buf = malloc((s->total ? s->total : 1) * sizeof *s->buf)) || !(s->tmp = malloc(biggest))))
         st = loom__err(t->ctx, LOOM_ERR_OOM, "dist: out of memory for %zu gradient values", s->total);
+    if (st == LOOM_OK && t->shards) st = shards_init(t, s);
     if (st == LOOM_OK)
         loom__log(t->ctx, LOOM_LOG_DEBUG, "dist: %d gradient tensors (%zu values) in %d buckets, %d segments", s->n,
                   s->total, s->nb, s->nseg);
@@ -193,31 +279,14 @@ static loom_status start(loom_trainer *t, struct loom__dist_sync *s, bucket *k) 
         if ((st = loom__plan_io(t->tr.plan, x, s->tmp, loom__nbytes(x), false)) == LOOM_OK)
             loom_convert(s->tmp, x->dtype, s->buf + s->off[i], LOOM_F32, (size_t)loom_tensor_numel(x));
     }
-    if (st == LOOM_OK && !s->all) st = loom_dist_iallreduce_sum(t->d.run.dist, s->buf + k->off, k->count, LOOM_F32, &k->req);
+    if (st == LOOM_OK) st = loom_dist_iallreduce_sum(t->d.run.dist, s->buf + k->off, k->count, LOOM_F32, &k->req);
     return st;
-}
-
-/* Reproducible mode: the sum over the ranks in one fixed order on every
- * rank, whatever MPI's reduction algorithm: every rank's values gathered,
- * then v0 + v1 + ... added in rank order, one f32 rounding each (as
- * core/repro.h folds its chunk sums). */
-static loom_status fold(loom_dist *d, struct loom__dist_sync *s, bucket *k) {
-    const int world = loom_dist_world(d);
-    float *v = s->buf + k->off;
-    loom_status st = loom_dist_allgather(d, v, k->count * sizeof *v, s->all);
-    if (st != LOOM_OK) return st;
-    for (size_t e = 0; e < k->count; e++) {
-        float acc = s->all[e];
-        for (int r = 1; r < world; r++) acc = acc + s->all[(size_t)r * k->count + e];
-        v[e] = acc;
-    }
-    return LOOM_OK;
 }
 
 /* Wait for bucket k's sum, scale it by 1 / world and write it back. */
 static loom_status finish(loom_trainer *t, struct loom__dist_sync *s, bucket *k) {
     loom_dist *d = t->d.run.dist;
-    loom_status st = s->all ? fold(d, s, k) : loom_dist_wait(d, k->req);
+    loom_status st = loom_dist_wait(d, k->req);
     k->req = NULL;
     if (st != LOOM_OK) return st;
     const float scale = 1.0f / (float)loom_dist_world(d);
@@ -244,7 +313,8 @@ static loom_status start_ready(loom_trainer *t, struct loom__dist_sync *s, int s
     return st;
 }
 
-loom_status loom__train_run(loom_trainer *t) {
+/* One step's plan runs with the bucket exchanges between the segments. */
+static loom_status train_run(loom_trainer *t) {
     struct loom__dist_sync *s = t->dist_sync;
     if (!s) return loom_plan_run(t->tr.plan);
     int accum = t->d.optim.opt.grad_accum > 1 ? t->d.optim.opt.grad_accum : 1;
@@ -265,4 +335,124 @@ loom_status loom__train_run(loom_trainer *t) {
         }
     }
     return st == LOOM_OK ? loom_plan_run(s->seg[s->nseg - 1]) : st;
+}
+
+/* Every running statistic from (write) or into (read) vals (flat, bn_off). */
+static loom_status bn_io(loom_trainer *t, struct loom__dist_sync *s, float *vals, bool write) {
+    loom_status st = LOOM_OK;
+    for (int i = 0; i < s->nbn && st == LOOM_OK; i++)
+        st = loom__plan_io(t->tr.plan, s->bn[i], vals + s->bn_off[i], loom__nbytes(s->bn[i]), write);
+    return st;
+}
+
+/* Local shard j of the step: its samples in, the segments run with every
+ * running statistic from zero (what comes out is then the shard's own
+ * update term, (float)momentum * its batch statistic), its loss and correct
+ * count added to stats, its gradients and running-statistic terms kept. */
+static loom_status run_shard(loom_trainer *t, struct loom__dist_sync *s, int j, const float *x, const int32_t *y,
+                             double stats[2]) {
+    const size_t mb = (size_t)t->graph_batch;
+    loom_plan *plan = t->tr.plan;
+    float sv[2];
+    memset(s->bn_loc + (size_t)j * s->bn_total, 0, s->bn_total * sizeof *s->bn_loc);
+    loom_status st;
+    if ((st = loom_plan_write(plan, t->tr.x, x + (size_t)j * mb * t->per, mb * t->per * sizeof *x)) != LOOM_OK ||
+        (st = loom_plan_write(plan, t->tr.y, y + (size_t)j * mb, mb * sizeof *y)) != LOOM_OK ||
+        (st = bn_io(t, s, s->bn_loc + (size_t)j * s->bn_total, true)) != LOOM_OK)
+        return st;
+    for (int i = 0; i + 1 < s->nseg && st == LOOM_OK; i++) st = loom_plan_run(s->seg[i]);
+    if (st != LOOM_OK || (st = loom_plan_read(plan, t->tr.stats, sv, sizeof sv)) != LOOM_OK ||
+        (st = bn_io(t, s, s->bn_loc + (size_t)j * s->bn_total, false)) != LOOM_OK)
+        return st;
+    stats[0] += sv[0], stats[1] += sv[1];
+    for (int k = 0; k < s->nb && st == LOOM_OK; k++) {
+        const bucket *bk = &s->b[k];
+        float *dst = s->loc + (size_t)s->local * bk->off + (size_t)j * bk->count;
+        for (int i = bk->first; i < bk->first + bk->n && st == LOOM_OK; i++) {
+            loom_tensor *g = s->t[i];
+            if ((st = loom__plan_io(plan, g, s->tmp, loom__nbytes(g), false)) == LOOM_OK)
+                loom_convert(s->tmp, g->dtype, dst + (s->off[i] - bk->off), LOOM_F32, (size_t)loom_tensor_numel(g));
+        }
+    }
+    return st;
+}
+
+/* Every shard's values gathered (shard order: rank r's local ones are
+ * shards r * local ...), then, per bucket, g = ((g0 + g1) + g2) + ... in
+ * shard order, one f32 rounding each, times 1 / K (the mean over the
+ * global batch: each shard's loss is its own mean), written back; each
+ * running statistic r = a * r + u0, then a * r + u1, ..., as K runs of the
+ * kernel one after the other would have updated it. */
+static loom_status combine(loom_trainer *t, struct loom__dist_sync *s) {
+    loom_dist *d = t->d.run.dist;
+    const float scale = 1.0f / (float)s->K;
+    loom_status st = LOOM_OK;
+    for (int k = 0; k < s->nb && st == LOOM_OK; k++) {
+        const bucket *bk = &s->b[k];
+        const size_t c = bk->count;
+        if ((st = loom_dist_allgather(d, s->loc + (size_t)s->local * bk->off, (size_t)s->local * c * sizeof *s->all,
+                                      s->all)) != LOOM_OK)
+            return st;
+        float *v = s->buf + bk->off;
+        for (size_t e = 0; e < c; e++) {
+            float acc = s->all[e];
+            for (int r = 1; r < s->K; r++) acc = acc + s->all[(size_t)r * c + e];
+            v[e] = acc * scale;
+        }
+        for (int i = bk->first; i < bk->first + bk->n && st == LOOM_OK; i++) {
+            loom_tensor *g = s->t[i];
+            loom_convert(s->buf + s->off[i], LOOM_F32, s->tmp, g->dtype, (size_t)loom_tensor_numel(g));
+            st = loom__plan_io(t->tr.plan, g, s->tmp, loom__nbytes(g), true);
+        }
+    }
+    if (st != LOOM_OK || !s->nbn) return st;
+    if ((st = loom_dist_allgather(d, s->bn_loc, (size_t)s->local * s->bn_total * sizeof *s->bn_loc, s->bn_all)) != LOOM_OK)
+        return st;
+    for (int i = 0; i < s->nbn; i++) {
+        const float a = s->bn_a[i];
+        for (size_t e = s->bn_off[i]; e < s->bn_off[i] + (size_t)loom_tensor_numel(s->bn[i]); e++) {
+            float r = s->bn_saved[e];
+            for (int k = 0; k < s->K; k++) {
+                float ar = a * r;
+                r = ar + s->bn_all[(size_t)k * s->bn_total + e];
+            }
+            s->bn_saved[e] = r;
+        }
+    }
+    return bn_io(t, s, s->bn_saved, true);
+}
+
+/* A reproducible step over K shards: this rank's shards run one after the
+ * other, then combine, then the updates. Dropout is keyed by the shard:
+ * every segment's step counter is micro-step * K + shard (the same seed on
+ * every rank), and micro-step * K + K after the step, so a shard draws the
+ * same masks on whichever rank trains it. stats: the mean of the local
+ * shards' losses, the sum of their correct counts. */
+static loom_status shard_step(loom_trainer *t, struct loom__dist_sync *s, const float *x, const int32_t *y, double lr,
+                              float stats[2]) {
+    const uint64_t base = (uint64_t)loom_optimizer_micro_steps(t->opt) * (uint64_t)s->K;
+    const int first = loom_dist_rank(t->d.run.dist) * s->local;
+    double acc[2] = {0, 0};
+    loom_status st = loom_optimizer_begin_step(t->opt, t->tr.plan, lr);
+    if (st == LOOM_OK) st = bn_io(t, s, s->bn_saved, false);
+    for (int j = 0; j < s->local && st == LOOM_OK; j++) {
+        for (int i = 0; i < s->nseg; i++) loom_plan_set_step(s->seg[i], base + (uint64_t)(first + j));
+        st = run_shard(t, s, j, x, y, acc);
+    }
+    if (st == LOOM_OK) st = combine(t, s);
+    if (st == LOOM_OK) st = loom_plan_run(s->seg[s->nseg - 1]);
+    for (int i = 0; i < s->nseg; i++) loom_plan_set_step(s->seg[i], base + (uint64_t)s->K);
+    stats[0] = (float)(acc[0] / s->local), stats[1] = (float)acc[1];
+    return st;
+}
+
+loom_status loom__train_batch(loom_trainer *t, const float *x, const int32_t *y, double lr, float stats[2]) {
+    if (t->shards) return shard_step(t, t->dist_sync, x, y, lr, stats);
+    loom_plan *plan = t->tr.plan;
+    loom_status st;
+    if ((st = loom_plan_write(plan, t->tr.x, x, (size_t)t->graph_batch * t->per * sizeof *x)) != LOOM_OK ||
+        (st = loom_plan_write(plan, t->tr.y, y, (size_t)t->graph_batch * sizeof *y)) != LOOM_OK ||
+        (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = train_run(t)) != LOOM_OK)
+        return st;
+    return loom_plan_read(plan, t->tr.stats, stats, 2 * sizeof *stats);
 }

@@ -54,7 +54,6 @@ static loom_status check_desc(loom_ctx *ctx, const loom_lr_find_desc *desc, loom
  * from the trainer's current one; full batches only. */
 static loom_status sweep(loom_trainer *t, const loom_lr_find_desc *d, loom_lr_find_result *r) {
     const int batch = t->d.data.batch;
-    loom_plan *plan = t->tr.plan;
     int64_t epoch = t->epoch;
     loom_status st = LOOM_OK;
     loom_loader_begin(t->loader, epoch, 0, 0);
@@ -72,11 +71,9 @@ static loom_status sweep(loom_trainer *t, const loom_lr_find_desc *d, loom_lr_fi
             }
         }
         float l;
-        if ((st = loom_plan_write(plan, t->tr.x, lb.x, (size_t)batch * t->per * sizeof *lb.x)) != LOOM_OK ||
-            (st = loom_plan_write(plan, t->tr.y, lb.y, (size_t)batch * sizeof *lb.y)) != LOOM_OK ||
-            (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom__train_run(t)) != LOOM_OK ||
-            (st = loom_plan_read(plan, t->tr.loss, &l, sizeof l)) != LOOM_OK)
-            break;
+        float sv[2];
+        if ((st = loom__train_batch(t, lb.x, lb.y, lr, sv)) != LOOM_OK) break;
+        l = sv[0];
         if (!isfinite(l)) {
             r->diverged = true;
             break;

@@ -120,7 +120,7 @@ static loom_status make_split(loom_trainer *t) {
 static loom_status build_graph(loom_trainer *t, bool train, int batch, loom__model_graph *m) {
     const loom_trainer_desc *d = &t->d;
     const loom_dataset *ds = d->data.train;
-    uint64_t seed = train ? loom__dist_seed(d->run.seed, d->run.dist) : d->run.seed; /* dropout per rank */
+    uint64_t seed = train ? loom__dist_seed(t) : d->run.seed; /* dropout per rank */
     loom_status st = loom_graph_create(t->ctx, &(loom_graph_desc){.seed = seed}, &m->g);
     if (st != LOOM_OK) return st;
     m->batch = batch;
@@ -236,7 +236,8 @@ static loom_status build_plans(loom_trainer *t) {
     const char *bname = d->run.backend && strcmp(d->run.backend, "auto") ? d->run.backend : loom_pick_backend(t->ctx, NULL);
     if ((st = loom_backend_create(t->ctx, bname, &d->run.backend_desc, &t->be)) != LOOM_OK) return st;
     res->backend = loom_backend_name(t->be);
-    if ((st = build_graph(t, true, d->data.batch, &t->tr)) != LOOM_OK) return st;
+    if ((st = loom__dist_resolve(t)) != LOOM_OK || (st = build_graph(t, true, t->graph_batch, &t->tr)) != LOOM_OK)
+        return st;
     t->hr = (loom__head_rule){.head = 0};
     if ((st = prepare_transfer(t->ctx, t->tr.g, d, &d->optim.opt, &t->hr, &res->frozen, &res->frozen_numel)) != LOOM_OK)
         return st;
@@ -326,6 +327,7 @@ static loom_status open_data(loom_trainer *t) {
     loom_loader_desc lde = {.src = dd->train_source ? dd->train_source : t->tsrc, .batch = dd->batch, .shuffle = true,
                             .drop_last = true, .seed = t->d.run.seed, .workers = dd->workers, .prefetch = dd->prefetch,
                             .rank = loom_dist_rank(t->d.run.dist), .world = loom_dist_world(t->d.run.dist),
+                            .rank_block = loom__dist_rank_block(t),
                             .mean = &dd->mean, .std = &dd->std, .nstat = 1, .backend = t->be,
                             .steps = dd->train_source ? dd->train_steps : NULL,
                             .nsteps = dd->train_source ? dd->train_nsteps : 0};

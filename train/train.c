@@ -141,11 +141,7 @@ loom_status loom_trainer_step(loom_trainer *t, loom_step_result *out) {
     double lr = loom_schedule_lr(&t->d.optim.sched, loom_optimizer_steps(t->opt)) * t->plateau_scale;
     t->lr = lr;
     loom_plan *plan = t->tr.plan;
-    if ((st = loom_plan_write(plan, t->tr.x, lb.x, (size_t)batch * t->per * sizeof *lb.x)) != LOOM_OK ||
-        (st = loom_plan_write(plan, t->tr.y, lb.y, (size_t)batch * sizeof *lb.y)) != LOOM_OK ||
-        (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom__train_run(t)) != LOOM_OK ||
-        (st = loom_plan_read(plan, t->tr.stats, sv, sizeof sv)) != LOOM_OK)
-        return st;
+    if ((st = loom__train_batch(t, lb.x, lb.y, lr, sv)) != LOOM_OK) return st;
     float l = sv[0];
     int64_t ok_now = (int64_t)sv[1];
     if (n < batch) { /* a partial batch: count its own rows on the host */

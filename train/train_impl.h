@@ -81,6 +81,8 @@ struct loom_trainer {
     /* data parallel (train/dist_train.c): the training plan's segments after
      * the first (tr.plan), the gradient buckets and their host staging */
     struct loom__dist_sync *dist_sync;
+    int shards;                 /* reproducible shards of the global batch (run.repro_shards resolved); 0 = none */
+    int graph_batch;            /* the training graph's batch: data.batch, or one shard's */
 };
 
 /* The built-in observers, attached by loom_trainer_create: the CSV log
@@ -97,16 +99,23 @@ loom_status loom__write_whole(loom_ctx *ctx, const char *path, FILE *mem, char *
 loom_status loom__check_diverged(loom_trainer *t);
 
 /* Data parallel (train/dist_train.c). Active: run.dist has more than one
- * process. The training graph's seed of this rank (dropout differs per rank;
- * rank 0 keeps seed). Compile tr.plan (in segments when active: one per
- * gradient bucket, then the optimizer's updates from split, its first
- * node). Broadcast rank 0's parameters, states and counters. One training
- * step's plan runs, with the bucket exchanges between the segments. */
+ * process. Resolve: check run.repro_shards and set shards and graph_batch
+ * (before the graphs are built). The sampler's block of this rank (shards
+ * over several processes: data.batch; else 0, round-robin). The training
+ * graph's seed of this rank (dropout differs per rank; rank 0 and
+ * reproducible shards keep run.seed). Compile tr.plan (in segments when
+ * active or sharded: one per gradient bucket, then the optimizer's updates
+ * from split, its first node). Broadcast rank 0's parameters, states and
+ * counters. Train on one batch of data.batch samples at lr (the optimizer's
+ * micro-step, the plan runs with the exchanges, the shards): stats receives
+ * its loss and correct count. */
 bool loom__dist_active(const loom_trainer *t);
-uint64_t loom__dist_seed(uint64_t seed, const loom_dist *d);
+loom_status loom__dist_resolve(loom_trainer *t);
+int64_t loom__dist_rank_block(const loom_trainer *t);
+uint64_t loom__dist_seed(const loom_trainer *t);
 loom_status loom__dist_compile(loom_trainer *t, int split);
 loom_status loom__dist_broadcast_weights(loom_trainer *t);
-loom_status loom__train_run(loom_trainer *t);
+loom_status loom__train_batch(loom_trainer *t, const float *x, const int32_t *y, double lr, float stats[2]);
 void loom__dist_free(loom_trainer *t);
 
 #endif

@@ -42,6 +42,7 @@ typedef struct loom_loader_desc {
     uint64_t seed;           /* order and per-sample randomness */
     int rank;                /* distributed: this process, 0..world-1 (as loom_sampler_desc) */
     int world;               /* distributed: as loom_sampler_desc (world 0 = 1) */
+    int64_t rank_block;      /* distributed: loom_sampler_desc.block (0 = round-robin) */
     /* Worker threads: LOOM_WORKERS_AUTO (0, the default), LOOM_WORKERS_SYNC,
      * or N > 0. Batches are bitwise identical for every setting. */
     int workers;

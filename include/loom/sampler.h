@@ -36,6 +36,12 @@ typedef struct loom_sampler_desc {
     int rank;
     int world;          /* processes; 0 or 1 = one */
     bool drop_uneven;   /* n % world != 0: drop the global order's tail instead of padding */
+    /* > 1: cut the global order in blocks instead of round-robin: each run of
+     * world * block samples (a global batch) gives rank r its r-th block of
+     * `block` consecutive samples; only whole runs are used (the tail of
+     * fewer than world * block samples is dropped; an error when there is no
+     * whole run). 0 or 1 = round-robin. */
+    int64_t block;
 } loom_sampler_desc;
 
 typedef struct loom_sampler loom_sampler;

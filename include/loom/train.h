@@ -240,13 +240,23 @@ typedef struct loom_train_run {
      * (loom_sampler_desc.rank); rank 0's initial (or resumed) weights are
      * broadcast; gradients are averaged over the ranks before each update
      * (with grad_accum, on the last micro-batch only); dropout draws per rank;
-     * only rank 0 writes save_path, log.csv and log.tensorboard_dir. */
+     * only rank 0 writes save_path, log.csv and log.tensorboard_dir. In
+     * reproducible mode the batch is cut into shards instead (repro_shards). */
     loom_dist *dist;
     /* Data parallel: gradients are exchanged in buckets of about this many
      * bytes (f32), each started as soon as the backward pass has produced
      * it, while the rest of the pass runs; the first bucket (the last
      * layers' gradients) holds at most 1 MiB. 0 = 25 MiB. */
     size_t dist_bucket_bytes;
+    /* Reproducible mode (backend_desc.reproducible) across world sizes: the
+     * global batch (world * data.batch) is cut into this many equal shards,
+     * each a micro-batch of its own through the canonical kernels; rank r of
+     * P trains shards r*K/P .. (r+1)*K/P - 1 (contiguous in the batch's
+     * order), and every rank sums the shards' gradients in shard order. Runs
+     * with the same value give the same bits on 1, 2, 4 ... processes; it
+     * must be a multiple of the world size and divide the global batch.
+     * 0 = the world size (one shard per rank; one process: no shards). */
+    int repro_shards;
 } loom_train_run;
 
 /* Who follows the run. */
