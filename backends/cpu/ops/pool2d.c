@@ -199,29 +199,32 @@ static inline int arg4(float a, float b, float c, float d) {
     return k;
 }
 
+void loom__cpu_max2_plane(const float *x, float *y, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+    (void)H;
+    for (int64_t i = 0; i < OH; i++) {
+        const float *r0 = x + 2 * i * W, *r1 = r0 + W;
+        float *yr = y + i * OW;
+        int bad = 0;
+        for (int64_t j = 0; j < OW; j++) {
+            float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+            float m = a >= b ? a : b, n = c >= d ? c : d;
+            bad |= (a != a) | (b != b) | (c != c) | (d != d);
+            yr[j] = m >= n ? m : n;
+        }
+        for (int64_t j = 0; bad && j < OW; j++) { /* a NaN in the row: the generic rule */
+            float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+            int k = arg4(a, b, c, d);
+            yr[j] = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
+        }
+    }
+}
+
 static void max2_float(void *v, int64_t p0, int64_t p1) {
     const pjob *jb = v;
     const pgeom *q = &jb->q;
-    for (int64_t p = p0; p < p1; p++) {
-        const float *x = (const float *)jb->x + p * q->H * q->W;
-        float *y = (float *)jb->y + p * q->OH * q->OW;
-        for (int64_t i = 0; i < q->OH; i++) {
-            const float *r0 = x + 2 * i * q->W, *r1 = r0 + q->W;
-            float *yr = y + i * q->OW;
-            int bad = 0;
-            for (int64_t j = 0; j < q->OW; j++) {
-                float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-                float m = a >= b ? a : b, n = c >= d ? c : d;
-                bad |= (a != a) | (b != b) | (c != c) | (d != d);
-                yr[j] = m >= n ? m : n;
-            }
-            for (int64_t j = 0; bad && j < q->OW; j++) { /* a NaN in the row: the generic rule */
-                float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-                int k = arg4(a, b, c, d);
-                yr[j] = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
-            }
-        }
-    }
+    for (int64_t p = p0; p < p1; p++)
+        loom__cpu_max2_plane((const float *)jb->x + p * q->H * q->W, (float *)jb->y + p * q->OH * q->OW, q->H, q->W,
+                             q->OH, q->OW);
 }
 
 /* Branch-free: the maximum r of the window, then the first position equal
@@ -252,18 +255,19 @@ static void max2_grad_row(const float *r0, const float *r1, const float *dy, flo
     }
 }
 
+void loom__cpu_max2_grad_plane(const float *x, const float *dy, float *dx, int64_t H, int64_t W, int64_t OH,
+                               int64_t OW) {
+    if ((H & 1) || (W & 1)) memset(dx, 0, (size_t)(H * W) * sizeof *dx);
+    for (int64_t i = 0; i < OH; i++)
+        max2_grad_row(x + 2 * i * W, x + (2 * i + 1) * W, dy + i * OW, dx + 2 * i * W, dx + (2 * i + 1) * W, OW);
+}
+
 static void max2_grad_float(void *v, int64_t p0, int64_t p1) {
     const pjob *jb = v;
     const pgeom *q = &jb->q;
-    for (int64_t p = p0; p < p1; p++) {
-        const float *x = (const float *)jb->x + p * q->H * q->W;
-        const float *dy = (const float *)jb->dy + p * q->OH * q->OW;
-        float *dx = (float *)jb->y + p * q->H * q->W;
-        if ((q->H & 1) || (q->W & 1)) memset(dx, 0, (size_t)(q->H * q->W) * sizeof *dx);
-        for (int64_t i = 0; i < q->OH; i++)
-            max2_grad_row(x + 2 * i * q->W, x + (2 * i + 1) * q->W, dy + i * q->OW, dx + 2 * i * q->W,
-                          dx + (2 * i + 1) * q->W, q->OW);
-    }
+    for (int64_t p = p0; p < p1; p++)
+        loom__cpu_max2_grad_plane((const float *)jb->x + p * q->H * q->W, (const float *)jb->dy + p * q->OH * q->OW,
+                                  (float *)jb->y + p * q->H * q->W, q->H, q->W, q->OH, q->OW);
 }
 
 /* planes per work chunk: about 16k touched elements */
