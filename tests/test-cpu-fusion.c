@@ -8,6 +8,8 @@
  * the loss, the gradients of the input and of gamma and beta, the running
  * statistics and any kept intermediate are compared bitwise. The fused plan
  * must actually fuse (the group count is checked), the unfused one must not.
+ * On a CPU with AVX2 the fused passes run their AVX2 variant, so this also
+ * checks that variant against the baseline-vector single-op kernels.
  * Graphs:
  * - batch_norm -> 2x2 max_pool2d -> relu (the cnn's blocks), even and odd
  *   planes, with and without its intermediates kept;

@@ -48,7 +48,7 @@ loom_status loom__cpu_repro_oom(const loom__cpu_args *a);
 
 
 /* ---- pieces the fused kernels (fuse_kernels.c) share with the single-op
- * kernels, so a fused pass computes the same bits ---- */
+ * kernels, so a fused pass computes the same bits (the loops: f32_inline.h) ---- */
 
 /* a batch-norm node (ops/norm.c): x (N, C, S), S = prod(dims[2:]) */
 typedef struct loom__bn_job {
@@ -61,21 +61,9 @@ typedef struct loom__bn_job {
 } loom__bn_job;
 
 void loom__cpu_bn_job_init(loom__bn_job *j, const loom__cpu_args *a);
-/* f32 forward of channel c: its statistics (train: and the running-stat
- * update), then y = x * scale + shift */
-void loom__cpu_bn_coef(const loom__bn_job *j, int64_t c, float *scale, float *shift);
-/* f32 parameter-gradient sums over n elements: acc[0] += sum(dy), acc[1] +=
- * sum(dy (x - K)); with_x: acc[2] += sum(x - K), acc[3] += sum((x - K)^2) */
-void loom__cpu_bn_sum_dy(const float *x, const float *dy, int64_t n, float K, double acc[4], bool with_x);
 /* the (4, C) statistics of channel c from its sums (K: x's first element in the channel) */
 void loom__cpu_bn_dstats_store(const loom__bn_job *j, int64_t c, float K, const double acc[4]);
 /* f32 input gradient of channel c: dx = f[0] dy + f[1] x + f[2] */
 void loom__cpu_bn_dx_coef(const loom__bn_job *j, int64_t c, float f[3]);
-
-/* 2x2 stride-2 unpadded max pooling of one f32 plane (ops/pool2d.c): y
- * (OH, OW) from x (H, W); the gradient dx (H, W) from x and dy (OH, OW) */
-void loom__cpu_max2_plane(const float *x, float *y, int64_t H, int64_t W, int64_t OH, int64_t OW);
-void loom__cpu_max2_grad_plane(const float *x, const float *dy, float *dx, int64_t H, int64_t W, int64_t OH,
-                               int64_t OW);
 
 #endif

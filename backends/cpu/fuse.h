@@ -10,7 +10,8 @@
  *   backward: (relu_grad (-> 2x2 max_pool2d_grad) | 2x2 max_pool2d_grad ->)
  *             batch_norm_grad_params -> [slices of its statistics] ->
  *             batch_norm_grad
- * Every member still writes its own output (later nodes may read it). f32
+ * Every member still writes its own output (later nodes may read it). The
+ * passes have an AVX2 variant (same bits: f32_inline.h), picked at run time. f32
  * only, never in reproducible mode; LOOM_CPU_FUSE=0 in the environment turns
  * fusion off (to compare). */
 #ifndef LOOM_CPU_FUSE_H

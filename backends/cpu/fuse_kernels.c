@@ -7,6 +7,7 @@
  * then the input gradient re-reads the channel, still in L2. Every value is
  * computed by the same expression as in the single-op kernel (ops/<family>.c), so
  * results match the unfused run bit for bit. */
+#include "f32_inline.h"
 #include "fuse.h"
 
 typedef struct fjob {
@@ -31,20 +32,20 @@ static void args_of(loom__cpu *cpu, const loom_plan *p, int e, loom__cpu_args *a
 }
 
 /* relu as ops/activation.c computes it (NaN stays NaN) */
-static void relu_run(const float *x, float *y, int64_t n) {
+LOOM__F32_INLINE void relu_run(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
         y[i] = v > 0 || v != v ? v : 0;
     }
 }
 
-static void fwd_range(void *v, int64_t c0, int64_t c1) {
+LOOM__F32_INLINE void fwd_body(void *v, int64_t c0, int64_t c1) {
     const fjob *j = v;
     const loom__bn_job *b = &j->bn;
     const float *x = b->x;
     for (int64_t c = c0; c < c1; c++) {
         float sc, sh;
-        loom__cpu_bn_coef(b, c, &sc, &sh);
+        loom__bn_coef(b, c, &sc, &sh);
         for (int64_t n = 0; n < b->N; n++) {
             int64_t off = (n * b->C + c) * b->S, poff = (n * b->C + c) * j->OH * j->OW;
             const float *xr = x + off;
@@ -61,7 +62,7 @@ static void fwd_range(void *v, int64_t c0, int64_t c1) {
                     for (int64_t i = 0; i < b->S; i++) ar[i] = o[i] + yr[i];
                 last = ar;
             } else if (j->pool_y) {
-                loom__cpu_max2_plane(yr, j->pool_y + poff, j->H, j->W, j->OH, j->OW);
+                loom__max2_plane(yr, j->pool_y + poff, j->H, j->W, j->OH, j->OW);
                 last = j->pool_y + poff, len = j->OH * j->OW, off = poff;
             }
             if (j->relu_y) relu_run(last, j->relu_y + off, len);
@@ -69,7 +70,7 @@ static void fwd_range(void *v, int64_t c0, int64_t c1) {
     }
 }
 
-static void bwd_range(void *v, int64_t c0, int64_t c1) {
+LOOM__F32_INLINE void bwd_body(void *v, int64_t c0, int64_t c1) {
     const fjob *j = v;
     const loom__bn_job *b = &j->bn, *d = &j->dx;
     const float *x = b->x, *g = b->dy; /* g: the gradient reaching the batch norm */
@@ -88,9 +89,9 @@ static void bwd_range(void *v, int64_t c0, int64_t c1) {
                 }
             }
             if (j->pg_y)
-                loom__cpu_max2_grad_plane(j->pg_x + off, (j->rg_y ? j->rg_y : j->rg_dy) + poff, j->pg_y + off, j->H,
+                loom__max2_grad_plane(j->pg_x + off, (j->rg_y ? j->rg_y : j->rg_dy) + poff, j->pg_y + off, j->H,
                                           j->W, j->OH, j->OW);
-            loom__cpu_bn_sum_dy(x + off, g + off, b->S, K, acc, b->train);
+            loom__bn_sum_dy(x + off, g + off, b->S, K, acc, b->train);
         }
         loom__cpu_bn_dstats_store(b, c, K, acc);
         float f[3];
@@ -104,6 +105,16 @@ static void bwd_range(void *v, int64_t c0, int64_t c1) {
         }
     }
 }
+
+/* the passes for the baseline x86-64 vector unit and for AVX2 (the same
+ * bits: f32_inline.h) */
+static void fwd_range(void *v, int64_t c0, int64_t c1) { fwd_body(v, c0, c1); }
+static void bwd_range(void *v, int64_t c0, int64_t c1) { bwd_body(v, c0, c1); }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_VARIANT 1
+__attribute__((target("avx2"))) static void fwd_range_avx2(void *v, int64_t c0, int64_t c1) { fwd_body(v, c0, c1); }
+__attribute__((target("avx2"))) static void bwd_range_avx2(void *v, int64_t c0, int64_t c1) { bwd_body(v, c0, c1); }
+#endif
 
 loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom__cpu_group *g) {
     fjob j;
@@ -144,6 +155,10 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
         loom__cpu_bn_job_init(&j.dx, &a);
     }
     int64_t per = j.bn.N * j.bn.S, grain = per >= (1 << 14) ? 1 : (1 << 14) / per;
-    loom__cpu_parallel(cpu, j.bn.C, grain, g->backward ? bwd_range : fwd_range, &j);
+    loom__cpu_range_fn fn = g->backward ? bwd_range : fwd_range;
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2")) fn = g->backward ? bwd_range_avx2 : fwd_range_avx2;
+#endif
+    loom__cpu_parallel(cpu, j.bn.C, grain, fn, &j);
     return LOOM_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "../../../core/repro.h"
 #include "../cpu_impl.h"
+#include "../f32_inline.h"
 
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
     if (idx < 0) return NULL;
@@ -60,15 +61,13 @@ static void bn_stats_ref(const bn_job *j, int64_t c, double *mean, double *var) 
 
 static void running_update(const bn_job *j, int64_t c, double mean, double var, bool f64) {
     if (!j->rmean) return;
-    double m = (double)(j->N * j->S), mo = j->momentum;
     if (f64) {
+        double m = (double)(j->N * j->S), mo = j->momentum;
         double *rm = j->rmean, *rv = j->rvar;
         rm[c] = (1 - mo) * rm[c] + mo * mean;
         rv[c] = (1 - mo) * rv[c] + mo * var * m / (m - 1);
     } else {
-        float *rm = j->rmean, *rv = j->rvar;
-        rm[c] = (float)((1 - mo) * rm[c] + mo * mean);
-        rv[c] = (float)((1 - mo) * rv[c] + mo * var * m / (m - 1));
+        loom__bn_running_f32(j, c, mean, var);
     }
 }
 
@@ -135,77 +134,13 @@ static void bn_dx_ref(void *v, int64_t c0, int64_t c1) {
 
 /* ---- F32 fast path ---- */
 
-/* One-pass sums are taken of x - K, K a value of the channel (its first), so
- * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std.
- * Sums run in float over blocks of STAT_BLOCK elements (8 independent lanes,
- * so the loop vectorises without reassociation: each lane adds at most 32
- * values) and the block sums are added in double. Float lanes do four
- * elements per SSE instruction and need no conversions: about 3x the double
- * lanes' speed, at a relative error near 1e-7 for any channel size. */
-#define STAT_BLOCK 256
-
-/* s += sum(x - K), q += sum((x - K)^2) over n floats */
-static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
-    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
-        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
-        float a[8] = {0}, b[8] = {0};
-        for (; i + 8 <= i1; i += 8)
-            for (int k = 0; k < 8; k++) {
-                float v = x[i + k] - K;
-                a[k] += v, b[k] += v * v;
-            }
-        for (int k = 0; i < i1; i++, k++) a[k] += x[i] - K, b[k] += (x[i] - K) * (x[i] - K);
-        double sa = 0, sb = 0;
-        for (int k = 0; k < 8; k++) sa += a[k], sb += b[k];
-        *s += sa, *q += sb;
-    }
-}
-
-void loom__cpu_bn_sum_dy(const float *x, const float *dy, int64_t n, float K, double acc[4], bool with_x) {
-    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
-        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
-        float a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
-        for (; i + 8 <= i1; i += 8)
-            for (int k = 0; k < 8; k++) {
-                float v = x[i + k] - K, g = dy[i + k];
-                a[k] += g, b[k] += g * v, c[k] += v, d[k] += v * v;
-            }
-        for (int k = 0; i < i1; i++, k++) {
-            float v = x[i] - K;
-            a[k] += dy[i], b[k] += dy[i] * v, c[k] += v, d[k] += v * v;
-        }
-        double sa = 0, sb = 0, sc = 0, sd = 0;
-        for (int k = 0; k < 8; k++) sa += a[k], sb += b[k], sc += c[k], sd += d[k];
-        acc[0] += sa, acc[1] += sb;
-        if (with_x) acc[2] += sc, acc[3] += sd;
-    }
-}
-
-void loom__cpu_bn_coef(const bn_job *j, int64_t c, float *scale, float *shift) {
-    const float *x = j->x, *gm = j->gamma, *bt = j->beta;
-    double mean, var;
-    if (j->train) {
-        double s = 0, q = 0, m = (double)(j->N * j->S);
-        float K = x[BN_AT(j, 0, c, 0)];
-        for (int64_t n = 0; n < j->N; n++) sum_sq(x + BN_AT(j, n, c, 0), j->S, K, &s, &q);
-        mean = K + s / m;
-        var = q / m - (s / m) * (s / m);
-        if (var < 0) var = 0;
-        running_update(j, c, mean, var, false);
-    } else {
-        mean = ((const float *)j->rmean)[c], var = ((const float *)j->rvar)[c];
-    }
-    double invstd = 1.0 / sqrt(var + j->eps), g = gm ? gm[c] : 1.0, b = bt ? bt[c] : 0.0;
-    *scale = (float)(g * invstd), *shift = (float)(b - mean * g * invstd);
-}
-
 static void bn_fwd_f32(void *v, int64_t c0, int64_t c1) {
     const bn_job *j = v;
     const float *x = j->x;
     float *y = j->y;
     for (int64_t c = c0; c < c1; c++) {
         float sc, sh;
-        loom__cpu_bn_coef(j, c, &sc, &sh);
+        loom__bn_coef(j, c, &sc, &sh);
         for (int64_t n = 0; n < j->N; n++) {
             const float *xr = x + BN_AT(j, n, c, 0);
             float *yr = y + BN_AT(j, n, c, 0);
@@ -238,7 +173,7 @@ static void bn_dstats_f32(void *v, int64_t c0, int64_t c1) {
         double acc[4] = {0};
         float K = x[BN_AT(j, 0, c, 0)];
         for (int64_t n = 0; n < j->N; n++)
-            loom__cpu_bn_sum_dy(x + BN_AT(j, n, c, 0), dy + BN_AT(j, n, c, 0), j->S, K, acc, j->train);
+            loom__bn_sum_dy(x + BN_AT(j, n, c, 0), dy + BN_AT(j, n, c, 0), j->S, K, acc, j->train);
         loom__cpu_bn_dstats_store(j, c, K, acc);
     }
 }
