@@ -164,10 +164,12 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
         const loom_tensor *t = p->exec[e];
         int fg = cp->fuse ? cp->fuse->group_at[e] : -1;
         if (fg == -2) continue; /* ran in its group */
-        if (fg >= 0) { /* a fused group: its time counts as its first node's */
-            loom_status st = loom__cpu_fusion_run(cpu, p, &cp->fuse->groups[fg]);
+        if (fg >= 0) { /* a fused group: its time counts as its batch-norm node's */
+            const loom__cpu_group *grp = &cp->fuse->groups[fg];
+            loom_status st = loom__cpu_fusion_run(cpu, p, grp);
             if (st != LOOM_OK) return st;
-            if (p->node_seconds) p->node_seconds[e] += loom__now_s() - t0;
+            if (p->node_seconds)
+                p->node_seconds[grp->m[grp->backward ? LOOM__FU_PARAMS : LOOM__FU_BN]] += loom__now_s() - t0;
             continue;
         }
         loom__cpu_args a = {.cpu = cpu, .node = t, .dt = t->dtype, .seed = p->g->seed, .step = p->step};
