@@ -1,7 +1,7 @@
 /* backends/cpu/backend.c — the CPU backend: host memory, the per-node
  * dispatcher (with the f16/bf16 -> f32 compute wrapper) and the vtable. */
 
-#include "cpu_impl.h"
+#include "fuse.h"
 
 #ifdef LOOM_HAVE_OPENBLAS
 #include <cblas.h>
@@ -101,11 +101,12 @@ static loom_status cpu_buffer_read(loom_backend *be, loom__buffer *b, size_t off
     return LOOM_OK;
 }
 
-/* Per-plan scratch for the 16-bit wrapper: f32 copies of a node's inputs
- * and output. */
+/* Per-plan data: scratch for the 16-bit wrapper (f32 copies of a node's
+ * inputs and output), and the fused groups (fuse.h; NULL: none). */
 typedef struct cpu_plan {
     float *scratch;
     size_t scratch_floats;
+    loom__cpu_fusion *fuse;
 } cpu_plan;
 
 static bool is16(loom_dtype dt) { return dt == LOOM_F16 || dt == LOOM_BF16; }
@@ -130,6 +131,12 @@ static loom_status cpu_plan_prepare(loom_backend *be, loom_plan *p) {
         free(cp);
         return loom__err(be->ctx, LOOM_ERR_OOM, "cpu backend: out of memory for 16-bit scratch");
     }
+    loom_status st = loom__cpu_fusion_plan(be->impl, p, &cp->fuse);
+    if (st != LOOM_OK) {
+        free(cp->scratch);
+        free(cp);
+        return st;
+    }
     p->impl = cp;
     return LOOM_OK;
 }
@@ -138,6 +145,7 @@ static void cpu_plan_release(loom_backend *be, loom_plan *p) {
     (void)be;
     cpu_plan *cp = p->impl;
     if (!cp) return;
+    loom__cpu_fusion_free(cp->fuse);
     free(cp->scratch);
     free(cp);
     p->impl = NULL;
@@ -154,6 +162,16 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
     for (int e = 0; e < p->n_exec; e++) {
         double t0 = p->node_seconds ? loom__now_s() : 0;
         const loom_tensor *t = p->exec[e];
+        int fg = cp->fuse ? cp->fuse->group_at[e] : -1;
+        if (fg == -2) continue; /* ran in its group */
+        if (fg >= 0) { /* a fused group: its time counts as its batch-norm node's */
+            const loom__cpu_group *grp = &cp->fuse->groups[fg];
+            loom_status st = loom__cpu_fusion_run(cpu, p, grp);
+            if (st != LOOM_OK) return st;
+            if (p->node_seconds)
+                p->node_seconds[grp->m[grp->backward ? LOOM__FU_PARAMS : LOOM__FU_BN]] += loom__now_s() - t0;
+            continue;
+        }
         loom__cpu_args a = {.cpu = cpu, .node = t, .dt = t->dtype, .seed = p->g->seed, .step = p->step};
         a.y = addr_of(p, t);
         for (int k = 0; k < t->nsrc; k++) {
@@ -189,6 +207,11 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
         if (p->node_seconds) p->node_seconds[e] += loom__now_s() - t0;
     }
     return LOOM_OK;
+}
+
+int loom__cpu_plan_fused_groups(const loom_plan *p) {
+    const cpu_plan *cp = p && !strcmp(p->be->vt->name, "cpu") ? p->impl : NULL;
+    return cp && cp->fuse ? cp->fuse->n_groups : 0;
 }
 
 static loom_status cpu_synchronize(loom_backend *be) {

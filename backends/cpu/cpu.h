@@ -53,6 +53,10 @@ loom_status loom__cpu_sgemm_repro(loom__cpu *cpu, bool trans_a, bool trans_b, in
 void loom__cpu_dgemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
                          int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
 
+/* The number of fused groups (fuse.h) a plan on the CPU backend runs; 0 for
+ * other backends' plans (tests compare fused and unfused runs). */
+int loom__cpu_plan_fused_groups(const loom_plan *p);
+
 /* ---- kernels: one per op, named loom__cpu_<op name>, in ops/<family>.c ---- */
 #define LOOM_OP(e, stem, bw, fl, ac) loom_status loom__cpu_##stem(const loom__cpu_args *a);
 #include "../../core/ops.def"

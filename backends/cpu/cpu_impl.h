@@ -46,4 +46,24 @@ loom_status loom__cpu_cross_entropy_grad_repro(const loom__cpu_args *a);
 /* the error of a reproducible kernel that could not allocate its scratch */
 loom_status loom__cpu_repro_oom(const loom__cpu_args *a);
 
+
+/* ---- pieces the fused kernels (fuse_kernels.c) share with the single-op
+ * kernels, so a fused pass computes the same bits (the loops: f32_inline.h) ---- */
+
+/* a batch-norm node (ops/norm.c): x (N, C, S), S = prod(dims[2:]) */
+typedef struct loom__bn_job {
+    int64_t N, C, S;
+    bool train;
+    double eps, momentum;
+    const void *x, *gamma, *beta, *dy, *stats;
+    void *rmean, *rvar; /* running stats: read (eval) or updated (train) */
+    void *y;            /* output: y, dx, or (4, C) statistics */
+} loom__bn_job;
+
+void loom__cpu_bn_job_init(loom__bn_job *j, const loom__cpu_args *a);
+/* the (4, C) statistics of channel c from its sums (K: x's first element in the channel) */
+void loom__cpu_bn_dstats_store(const loom__bn_job *j, int64_t c, float K, const double acc[4]);
+/* f32 input gradient of channel c: dx = f[0] dy + f[1] x + f[2] */
+void loom__cpu_bn_dx_coef(const loom__bn_job *j, int64_t c, float f[3]);
+
 #endif

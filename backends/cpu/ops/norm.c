@@ -8,6 +8,7 @@
 
 #include "../../../core/repro.h"
 #include "../cpu_impl.h"
+#include "../f32_inline.h"
 
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
     if (idx < 0) return NULL;
@@ -21,16 +22,9 @@ static void *opt_src(const loom__cpu_args *a, int64_t idx) {
  * without reassociation), then y = x * scale + shift; the backward pass reads
  * the statistics op's (4, C) output instead of recomputing them. */
 
-typedef struct bn_job {
-    int64_t N, C, S;
-    bool train;
-    double eps, momentum;
-    const void *x, *gamma, *beta, *dy, *stats;
-    void *rmean, *rvar; /* running stats: read (eval) or updated (train) */
-    void *y;            /* output: y, dx, or (4, C) statistics */
-} bn_job;
+typedef loom__bn_job bn_job;
 
-static void bn_job_init(bn_job *j, const loom__cpu_args *a) {
+void loom__cpu_bn_job_init(bn_job *j, const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
     j->N = x->dims[0], j->C = x->dims[1], j->S = loom__numel(x->ndim - 2, x->dims + 2);
     j->train = t->p[LOOM_P_BN_TRAIN] != 0;
@@ -67,15 +61,13 @@ static void bn_stats_ref(const bn_job *j, int64_t c, double *mean, double *var) 
 
 static void running_update(const bn_job *j, int64_t c, double mean, double var, bool f64) {
     if (!j->rmean) return;
-    double m = (double)(j->N * j->S), mo = j->momentum;
     if (f64) {
+        double m = (double)(j->N * j->S), mo = j->momentum;
         double *rm = j->rmean, *rv = j->rvar;
         rm[c] = (1 - mo) * rm[c] + mo * mean;
         rv[c] = (1 - mo) * rv[c] + mo * var * m / (m - 1);
     } else {
-        float *rm = j->rmean, *rv = j->rvar;
-        rm[c] = (float)((1 - mo) * rm[c] + mo * mean);
-        rv[c] = (float)((1 - mo) * rv[c] + mo * var * m / (m - 1));
+        loom__bn_running_f32(j, c, mean, var);
     }
 }
 
@@ -142,73 +134,13 @@ static void bn_dx_ref(void *v, int64_t c0, int64_t c1) {
 
 /* ---- F32 fast path ---- */
 
-/* One-pass sums are taken of x - K, K a value of the channel (its first), so
- * the variance E[(x-K)^2] - E[x-K]^2 does not cancel when |mean| >> std.
- * Sums run in float over blocks of STAT_BLOCK elements (8 independent lanes,
- * so the loop vectorises without reassociation: each lane adds at most 32
- * values) and the block sums are added in double. Float lanes do four
- * elements per SSE instruction and need no conversions: about 3x the double
- * lanes' speed, at a relative error near 1e-7 for any channel size. */
-#define STAT_BLOCK 256
-
-/* s += sum(x - K), q += sum((x - K)^2) over n floats */
-static void sum_sq(const float *x, int64_t n, float K, double *s, double *q) {
-    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
-        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
-        float a[8] = {0}, b[8] = {0};
-        for (; i + 8 <= i1; i += 8)
-            for (int k = 0; k < 8; k++) {
-                float v = x[i + k] - K;
-                a[k] += v, b[k] += v * v;
-            }
-        for (int k = 0; i < i1; i++, k++) a[k] += x[i] - K, b[k] += (x[i] - K) * (x[i] - K);
-        double sa = 0, sb = 0;
-        for (int k = 0; k < 8; k++) sa += a[k], sb += b[k];
-        *s += sa, *q += sb;
-    }
-}
-
-/* s += sum(dy), p += sum(dy (x - K)) (and, if sx, sx += sum(x - K), sq += sum((x - K)^2)) */
-static void sum_dy(const float *x, const float *dy, int64_t n, float K, double *s, double *p, double *sx,
-                   double *sq) {
-    for (int64_t i0 = 0; i0 < n; i0 += STAT_BLOCK) {
-        int64_t i1 = i0 + STAT_BLOCK < n ? i0 + STAT_BLOCK : n, i = i0;
-        float a[8] = {0}, b[8] = {0}, c[8] = {0}, d[8] = {0};
-        for (; i + 8 <= i1; i += 8)
-            for (int k = 0; k < 8; k++) {
-                float v = x[i + k] - K, g = dy[i + k];
-                a[k] += g, b[k] += g * v, c[k] += v, d[k] += v * v;
-            }
-        for (int k = 0; i < i1; i++, k++) {
-            float v = x[i] - K;
-            a[k] += dy[i], b[k] += dy[i] * v, c[k] += v, d[k] += v * v;
-        }
-        double sa = 0, sb = 0, sc = 0, sd = 0;
-        for (int k = 0; k < 8; k++) sa += a[k], sb += b[k], sc += c[k], sd += d[k];
-        *s += sa, *p += sb;
-        if (sx) *sx += sc, *sq += sd;
-    }
-}
-
 static void bn_fwd_f32(void *v, int64_t c0, int64_t c1) {
     const bn_job *j = v;
-    const float *x = j->x, *gm = j->gamma, *bt = j->beta;
+    const float *x = j->x;
     float *y = j->y;
     for (int64_t c = c0; c < c1; c++) {
-        double mean, var;
-        if (j->train) {
-            double s = 0, q = 0, m = (double)(j->N * j->S);
-            float K = x[BN_AT(j, 0, c, 0)];
-            for (int64_t n = 0; n < j->N; n++) sum_sq(x + BN_AT(j, n, c, 0), j->S, K, &s, &q);
-            mean = K + s / m;
-            var = q / m - (s / m) * (s / m);
-            if (var < 0) var = 0;
-            running_update(j, c, mean, var, false);
-        } else {
-            mean = ((const float *)j->rmean)[c], var = ((const float *)j->rvar)[c];
-        }
-        double invstd = 1.0 / sqrt(var + j->eps), g = gm ? gm[c] : 1.0, b = bt ? bt[c] : 0.0;
-        float sc = (float)(g * invstd), sh = (float)(b - mean * g * invstd);
+        float sc, sh;
+        loom__bn_coef(j, c, &sc, &sh);
         for (int64_t n = 0; n < j->N; n++) {
             const float *xr = x + BN_AT(j, n, c, 0);
             float *yr = y + BN_AT(j, n, c, 0);
@@ -217,45 +149,56 @@ static void bn_fwd_f32(void *v, int64_t c0, int64_t c1) {
     }
 }
 
+void loom__cpu_bn_dstats_store(const bn_job *j, int64_t c, float K, const double acc[4]) {
+    float *out = j->y;
+    double m = (double)(j->N * j->S), sdy = acc[0], sdyx = acc[1], sx = acc[2], sq = acc[3], mean, var;
+    if (j->train) {
+        mean = K + sx / m;
+        var = sq / m - (sx / m) * (sx / m);
+        if (var < 0) var = 0;
+    } else {
+        mean = ((const float *)j->rmean)[c], var = ((const float *)j->rvar)[c];
+    }
+    double invstd = 1.0 / sqrt(var + j->eps);
+    out[c] = (float)((sdyx - (mean - K) * sdy) * invstd); /* sum(dy xhat) */
+    out[j->C + c] = (float)sdy;
+    out[2 * j->C + c] = (float)mean;
+    out[3 * j->C + c] = (float)invstd;
+}
+
 static void bn_dstats_f32(void *v, int64_t c0, int64_t c1) {
     const bn_job *j = v;
     const float *x = j->x, *dy = j->dy;
-    float *out = j->y;
-    double m = (double)(j->N * j->S);
     for (int64_t c = c0; c < c1; c++) {
-        double sdy = 0, sdyx = 0, sx = 0, sq = 0, mean, var;
+        double acc[4] = {0};
         float K = x[BN_AT(j, 0, c, 0)];
         for (int64_t n = 0; n < j->N; n++)
-            sum_dy(x + BN_AT(j, n, c, 0), dy + BN_AT(j, n, c, 0), j->S, K, &sdy, &sdyx, j->train ? &sx : NULL, &sq);
-        if (j->train) {
-            mean = K + sx / m;
-            var = sq / m - (sx / m) * (sx / m);
-            if (var < 0) var = 0;
-        } else {
-            mean = ((const float *)j->rmean)[c], var = ((const float *)j->rvar)[c];
-        }
-        double invstd = 1.0 / sqrt(var + j->eps);
-        out[c] = (float)((sdyx - (mean - K) * sdy) * invstd); /* sum(dy xhat) */
-        out[j->C + c] = (float)sdy;
-        out[2 * j->C + c] = (float)mean;
-        out[3 * j->C + c] = (float)invstd;
+            loom__bn_sum_dy(x + BN_AT(j, n, c, 0), dy + BN_AT(j, n, c, 0), j->S, K, acc, j->train);
+        loom__cpu_bn_dstats_store(j, c, K, acc);
     }
+}
+
+void loom__cpu_bn_dx_coef(const bn_job *j, int64_t c, float f[3]) {
+    const float *gm = j->gamma, *st = j->stats;
+    double m = (double)(j->N * j->S);
+    double sdyx = st[c] / m, sdy = st[j->C + c] / m, mean = st[2 * j->C + c], invstd = st[3 * j->C + c];
+    double g = gm ? gm[c] : 1.0, k1 = g * invstd, k2 = 0, k3 = 0;
+    if (j->train) {
+        k2 = -k1 * invstd * sdyx;
+        k3 = k1 * (mean * invstd * sdyx - sdy);
+    }
+    f[0] = (float)k1, f[1] = (float)k2, f[2] = (float)k3;
 }
 
 /* dx = k1 dy + k2 x + k3 per channel (the train formula expanded) */
 static void bn_dx_f32(void *v, int64_t c0, int64_t c1) {
     const bn_job *j = v;
-    const float *x = j->x, *dy = j->dy, *gm = j->gamma, *st = j->stats;
+    const float *x = j->x, *dy = j->dy;
     float *dx = j->y;
-    double m = (double)(j->N * j->S);
     for (int64_t c = c0; c < c1; c++) {
-        double sdyx = st[c] / m, sdy = st[j->C + c] / m, mean = st[2 * j->C + c], invstd = st[3 * j->C + c];
-        double g = gm ? gm[c] : 1.0, k1 = g * invstd, k2 = 0, k3 = 0;
-        if (j->train) {
-            k2 = -k1 * invstd * sdyx;
-            k3 = k1 * (mean * invstd * sdyx - sdy);
-        }
-        float f1 = (float)k1, f2 = (float)k2, f3 = (float)k3;
+        float f[3];
+        loom__cpu_bn_dx_coef(j, c, f);
+        float f1 = f[0], f2 = f[1], f3 = f[2];
         for (int64_t n = 0; n < j->N; n++) {
             const float *xr = x + BN_AT(j, n, c, 0), *gr = dy + BN_AT(j, n, c, 0);
             float *o = dx + BN_AT(j, n, c, 0);
@@ -266,7 +209,7 @@ static void bn_dx_f32(void *v, int64_t c0, int64_t c1) {
 
 static loom_status bn_run(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cpu_range_fn f64) {
     bn_job j;
-    bn_job_init(&j, a);
+    loom__cpu_bn_job_init(&j, a);
     int64_t per = j.N * j.S, grain = per >= (1 << 14) ? 1 : (1 << 14) / per;
     loom__cpu_parallel(a->cpu, j.C, grain, a->dt == LOOM_F64 ? f64 : f32, &j);
     return LOOM_OK;

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "../cpu_impl.h"
+#include "../f32_inline.h"
 
 /* one pooling: planes N*C, x plane (H,W), y plane (OH,OW) */
 typedef struct pgeom {
@@ -187,83 +188,20 @@ static bool is_2x2(const pgeom *q) {
     return q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 && q->ph == 0 && q->pw == 0;
 }
 
-/* index (0..3) of the first maximum of a, b (top row), c, d (bottom row);
- * a NaN replaces the maximum so far, so with several NaNs the last one wins,
- * as in the generic loop and in torch */
-static inline int arg4(float a, float b, float c, float d) {
-    int k = 0;
-    float m = a;
-    if (b > m || isnan(b)) m = b, k = 1;
-    if (c > m || isnan(c)) m = c, k = 2;
-    if (d > m || isnan(d)) k = 3;
-    return k;
-}
-
 static void max2_float(void *v, int64_t p0, int64_t p1) {
     const pjob *jb = v;
     const pgeom *q = &jb->q;
-    for (int64_t p = p0; p < p1; p++) {
-        const float *x = (const float *)jb->x + p * q->H * q->W;
-        float *y = (float *)jb->y + p * q->OH * q->OW;
-        for (int64_t i = 0; i < q->OH; i++) {
-            const float *r0 = x + 2 * i * q->W, *r1 = r0 + q->W;
-            float *yr = y + i * q->OW;
-            int bad = 0;
-            for (int64_t j = 0; j < q->OW; j++) {
-                float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-                float m = a >= b ? a : b, n = c >= d ? c : d;
-                bad |= (a != a) | (b != b) | (c != c) | (d != d);
-                yr[j] = m >= n ? m : n;
-            }
-            for (int64_t j = 0; bad && j < q->OW; j++) { /* a NaN in the row: the generic rule */
-                float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-                int k = arg4(a, b, c, d);
-                yr[j] = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
-            }
-        }
-    }
-}
-
-/* Branch-free: the maximum r of the window, then the first position equal
- * to it gets dy (the same choice as arg4 when no value is NaN); a row with a
- * NaN anywhere is redone with arg4. Data-dependent branches per window cost
- * more than the arithmetic here (about one misprediction per window). */
-static void max2_grad_row(const float *r0, const float *r1, const float *dy, float *d0, float *d1, int64_t OW) {
-    int bad = 0;
-    for (int64_t j = 0; j < OW; j++) {
-        float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-        float m = a >= b ? a : b, n = c >= d ? c : d;
-        float r = m >= n ? m : n, g = dy[j];
-        int e0 = a == r, e1 = !e0 & (b == r), e2 = !(e0 | e1) & (c == r), e3 = !(e0 | e1 | e2);
-        bad |= (a != a) | (b != b) | (c != c) | (d != d);
-        d0[2 * j] = e0 ? g : 0.0f;
-        d0[2 * j + 1] = e1 ? g : 0.0f;
-        d1[2 * j] = e2 ? g : 0.0f;
-        d1[2 * j + 1] = e3 ? g : 0.0f;
-    }
-    if (!bad) return;
-    for (int64_t j = 0; j < OW; j++) {
-        int k = arg4(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]);
-        float g = dy[j];
-        d0[2 * j] = k == 0 ? g : 0.0f;
-        d0[2 * j + 1] = k == 1 ? g : 0.0f;
-        d1[2 * j] = k == 2 ? g : 0.0f;
-        d1[2 * j + 1] = k == 3 ? g : 0.0f;
-    }
+    for (int64_t p = p0; p < p1; p++)
+        loom__max2_plane((const float *)jb->x + p * q->H * q->W, (float *)jb->y + p * q->OH * q->OW, q->H, q->W,
+                             q->OH, q->OW);
 }
 
 static void max2_grad_float(void *v, int64_t p0, int64_t p1) {
     const pjob *jb = v;
     const pgeom *q = &jb->q;
-    for (int64_t p = p0; p < p1; p++) {
-        const float *x = (const float *)jb->x + p * q->H * q->W;
-        const float *dy = (const float *)jb->dy + p * q->OH * q->OW;
-        float *dx = (float *)jb->y + p * q->H * q->W;
-        if ((q->H & 1) || (q->W & 1)) memset(dx, 0, (size_t)(q->H * q->W) * sizeof *dx);
-        for (int64_t i = 0; i < q->OH; i++)
-            max2_grad_row(x + 2 * i * q->W, x + (2 * i + 1) * q->W, dy + i * q->OW, dx + 2 * i * q->W,
-                          dx + (2 * i + 1) * q->W, q->OW);
-    }
+    for (int64_t p = p0; p < p1; p++)
+        loom__max2_grad_plane((const float *)jb->x + p * q->H * q->W, (const float *)jb->dy + p * q->OH * q->OW,
+                                  (float *)jb->y + p * q->H * q->W, q->H, q->W, q->OH, q->OW);
 }
 
 /* planes per work chunk: about 16k touched elements */

@@ -1,0 +1,176 @@
+/* tests/test-cpu-fusion.c — the CPU backend's fused batch-norm passes
+ * (backends/cpu/fuse.h): a plan whose batch-norm chains run fused must give
+ * the same bits as the same graph run node by node (LOOM_CPU_FUSE=0).
+ *
+ * Each graph is compiled three times: fused, fused with desc.no_reuse (other
+ * buffer overlaps, so the fusion planner's overlap rules meet other cases), and
+ * unfused; two training-mode runs each (the running statistics move), then
+ * the loss, the gradients of the input and of gamma and beta, the running
+ * statistics and any kept intermediate are compared bitwise. The fused plan
+ * must actually fuse (the group count is checked), the unfused one must not.
+ * On a CPU with AVX2 the fused passes run their AVX2 variant, so this also
+ * checks that variant against the baseline-vector single-op kernels.
+ * Graphs:
+ * - batch_norm -> 2x2 max_pool2d -> relu (the cnn's blocks), even and odd
+ *   planes, with and without its intermediates kept;
+ * - a residual block: relu(batch_norm), relu(batch_norm + shortcut), the
+ *   batch norm on either side of the add;
+ * - batch_norm in eval mode -> relu, and batch_norm without affine
+ *   parameters -> relu;
+ * - 1 and 3 threads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/loom.h"
+#include "testutil.h"
+
+int loom__cpu_plan_fused_groups(const loom_plan *p); /* backends/cpu/backend.c */
+
+static loom_ctx *ctx;
+static loom_backend *be;
+
+#define D(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
+
+enum { CASE_POOL, CASE_POOL_KEEP, CASE_RESIDUAL, CASE_RESIDUAL_SWAP, CASE_EVAL, CASE_PLAIN, NCASES };
+static const char *case_name[NCASES] = {"bn-pool-relu", "bn-pool-relu kept", "residual", "residual (shortcut first)",
+                                        "eval bn-relu", "bn-relu no affine"};
+
+typedef struct built {
+    loom_graph *g;
+    loom_tensor *x, *r, *loss, *check[16];
+    loom_tensor *gamma, *beta; /* of the last batch norm built */
+    int ncheck;
+} built;
+
+static void add_check(built *b, loom_tensor *t) {
+    if (!t || b->ncheck == 16) return;
+    loom_keep(t);
+    b->check[b->ncheck++] = t;
+}
+
+static loom_tensor *bn(built *b, const char *name, loom_tensor *x, bool affine, bool eval) {
+    char s[64];
+    int64_t c = loom_tensor_dim(x, 1);
+    loom_batch_norm_desc d = {.eval = eval};
+    if (affine) {
+        snprintf(s, sizeof s, "%s.gamma", name);
+        d.gamma = loom_param(b->g, s, LOOM_F32, D(c), &(loom_init){LOOM_INIT_UNIFORM, 0.5, 1.5});
+        snprintf(s, sizeof s, "%s.beta", name);
+        d.beta = loom_param(b->g, s, LOOM_F32, D(c), &(loom_init){LOOM_INIT_UNIFORM, -0.5, 0.5});
+    }
+    snprintf(s, sizeof s, "%s.mean", name);
+    d.running_mean = loom_state(b->g, s, LOOM_F32, D(c), &(loom_init){LOOM_INIT_UNIFORM, -0.2, 0.2});
+    snprintf(s, sizeof s, "%s.var", name);
+    d.running_var = loom_state(b->g, s, LOOM_F32, D(c), &(loom_init){LOOM_INIT_UNIFORM, 0.5, 2});
+    loom_tensor *y = loom_batch_norm(b->g, x, &d);
+    add_check(b, d.running_mean), add_check(b, d.running_var);
+    b->gamma = d.gamma, b->beta = d.beta; /* their gradients are checked after loom_backward */
+    return y;
+}
+
+static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w) {
+    memset(b, 0, sizeof *b);
+    loom_graph_desc gd = {.seed = 5};
+    if (loom_graph_create(ctx, &gd, &b->g) != LOOM_OK) return false;
+    loom_graph *g = b->g;
+    b->x = loom_param(g, "x", LOOM_F32, D(n, c, h, w), &(loom_init){LOOM_INIT_NORMAL, 0.3, 2.0});
+    loom_tensor *y = NULL, *gm = NULL, *bt = NULL;
+    if (kind == CASE_POOL || kind == CASE_POOL_KEEP) {
+        loom_tensor *z = bn(b, "bn", b->x, true, false);
+        gm = b->gamma, bt = b->beta;
+        loom_tensor *pz = loom_max_pool2d(g, z, &(loom_pool2d_desc){.kernel_h = 2, .kernel_w = 2});
+        y = loom_relu(g, pz);
+        if (kind == CASE_POOL_KEEP) add_check(b, z), add_check(b, pz);
+    } else if (kind == CASE_RESIDUAL || kind == CASE_RESIDUAL_SWAP) {
+        loom_tensor *h1 = loom_relu(g, bn(b, "bn1", b->x, true, false));
+        loom_tensor *z = bn(b, "bn2", h1, true, false);
+        gm = b->gamma, bt = b->beta;
+        y = loom_relu(g, kind == CASE_RESIDUAL ? loom_add(g, z, b->x) : loom_add(g, b->x, z));
+    } else {
+        y = loom_relu(g, bn(b, "bn", b->x, kind == CASE_EVAL, kind == CASE_EVAL));
+        if (kind == CASE_EVAL) gm = b->gamma, bt = b->beta;
+    }
+    b->r = loom_input(g, "r", LOOM_F32, 4, (int64_t[]){loom_tensor_dim(y, 0), loom_tensor_dim(y, 1),
+                                                       loom_tensor_dim(y, 2), loom_tensor_dim(y, 3)});
+    b->loss = loom_sum(g, loom_mul(g, y, b->r), 0xF, false);
+    add_check(b, b->loss);
+    add_check(b, y);
+    if (loom_backward(g, b->loss) != LOOM_OK) return false;
+    add_check(b, loom_grad(b->x));
+    if (gm) add_check(b, loom_grad(gm)), add_check(b, loom_grad(bt));
+    return loom_graph_status(g) == LOOM_OK;
+}
+
+static loom_plan *compile(loom_graph *g, bool fuse, bool no_reuse) {
+    loom_plan *p = NULL;
+    if (fuse)
+        unsetenv("LOOM_CPU_FUSE");
+    else
+        setenv("LOOM_CPU_FUSE", "0", 1);
+    CHECK_OK(ctx, loom_plan_compile(g, be, &(loom_plan_desc){.no_reuse = no_reuse}, &p));
+    unsetenv("LOOM_CPU_FUSE");
+    return p;
+}
+
+static void run2(loom_plan *p, const built *b) {
+    size_t n = (size_t)loom_tensor_numel(b->r);
+    double *v = malloc(n * sizeof *v);
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) v[i] = loom_philox_uniform(3, 1, i) * 2 - 1;
+    CHECK_OK(ctx, loom_plan_write_f64(p, b->r, v, n));
+    free(v);
+    CHECK_OK(ctx, loom_plan_run(p));
+    CHECK_OK(ctx, loom_plan_run(p));
+}
+
+static void same_bits(loom_plan *a, loom_plan *b, const loom_tensor *t, const char *what) {
+    size_t bytes = (size_t)loom_tensor_numel(t) * 4;
+    void *x = malloc(bytes), *y = malloc(bytes);
+    if (x && y) {
+        CHECK_OK(ctx, loom_plan_read(a, t, x, bytes));
+        CHECK_OK(ctx, loom_plan_read(b, t, y, bytes));
+        CHECK(memcmp(x, y, bytes) == 0, "%s: '%s' differs between the fused and the unfused plan", what,
+              loom_tensor_name(t));
+    }
+    free(x), free(y);
+}
+
+static void test_case(int kind, int64_t n, int64_t c, int64_t h, int64_t w, int want_groups) {
+    built b;
+    char what[128];
+    snprintf(what, sizeof what, "%s (%lld, %lld, %lld, %lld)", case_name[kind], (long long)n, (long long)c,
+             (long long)h, (long long)w);
+    bool ok = build(&b, kind, n, c, h, w);
+    CHECK(ok, "%s: building the graph: %s", what, loom_last_error(ctx));
+    loom_plan *pf = ok ? compile(b.g, true, false) : NULL, *pn = ok ? compile(b.g, true, true) : NULL;
+    loom_plan *pu = ok ? compile(b.g, false, false) : NULL;
+    if (pf && pn && pu) {
+        int gf = loom__cpu_plan_fused_groups(pf), gn = loom__cpu_plan_fused_groups(pn);
+        int gu = loom__cpu_plan_fused_groups(pu);
+        printf("%-48s fused groups %d (no_reuse %d, unfused %d), %d tensors compared\n", what, gf, gn, gu, b.ncheck);
+        CHECK(gf == want_groups && gn == want_groups, "%s: %d and %d fused groups, expected %d", what, gf, gn,
+              want_groups);
+        CHECK(gu == 0, "%s: LOOM_CPU_FUSE=0 still fused %d groups", what, gu);
+        run2(pf, &b), run2(pn, &b), run2(pu, &b);
+        for (int i = 0; i < b.ncheck; i++) same_bits(pf, pu, b.check[i], what), same_bits(pn, pu, b.check[i], what);
+    }
+    loom_plan_destroy(pf), loom_plan_destroy(pn), loom_plan_destroy(pu);
+    loom_graph_destroy(b.g);
+}
+
+int main(void) {
+    int threads[2] = {1, 3};
+    for (int k = 0; k < 2; k++) {
+        if (!tu_cpu_open(threads[k], &ctx, &be)) return 1;
+        printf("-- %d thread(s)\n", threads[k]);
+        test_case(CASE_POOL, 4, 3, 8, 8, 2);
+        test_case(CASE_POOL, 3, 5, 7, 9, 2);
+        test_case(CASE_POOL_KEEP, 4, 3, 6, 10, 2);
+        test_case(CASE_RESIDUAL, 3, 4, 6, 5, 4);
+        test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 5, 4);
+        test_case(CASE_EVAL, 2, 3, 5, 5, 2);
+        test_case(CASE_PLAIN, 5, 2, 4, 4, 2);
+        tu_cpu_close(ctx, be);
+    }
+    return tu_summary();
+}
