@@ -30,10 +30,9 @@ typedef struct cli {
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
     long long depth, width; /* resnet: 0 = the model's */
-    bool small_stem;
+    bool small_stem, allow_nonfinite;
     long long layers, heads, embd, seq_len; /* text models */
     long long token_budget, micro_tokens, eod; /* gpt dynamic batching (eod -1 = none) */
-    bool allow_nonfinite;
     long long classes;
     int workers;
     double lr, momentum, wd, warmup, step_size, gamma, t0, t_mult, eta_min, ls, dropout, clip, pct_start, div_factor;
