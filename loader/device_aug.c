@@ -13,6 +13,7 @@
  */
 #include "device_aug.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "pipeline_impl.h"
@@ -160,4 +161,40 @@ loom_status loom__dev_sample(loom_ctx *ctx, const loom_tf_step *steps, int n, co
     memcpy(u8, img.data, (size_t)(img.h * img.w * img.c));
     loom__dev_params(steps, n, sp->split, rng, img.h, img.w, prm);
     return LOOM_OK;
+}
+
+loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, const char *name, loom_dtype dt,
+                                      loom_tensor **u8, loom_tensor **prm) {
+    *u8 = *prm = NULL;
+    if (!g || g->status != LOOM_OK) return NULL;
+    const loom_source *src = d->src;
+    if (!d->device_augment || !src || src->kind != LOOM_SAMPLE_U8 || d->batch < 1 || src->c < 1 || src->c > 4 ||
+        (d->nstat != 0 && d->nstat != 1 && d->nstat != src->c))
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "loader: device input '%s': the loader desc must have "
+                          "device_augment, a U8 source of 1..4 channels, a batch >= 1 and 1 or c statistics", name);
+    loom__dev_split sp;
+    int64_t oh, ow;
+    size_t mb;
+    loom_status st = loom__dev_setup(g->ctx, d->steps, d->nsteps, src->c, src->h, src->w, &sp);
+    if (st == LOOM_OK)
+        st = loom__tf_plan(g->ctx, d->steps + sp.split, d->nsteps - sp.split, src->c, sp.h, sp.w, &oh, &ow, &mb);
+    if (st != LOOM_OK) {
+        char msg[512]; /* the context's message, copied before loom__fail writes it */
+        snprintf(msg, sizeof msg, "%s", loom_last_error(g->ctx));
+        return loom__fail(g, st, "%s", msg);
+    }
+    float lut[4][256]; /* as the loader's (loader/pool.c) */
+    for (int ch = 0; ch < src->c; ch++) {
+        int k = d->nstat == 1 ? 0 : ch;
+        float mean = d->nstat ? d->mean[k] : 0.0f, sd = d->nstat ? d->std[k] : 1.0f;
+        for (int i = 0; i < 256; i++) lut[ch][i] = ((float)i / 255.0f - mean) / sd;
+    }
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_u8", name);
+    *u8 = loom_input(g, nm, LOOM_U8, 4, (int64_t[]){d->batch, sp.h, sp.w, src->c});
+    snprintf(nm, sizeof nm, "%s_prm", name);
+    *prm = loom_input(g, nm, LOOM_I32, 2, (int64_t[]){d->batch, LOOM_G_AUG_COUNT});
+    snprintf(nm, sizeof nm, "%s_lut", name);
+    loom_tensor *t = loom_constant(g, nm, LOOM_F32, 2, (int64_t[]){src->c, 256}, lut);
+    return loom_augment_u8(g, *u8, *prm, t, dt, oh, ow, sp.fill);
 }

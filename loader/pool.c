@@ -662,24 +662,3 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
 }
 
 void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out) { *out = ld->stats; }
-
-loom_tensor *loom_loader_device_input(const loom_loader *ld, loom_graph *g, const char *name, loom_dtype dt,
-                                      loom_tensor **u8, loom_tensor **prm) {
-    *u8 = *prm = NULL;
-    if (!ld->d.device_augment) {
-        loom__err(ld->ctx, LOOM_ERR_STATE, "loader: device input '%s': the loader was created without device_augment",
-                  name);
-        return NULL;
-    }
-    char nm[96];
-    int64_t b = ld->d.batch, c = ld->oc;
-    float lut[4][256];
-    memcpy(lut, ld->lut, sizeof lut);
-    snprintf(nm, sizeof nm, "%s_u8", name);
-    *u8 = loom_input(g, nm, LOOM_U8, 4, (int64_t[]){b, ld->dev.h, ld->dev.w, c});
-    snprintf(nm, sizeof nm, "%s_prm", name);
-    *prm = loom_input(g, nm, LOOM_I32, 2, (int64_t[]){b, LOOM_G_AUG_COUNT});
-    snprintf(nm, sizeof nm, "%s_lut", name);
-    loom_tensor *t = loom_constant(g, nm, LOOM_F32, 2, (int64_t[]){c, 256}, lut);
-    return loom_augment_u8(g, *u8, *prm, t, dt, ld->oh, ld->ow, ld->dev.fill);
-}

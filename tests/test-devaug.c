@@ -74,7 +74,7 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     loom_plan *plan = NULL;
     loom_tensor *u8 = NULL, *prm = NULL, *x = NULL;
     CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
-    if (dev && g && (x = loom_loader_device_input(dev, g, "x", LOOM_F32, &u8, &prm))) loom_keep(x);
+    if (dev && g && (x = loom_loader_device_input(g, &d, "x", LOOM_F32, &u8, &prm))) loom_keep(x);
     CHECK(x != NULL, "%s: device input: %s", pc->spec, loom_last_error(ctx));
     if (x) CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &plan));
     int c;
@@ -143,8 +143,8 @@ static void errors(void) {
     loom_graph *g = NULL;
     loom_tensor *u8, *prm;
     CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
-    CHECK(ld && g && !loom_loader_device_input(ld, g, "x", LOOM_F32, &u8, &prm) &&
-              strstr(loom_last_error(ctx), "without device_augment"),
+    CHECK(ld && g && !loom_loader_device_input(g, &d, "x", LOOM_F32, &u8, &prm) &&
+              strstr(loom_last_error(ctx), "must have device_augment") && loom_graph_status(g) != LOOM_OK,
           "device input of a host loader: %s", loom_last_error(ctx));
     loom_graph_destroy(g);
     loom_loader_destroy(ld);

@@ -130,13 +130,15 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
 loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out);
 void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out);
 
-/* Device augmentation's graph inputs (a loader created with
- * device_augment): *u8 = loom_input "<name>_u8" u8 (batch, h, w, c) and
- * *prm = loom_input "<name>_prm" i32 (batch, 12), to be written from each
- * batch's u8 and prm (loom_plan_write, every row, as x), and the returned
+/* Device augmentation's graph inputs for a loader created from desc (with
+ * device_augment; only src, batch, steps, nsteps, mean, std and nstat are
+ * read): *u8 = loom_input "<name>_u8" u8 (batch, h, w, c) and *prm =
+ * loom_input "<name>_prm" i32 (batch, 12), to be written from each batch's
+ * u8 and prm (loom_plan_write, every row, as x), and the returned
  * (batch, c, oh, ow) tensor of dtype dt: loom_augment_u8 of them with the
- * loader's normalisation table (a constant). NULL on error (the graph's). */
-loom_tensor *loom_loader_device_input(const loom_loader *ld, loom_graph *g, const char *name, loom_dtype dt,
+ * loader's normalisation table (a constant "<name>_lut"). NULL on error
+ * (recorded in the graph). */
+loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *desc, const char *name, loom_dtype dt,
                                       loom_tensor **u8, loom_tensor **prm);
 /* true when `steps` can run with device_augment (no RandomErasing). */
 bool loom_loader_device_capable(const loom_tf_step *steps, int n);
