@@ -72,7 +72,7 @@ static loom_status sweep(loom_trainer *t, const loom_lr_find_desc *d, loom_lr_fi
             }
         }
         float l;
-        if ((st = loom_plan_write(plan, t->tr.x, lb.x, (size_t)batch * t->per * sizeof *lb.x)) != LOOM_OK ||
+        if ((st = loom__train_write_x(&t->tr, &lb, t->per)) != LOOM_OK ||
             (st = loom_plan_write(plan, t->tr.y, lb.y, (size_t)batch * sizeof *lb.y)) != LOOM_OK ||
             (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = loom__train_run(t)) != LOOM_OK ||
             (st = loom_plan_read(plan, t->tr.loss, &l, sizeof l)) != LOOM_OK)
