@@ -8,8 +8,9 @@
  * general. Pipelines: padded crops and flips on the device alone; a
  * centre crop before a padded crop (the window), brightness last; a
  * RandomResizedCrop and a RandomAffine left on the host before device
- * steps; a RandomOrder (kept whole on the host); 1 and 3 channels; a
- * partial last batch; workers 0 (sync) and 2. Errors: RandomErasing with
+ * steps; a RandomOrder (kept whole on the host); images of different
+ * sizes (a decoding source) with Resize or RandomResizedCrop on the host;
+ * 1 and 3 channels; a partial last batch; workers 0 (sync) and 2. Errors: RandomErasing with
  * device_augment, a float source, device input of a host loader.
  */
 #include <math.h>
@@ -26,19 +27,34 @@ typedef struct pcase {
     const char *spec;
     int c, h, w;
     bool exact; /* bit for bit (else within one u8 step) */
+    bool var;   /* images of different sizes (a decoding source: get_image) */
 } pcase;
 
 static const pcase cases[] = {
-    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true},
+    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false},
     {"CenterCrop(18); RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); RandomHorizontalFlip(p=0.7); "
-     "ColorJitter(brightness=0.6)", 3, 24, 22, true},
+     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false},
     {"RandomResizedCrop(16); RandomHorizontalFlip(); RandomCrop((14, 12), padding=(2, 3), pad_if_needed=True)", 1, 21,
-     19, true},
-    {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true},
+     19, true, false},
+    {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true, false},
     {"RandomAffine(10, translate=(0.1, 0.1)); RandomCrop(18, padding=2, fill=3); RandomHorizontalFlip()", 3, 20, 20,
-     false},
-    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true},
+     false, false},
+    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false},
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true},
+    {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true},
 };
+
+/* a decoding source: image i is (17 + 7i mod 13) x (15 + 5i mod 11), pixels from i */
+static loom_status var_image(const loom_source *src, loom_ctx *c, int64_t i, const loom_decode_hint *hint,
+                             uint8_t **data, int64_t *h, int64_t *w, int32_t *label) {
+    (void)src, (void)hint;
+    *h = 17 + (7 * i) % 13, *w = 15 + (5 * i) % 11, *label = (int32_t)(i % 10);
+    size_t n = (size_t)(*h * *w * 3);
+    if (!(*data = malloc(n))) return loom_source_error(c, LOOM_ERR_OOM, "var_image: out of memory");
+    uint32_t s = (uint32_t)i * 2654435761u + 1;
+    for (size_t k = 0; k < n; k++) s = s * 1664525u + 1013904223u, (*data)[k] = (uint8_t)(s >> 24);
+    return LOOM_OK;
+}
 
 static loom_source *make_source(int n, int c, int h, int w, uint32_t seed, loom_dataset *ds) {
     memset(ds, 0, sizeof *ds);
@@ -59,8 +75,9 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     loom_tf_step steps[16];
     int ns = 0;
     CHECK_OK(ctx, loom_tf_parse(ctx, pc->spec, steps, 16, &ns));
-    loom_dataset ds;
-    loom_source *src = make_source(37, pc->c, pc->h, pc->w, 5, &ds);
+    loom_dataset ds = {0};
+    loom_source vs = {.name = "var", .n = 37, .kind = LOOM_SAMPLE_U8, .c = 3, .num_classes = 10, .get_image = var_image};
+    loom_source *src = pc->var ? &vs : make_source(37, pc->c, pc->h, pc->w, 5, &ds);
     CHECK(src != NULL, "source: %s", loom_last_error(ctx));
     if (!src) return;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
@@ -121,7 +138,7 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     loom_plan_destroy(plan);
     loom_graph_destroy(g);
     loom_loader_destroy(host), loom_loader_destroy(dev);
-    loom_source_destroy(src);
+    if (!pc->var) loom_source_destroy(src);
     free(ds.pixels), free(ds.labels);
 }
 
