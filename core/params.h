@@ -193,4 +193,21 @@
 #define LOOM_F_AMP_GROWTH 0
 #define LOOM_F_AMP_BACKOFF 1
 
+/* ---- augment_u8 (core/ops/augment.c) ---- */
+#define LOOM_P_AUG_FILL 0 /* the u8 value of pixels outside the source (constant padding) */
+/* columns of the per-sample table prm (N, LOOM_G_AUG_COUNT) i32 */
+#define LOOM_G_AUG_ROW0 0    /* output row y reads source row ROW0 + RSTEP y */
+#define LOOM_G_AUG_RSTEP 1
+#define LOOM_G_AUG_COL0 2    /* output column x reads source column COL0 + CSTEP x */
+#define LOOM_G_AUG_CSTEP 3
+#define LOOM_G_AUG_BRIGHT 4  /* 1: brightness, v = trunc(clamp(v * f, 0, 255)) in f32 before the lookup */
+#define LOOM_G_AUG_BFACTOR 5 /* the brightness factor f: the bits of an f32 */
+/* the source window read: rows [Y0, Y1), columns [X0, X1) (within the image);
+ * pixels outside it are the fill (the padding of a crop of a crop) */
+#define LOOM_G_AUG_Y0 6
+#define LOOM_G_AUG_Y1 7
+#define LOOM_G_AUG_X0 8
+#define LOOM_G_AUG_X1 9
+#define LOOM_G_AUG_COUNT 12  /* columns (10 and 11 are 0) */
+
 #endif

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "autotune.h"
+#include "device_aug.h"
 #include "loader_impl.h"
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
@@ -40,6 +41,8 @@ typedef struct slot {
     void *mem;          /* one host allocation: x then y */
     float *x;
     int32_t *y;
+    uint8_t *u8;        /* device augmentation: the images, then the table prm */
+    int32_t *prm;
     int state;
     uint64_t gen;
     int64_t batch;
@@ -58,6 +61,8 @@ typedef struct worker {
     int64_t *idx;       /* the claimed batch's samples */
     uint8_t *buf[2];    /* the decoded sample, then the pipeline's ping-pong buffers */
     size_t cap;         /* bytes of each buf (variable-size sources grow them) */
+    uint8_t *dev_u8;    /* device augmentation: where the current sample goes */
+    int32_t *dev_prm;
 } worker;
 
 struct loom_loader {
@@ -73,6 +78,7 @@ struct loom_loader {
     loom_decode_hint hint; /* for get_image: the first step's Resize size, if any */
     float lut[4][256];  /* U8 -> normalised f32, per channel */
     loom__norm norm[4]; /* the same by arithmetic (the SIMD tails) */
+    loom__dev_split dev; /* device augmentation (d.device_augment): the split and the uploaded size */
     int ncores, max_workers, prefetch;
     bool sync;
 
@@ -103,6 +109,8 @@ static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static loom_status slot_alloc(loom_loader *ld, slot *s) {
     size_t xb = align64((size_t)ld->d.batch * ld->rec * sizeof(float)), yb = (size_t)ld->d.batch * sizeof(int32_t);
+    size_t ub = align64((size_t)ld->d.batch * (size_t)(ld->dev.h * ld->dev.w * ld->oc));
+    if (ld->d.device_augment) xb = ub + align64((size_t)ld->d.batch * LOOM_G_AUG_COUNT * sizeof(int32_t));
     loom_backend *be = ld->d.backend;
     memset(s, 0, sizeof *s);
     loom_status st = loom_backend_host_alloc(be, xb + yb, &s->mem);
@@ -110,6 +118,7 @@ static loom_status slot_alloc(loom_loader *ld, slot *s) {
         return be ? st : loom__err(ld->ctx, st, "loader: out of memory for a batch slot (%zu bytes)", xb + yb);
     s->x = s->mem;
     s->y = (int32_t *)((uint8_t *)s->mem + xb);
+    s->u8 = s->mem, s->prm = (int32_t *)((uint8_t *)s->mem + ub);
     return LOOM_OK;
 }
 
@@ -157,6 +166,9 @@ static void to_tensor(const loom_loader *ld, const uint8_t *img, float *x) {
 static loom_status augment(loom_loader *ld, worker *w, int64_t epoch, int64_t i, loom_image img, float *x) {
     loom__aug_rng rng;
     loom__aug_init(&rng, ld->d.seed, epoch, i);
+    if (ld->d.device_augment)
+        return loom__dev_sample(w->ctx, ld->d.steps, ld->d.nsteps, &ld->dev, &rng, img, w->buf[0], w->buf[1], w->dev_u8,
+                                w->dev_prm);
     loom__tensor_out out = {.lut = (const float(*)[256])ld->lut, .norm = ld->norm, .x = x, .c = ld->oc};
     loom_status st = ld->d.no_fuse
                          ? loom__tf_run(w->ctx, ld->d.steps, ld->d.nsteps, &rng, &img, w->buf[0], w->buf[1])
@@ -179,7 +191,8 @@ static bool region_of(void *user, int64_t h, int64_t w, int64_t box[4]) {
     const loom_loader *ld = q->ld;
     loom__aug_rng rng;
     loom__aug_init(&rng, ld->d.seed, q->epoch, q->i);
-    return loom__tf_region(q->ctx, ld->d.steps, ld->d.nsteps, &rng, ld->d.src->c, h, w, box);
+    int n = ld->d.device_augment ? ld->dev.split : ld->d.nsteps; /* what the host runs */
+    return loom__tf_region(q->ctx, ld->d.steps, n, &rng, ld->d.src->c, h, w, box);
 }
 
 /* A variable-size source's sample i: decode, plan the pipeline for this
@@ -224,6 +237,8 @@ static bool fill_batch(loom_loader *ld, worker *w, slot *s, int count, int64_t e
         if (!ld->sync && atomic_load_explicit(&ld->gen_atomic, memory_order_relaxed) > gen) return false;
         int64_t i = w->idx[k];
         float *x = s->x + (size_t)k * ld->rec;
+        w->dev_u8 = s->u8 + (size_t)k * (size_t)(ld->dev.h * ld->dev.w * ld->oc);
+        w->dev_prm = s->prm + (size_t)k * LOOM_G_AUG_COUNT;
         if (ld->var_size) {
             loom_status st = load_var(ld, w, i, epoch, x, &s->y[k]);
             if (st != LOOM_OK) {
@@ -430,6 +445,13 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
         free(ld);
         return st;
     }
+    if (desc->device_augment && (src->kind != LOOM_SAMPLE_U8 ||
+                                 (st = loom__dev_setup(ctx, desc->steps, desc->nsteps, src->c, var ? 0 : src->h,
+                                                       var ? 0 : src->w, &ld->dev)) != LOOM_OK)) {
+        free(ld);
+        return st != LOOM_OK ? st : loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation needs images (a "
+                                              "U8 source), not '%s'", src->name);
+    }
     ld->rec = (size_t)ld->oc * (size_t)ld->oh * (size_t)ld->ow;
     for (int ch = 0; ch < src->c && src->kind == LOOM_SAMPLE_U8; ch++) {
         int k = desc->nstat == 1 ? 0 : ch;
@@ -632,6 +654,8 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
     out->x = ids ? NULL : s->x;
     out->ids = ids ? (const int32_t *)(const void *)s->x : NULL;
     out->y = s->y;
+    out->u8 = ld->d.device_augment ? s->u8 : NULL, out->prm = ld->d.device_augment ? s->prm : NULL;
+    if (ld->d.device_augment) out->x = NULL;
     if (!ld->sync && ld->d.workers == LOOM_WORKERS_AUTO) autotune(ld);
     ld->t_return = loom__now_s();
     return LOOM_OK;

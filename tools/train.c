@@ -24,8 +24,7 @@ enum { MAXLIST = 129 };
 /* Every option's value, with its default (cli_defaults). */
 typedef struct cli {
     const char *data, *data_dir, *transform, *model, *amp, *backend, *sched, *optname, *monitor, *out_prefix;
-    const char *save, *resume, *log_csv, *tensorboard, *init_from, *head;
-    const char *launcher; /* data parallel: auto|mpi|none */
+    const char *save, *resume, *log_csv, *tensorboard, *init_from, *head, *augment_on, *launcher; /* launcher: auto|mpi|none */
     bool skip_bad, nesterov, profile, decay_all, anneal_linear, deterministic, frozen_16bit, reproducible, keep_last, quiet;
     long long epochs, batch, accum, seed, threads, eval_every, max_steps, max_eval, prefetch, pl_patience, cooldown;
     long long patience, lr_steps;
@@ -209,6 +208,7 @@ static const opt opts[] = {
     {"--workers", O_WORKERS, OFF(workers), .usage =
          "  --workers N|auto           data-loader threads; 0 = load on the training thread (default auto:\n"
          "                             start at the core count, add while steps wait for data, drop idle ones)\n"},
+    {"--augment-on", O_STR, OFF(augment_on), .usage = "  --augment-on device|host   augment on the backend or the loader (default: device on a GPU)\n"},
     {"--prefetch", O_INT, OFF(prefetch), .imin = 1, .imax = 64, .usage =
          "  --prefetch K               batch slots per loader thread (default 2)\n"},
     {"--save", O_STR, OFF(save), .usage =
@@ -417,7 +417,7 @@ static int parse_args(int argc, char **argv, cli *c) {
 typedef struct choices {
     loom_dtype amp;
     bool use_plateau;
-    int sched;
+    int sched, augment;
     loom_optimizer_kind opt;
 } choices;
 
@@ -469,6 +469,7 @@ static int check_names(const cli *c, choices *ch) {
         return bad("unknown monitor '%s' (val_loss or val_acc)%s", c->monitor, "");
     if (c->patience > 0 && c->val_split <= 0) return bad("--early-stop needs --val-split%s%s", "", "");
     if (c->lr_end <= c->lr_start) return bad("--lr-end must be above --lr-start%s%s", "", "");
+    if ((ch->augment = loom_augment_on_parse(c->augment_on)) < 0) return bad("bad value '%s' for %s (device, host or auto)", c->augment_on, "--augment-on");
     return -1;
 }
 
@@ -513,9 +514,8 @@ static void fill_desc(const cli *c, const choices *ch, loom__run_data *rd, loom_
     if (rd->folder) d->data.mean = 0.5f, d->data.std = 0.25f;
     else d->data.mean = 0.2860f, d->data.std = 0.3530f;
     d->data.batch = (int)c->batch;
-    d->data.workers = c->workers;
-    d->data.prefetch = (int)c->prefetch;
-    d->data.val_split = c->val_split;
+    d->data.workers = c->workers, d->data.augment_on = (loom_augment_on)ch->augment;
+    d->data.prefetch = (int)c->prefetch, d->data.val_split = c->val_split;
     if (rd->val.n > 0) d->data.val = &rd->val, d->data.val_split = 0; /* split by train_data.c (IDX + --transform) */
     d->model.net.arch = c->model;
     d->model.net.depth = (int)c->depth, d->model.net.width = (int)c->width, d->model.net.small_stem = c->small_stem;

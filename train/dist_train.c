@@ -446,12 +446,12 @@ static loom_status shard_step(loom_trainer *t, struct loom__dist_sync *s, const 
     return st;
 }
 
-loom_status loom__train_batch(loom_trainer *t, const float *x, const int32_t *y, double lr, float stats[2]) {
-    if (t->shards) return shard_step(t, t->dist_sync, x, y, lr, stats);
+loom_status loom__train_batch(loom_trainer *t, const loom_loader_batch *lb, double lr, float stats[2]) {
+    if (t->shards) return shard_step(t, t->dist_sync, lb->x, lb->y, lr, stats);
     loom_plan *plan = t->tr.plan;
     loom_status st;
-    if ((st = loom_plan_write(plan, t->tr.x, x, (size_t)t->graph_batch * t->per * sizeof *x)) != LOOM_OK ||
-        (st = loom_plan_write(plan, t->tr.y, y, (size_t)t->graph_batch * sizeof *y)) != LOOM_OK ||
+    if ((st = loom__train_write_x(&t->tr, lb, t->per)) != LOOM_OK ||
+        (st = loom_plan_write(plan, t->tr.y, lb->y, (size_t)t->graph_batch * sizeof *lb->y)) != LOOM_OK ||
         (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = train_run(t)) != LOOM_OK)
         return st;
     return loom_plan_read(plan, t->tr.stats, stats, 2 * sizeof *stats);

@@ -72,7 +72,7 @@ static loom_status sweep(loom_trainer *t, const loom_lr_find_desc *d, loom_lr_fi
         }
         float l;
         float sv[2];
-        if ((st = loom__train_batch(t, lb.x, lb.y, lr, sv)) != LOOM_OK) break;
+        if ((st = loom__train_batch(t, &lb, lr, sv)) != LOOM_OK) break;
         l = sv[0];
         if (!isfinite(l)) {
             r->diverged = true;

@@ -117,6 +117,28 @@ static loom_status make_split(loom_trainer *t) {
     return LOOM_OK;
 }
 
+/* The training loader's desc (open_data creates the loader from it). */
+static loom_loader_desc loader_desc(loom_trainer *t, const loom_source *src) {
+    loom_train_data *dd = &t->d.data;
+    return (loom_loader_desc){.src = src, .batch = dd->batch, .shuffle = true, .drop_last = true,
+                              .seed = t->d.run.seed, .workers = dd->workers, .prefetch = dd->prefetch,
+                              .rank = loom_dist_rank(t->d.run.dist), .world = loom_dist_world(t->d.run.dist),
+                              .rank_block = loom__dist_rank_block(t), .mean = &dd->mean, .std = &dd->std, .nstat = 1, .backend = t->be,
+                              .steps = dd->train_source ? dd->train_steps : NULL,
+                              .nsteps = dd->train_source ? dd->train_nsteps : 0, .device_augment = t->device_augment};
+}
+
+/* Device augmentation: x from the loader's u8 images and parameter table. */
+static loom_status device_input(loom_trainer *t, loom__model_graph *m) {
+    loom_source *wrap = NULL;
+    loom_status st = t->d.data.train_source ? LOOM_OK : loom_source_wrap(t->ctx, t->d.data.train, &wrap);
+    if (st != LOOM_OK) return st;
+    loom_loader_desc lde = loader_desc(t, t->d.data.train_source ? t->d.data.train_source : wrap);
+    m->x = loom_loader_device_input(m->g, &lde, "x", LOOM_F32, &m->u8, &m->prm);
+    loom_source_destroy(wrap);
+    return loom_graph_status(m->g);
+}
+
 static loom_status build_graph(loom_trainer *t, bool train, int batch, loom__model_graph *m) {
     const loom_trainer_desc *d = &t->d;
     const loom_dataset *ds = d->data.train;
@@ -124,7 +146,11 @@ static loom_status build_graph(loom_trainer *t, bool train, int batch, loom__mod
     loom_status st = loom_graph_create(t->ctx, &(loom_graph_desc){.seed = seed}, &m->g);
     if (st != LOOM_OK) return st;
     m->batch = batch;
-    m->x = loom_input(m->g, "x", LOOM_F32, 4, (int64_t[]){batch, ds->c, ds->h, ds->w});
+    if (train && t->device_augment) {
+        if ((st = device_input(t, m)) != LOOM_OK) return st;
+    } else {
+        m->x = loom_input(m->g, "x", LOOM_F32, 4, (int64_t[]){batch, ds->c, ds->h, ds->w});
+    }
     m->y = loom_input(m->g, "y", LOOM_I32, 1, (int64_t[]){batch});
     if ((st = loom_graph_status(m->g)) != LOOM_OK) return st;
     loom_dtype amp = d->model.amp;
@@ -236,8 +262,10 @@ static loom_status build_plans(loom_trainer *t) {
     const char *bname = d->run.backend && strcmp(d->run.backend, "auto") ? d->run.backend : loom_pick_backend(t->ctx, NULL);
     if ((st = loom_backend_create(t->ctx, bname, &d->run.backend_desc, &t->be)) != LOOM_OK) return st;
     res->backend = loom_backend_name(t->be);
-    if ((st = loom__dist_resolve(t)) != LOOM_OK || (st = build_graph(t, true, t->graph_batch, &t->tr)) != LOOM_OK)
-        return st;
+    if ((st = loom__dist_resolve(t)) != LOOM_OK) return st;
+    /* sharded reproducible steps slice host batches, so augmentation stays on the host there (the same bits) */
+    t->device_augment = !t->shards && loom__train_device_augment(t->ctx, &d->data, t->be);
+    if ((st = build_graph(t, true, t->graph_batch, &t->tr)) != LOOM_OK) return st;
     t->hr = (loom__head_rule){.head = 0};
     if ((st = prepare_transfer(t->ctx, t->tr.g, d, &d->optim.opt, &t->hr, &res->frozen, &res->frozen_numel)) != LOOM_OK)
         return st;
@@ -324,13 +352,7 @@ static loom_status open_data(loom_trainer *t) {
     t->logits = malloc((size_t)maxb * (size_t)t->md.num_classes * sizeof *t->logits);
     if (!t->xbuf || !t->ybuf || !t->logits) return loom__err(t->ctx, LOOM_ERR_OOM, "train: out of memory for batch buffers");
     if (!dd->train_source && (st = loom_source_wrap(t->ctx, ds, &t->tsrc)) != LOOM_OK) return st;
-    loom_loader_desc lde = {.src = dd->train_source ? dd->train_source : t->tsrc, .batch = dd->batch, .shuffle = true,
-                            .drop_last = true, .seed = t->d.run.seed, .workers = dd->workers, .prefetch = dd->prefetch,
-                            .rank = loom_dist_rank(t->d.run.dist), .world = loom_dist_world(t->d.run.dist),
-                            .rank_block = loom__dist_rank_block(t),
-                            .mean = &dd->mean, .std = &dd->std, .nstat = 1, .backend = t->be,
-                            .steps = dd->train_source ? dd->train_steps : NULL,
-                            .nsteps = dd->train_source ? dd->train_nsteps : 0};
+    loom_loader_desc lde = loader_desc(t, dd->train_source ? dd->train_source : t->tsrc);
     if ((st = loom_loader_create(t->ctx, &lde, &t->loader)) != LOOM_OK) return st;
     if (dd->train_source) {
         int c;

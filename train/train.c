@@ -103,6 +103,12 @@ bool loom_trainer_done(const loom_trainer *t) { return t->stopped || t->epoch >=
 
 /* The epoch's first step: the loader from its start (or, after an LR range
  * test, from where the epoch was). */
+loom_status loom__train_write_x(loom__model_graph *m, const loom_loader_batch *lb, size_t per) {
+    if (!m->u8) return loom_plan_write(m->plan, m->x, lb->x, (size_t)m->batch * per * sizeof *lb->x);
+    loom_status st = loom_plan_write(m->plan, m->u8, lb->u8, (size_t)loom_tensor_numel(m->u8));
+    return st != LOOM_OK ? st : loom_plan_write(m->plan, m->prm, lb->prm, (size_t)loom_tensor_numel(m->prm) * sizeof *lb->prm);
+}
+
 static void begin_epoch(loom_trainer *t) {
     if (!t->in_epoch) {
         t->in_epoch = true;
@@ -141,7 +147,7 @@ loom_status loom_trainer_step(loom_trainer *t, loom_step_result *out) {
     double lr = loom_schedule_lr(&t->d.optim.sched, loom_optimizer_steps(t->opt)) * t->plateau_scale;
     t->lr = lr;
     loom_plan *plan = t->tr.plan;
-    if ((st = loom__train_batch(t, lb.x, lb.y, lr, sv)) != LOOM_OK) return st;
+    if ((st = loom__train_batch(t, &lb, lr, sv)) != LOOM_OK) return st;
     float l = sv[0];
     int64_t ok_now = (int64_t)sv[1];
     if (n < batch) { /* a partial batch: count its own rows on the host */

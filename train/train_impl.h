@@ -29,11 +29,18 @@ void loom__snapshot_free(loom__snapshot *s);
 typedef struct loom__model_graph {
     loom_graph *g;
     loom_tensor *x, *y, *logits, *loss;
+    loom_tensor *u8, *prm;    /* device augmentation: the inputs x is computed from (else NULL) */
     loom_tensor *stats;       /* f32 (2): the loss and the count of correct predictions, read back together */
     loom_tensor *scaled_loss; /* what loom_backward starts from: loss, or loss * the loss scale (amp) */
     loom_plan *plan;
     int batch;
 } loom__model_graph;
+/* Write a training batch's input into m's plan: x (batch * per floats), or
+ * with device augmentation the u8 images and the parameter table. */
+loom_status loom__train_write_x(loom__model_graph *m, const loom_loader_batch *lb, size_t per);
+/* Whether the training loader augments on the device (dd->augment_on, AUTO
+ * resolved for backend be; train/augment.c). */
+bool loom__train_device_augment(loom_ctx *ctx, const loom_train_data *dd, const loom_backend *be);
 
 /* The head's LR group (transfer.backbone_lr_mult). */
 typedef struct loom__head_rule {
@@ -58,6 +65,7 @@ struct loom_trainer {
     loom__head_rule hr;
     loom_source *tsrc;          /* data.train wrapped as a source (no train_source) */
     loom_loader *loader;        /* the training batches */
+    bool device_augment;        /* the loader augments on the device (loom_train_data.augment_on resolved) */
     float *xbuf, *logits;       /* host buffers for the larger of the two batches */
     int32_t *ybuf;
     size_t per;                 /* values per sample */
@@ -115,7 +123,7 @@ int64_t loom__dist_rank_block(const loom_trainer *t);
 uint64_t loom__dist_seed(const loom_trainer *t);
 loom_status loom__dist_compile(loom_trainer *t, int split);
 loom_status loom__dist_broadcast_weights(loom_trainer *t);
-loom_status loom__train_batch(loom_trainer *t, const float *x, const int32_t *y, double lr, float stats[2]);
+loom_status loom__train_batch(loom_trainer *t, const loom_loader_batch *lb, double lr, float stats[2]);
 void loom__dist_free(loom_trainer *t);
 
 #endif

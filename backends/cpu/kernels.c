@@ -41,6 +41,7 @@ const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT] = {
     K(LAYER_NORM, layer_norm, FLOAT),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
+    K(AUGMENT_U8, augment_u8, FLOAT),
     K(PERMUTE, permute, ALL),
     K(CONCAT, concat, ALL),
     K(SLICE, slice, ALL),

@@ -37,6 +37,7 @@ static int fill(loom__kernel *t) {
     K(CORRECT_COUNT, correct_count, F32);
     K(DROPOUT, dropout, FLOAT);
     K(EMBEDDING, embedding, FLOAT);
+    K(AUGMENT_U8, augment_u8, FLOAT);
     K(PERMUTE, permute, ALL);
     K(CONCAT, concat, ALL);
     K(SLICE, slice, ALL);

@@ -34,6 +34,7 @@ const loom__kernel loom__cl_kernels[LOOM_OP_COUNT] = {
     K(CORRECT_COUNT, correct_count, F32),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
+    K(AUGMENT_U8, augment_u8, FLOAT),
     K(PERMUTE, permute, ALL),
     K(CONCAT, concat, ALL),
     K(SLICE, slice, ALL),

@@ -68,6 +68,7 @@ const loom__kernel loom__vk_kernels[LOOM_OP_COUNT] = {
     K(CORRECT_COUNT, correct_count, F32),
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
+    K(AUGMENT_U8, augment_u8, FLOAT),
     K(EMBEDDING_GRAD, embedding_grad, FLOAT),
     /* matmul, conv2d, optim */
     KR(MATMUL, matmul, FLOAT),

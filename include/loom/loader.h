@@ -66,6 +66,14 @@ typedef struct loom_loader_desc {
      * RandomResizedCrop, one RandomAffine) resample once (loader/pipeline_plan.c;
      * bit-exact when at most one resize per axis and no RandomAffine). */
     bool no_fuse;
+    /* true: device augmentation. The trailing crops (constant padding, one
+     * fill), flips and a last brightness-only ColorJitter, and ToTensor +
+     * Normalize, run on the training backend (loom_loader_device_input);
+     * the workers decode and run the steps before them, and batches carry
+     * those u8 images and a parameter table (u8, prm) instead of x. The
+     * backend's x has the host path's bits (the same draws). Refused for
+     * RandomErasing. U8 sources only. */
+    bool device_augment;
 } loom_loader_desc;
 
 typedef struct loom_loader loom_loader;
@@ -79,6 +87,8 @@ typedef struct loom_loader_batch {
     const float *x;          /* U8 and F32 sources (NULL for I32) */
     const int32_t *ids;      /* I32 sources (token sequences): (count, c, h, w) int32; else NULL */
     const int32_t *y;        /* count labels */
+    const uint8_t *u8;       /* device_augment: (batch, h, w, c) u8 images (loom_loader_device_input), else NULL */
+    const int32_t *prm;      /* device_augment: (batch, 12) i32 per-sample parameters, else NULL */
 } loom_loader_batch;
 
 /* Counters since the last loom_loader_begin (all times in seconds). */
@@ -120,6 +130,19 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
  * ("loader: batch B, sample S: ..."); begin again to go on. */
 loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out);
 void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out);
+
+/* Device augmentation's graph inputs for a loader created from desc (with
+ * device_augment; only src, batch, steps, nsteps, mean, std and nstat are
+ * read): *u8 = loom_input "<name>_u8" u8 (batch, h, w, c) and *prm =
+ * loom_input "<name>_prm" i32 (batch, 12), to be written from each batch's
+ * u8 and prm (loom_plan_write, every row, as x), and the returned
+ * (batch, c, oh, ow) tensor of dtype dt: loom_augment_u8 of them with the
+ * loader's normalisation table (a constant "<name>_lut"). NULL on error
+ * (recorded in the graph). */
+loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *desc, const char *name, loom_dtype dt,
+                                      loom_tensor **u8, loom_tensor **prm);
+/* true when `steps` can run with device_augment (no RandomErasing). */
+bool loom_loader_device_capable(const loom_tf_step *steps, int n);
 
 #ifdef __cplusplus
 }

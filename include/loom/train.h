@@ -112,6 +112,15 @@ typedef struct loom_step_result {
  * `patience` values in a row without improvement, stop is set. */
 typedef enum loom_monitor { LOOM_MONITOR_VAL_LOSS, LOOM_MONITOR_VAL_ACC } loom_monitor;
 
+/* Where the loader's augmentation runs (loom_train_data.augment_on). */
+typedef enum loom_augment_on {
+    LOOM_AUGMENT_HOST,   /* the loader's worker threads */
+    LOOM_AUGMENT_DEVICE, /* the training backend (loom_loader_desc.device_augment) */
+    LOOM_AUGMENT_AUTO,   /* the device on a real GPU when the steps allow it, else the host */
+} loom_augment_on;
+/* "host", "device" or "auto" (NULL = "auto") as a loom_augment_on; -1 for anything else. */
+int loom_augment_on_parse(const char *s);
+
 /* The early-stopping state: loom_early_stop_init sets it up, each
  * loom_early_stop_update feeds one value. */
 typedef struct loom_early_stop {
@@ -171,6 +180,14 @@ typedef struct loom_train_data {
     loom_source *train_source;
     const loom_tf_step *train_steps; /* the transforms applied to each train_source sample, in order */
     int train_nsteps;              /* number of train_steps */
+    /* Where the training batches' trailing crops, flips, brightness and
+     * ToTensor + Normalize run (the same batches either way): on the
+     * loader's threads (LOOM_AUGMENT_HOST, the default), on the backend
+     * (LOOM_AUGMENT_DEVICE: loom_loader_desc.device_augment), or
+     * LOOM_AUGMENT_AUTO: the device when the backend is a real GPU
+     * (loom_backend_is_gpu) and the steps allow it
+     * (loom_loader_device_capable), else the host. */
+    loom_augment_on augment_on;
 } loom_train_data;
 
 /* The network and its loss. */

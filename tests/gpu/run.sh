@@ -143,6 +143,8 @@ fi
 # ---- 2. op-check ----
 phase opcheck 200 "$build/tests/test-opcheck" -b "$be"
 opcheck_rc=$(cat "$out/opcheck.rc")
+# device augmentation: host and device batches equal, on every backend of the build (devaug.log)
+phase devaug 60 "$build/tests/test-devaug"
 
 # ---- 3. loss parity (needs Fashion-MNIST where loom looks by default) ----
 parity_rc=1

@@ -16,6 +16,7 @@
     X(norm)         \
     X(dropout)      \
     X(embedding)    \
+    X(augment)      \
     X(shape)        \
     X(reduce)       \
     X(optim)        \

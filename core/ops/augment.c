@@ -1,0 +1,48 @@
+/* core/ops/augment.c — augment_u8: the loader's per-sample crops, flips,
+ * brightness and ToTensor + Normalize run on the training backend (device
+ * augmentation, loader/device_aug.c). A data op: no gradient (its inputs are
+ * data, never parameters).
+ *
+ * augment_u8(x u8 (N, H, W, C), prm i32 (N, LOOM_G_AUG_COUNT), lut f32 (C, 256))
+ *     -> y (N, C, OH, OW) in a float dtype. Output pixel (n, y, x) reads the
+ *     source pixel (r, s) = (ROW0 + RSTEP y, COL0 + CSTEP x) of sample n (its
+ *     row of prm, columns in core/params.h); outside the window rows
+ *     [Y0, Y1), columns [X0, X1) of prm (clipped to the image) the value is
+ *     p[LOOM_P_AUG_FILL] in every channel. With BRIGHT set, the value v
+ *     becomes trunc(clamp((float)v * f, 0, 255)) (f32, one rounding: what
+ *     the loader's adjust_brightness computes). Then y[n, k, y, x] =
+ *     lut[k][v], converted to y's dtype (round to nearest even).
+ *
+ * Every step is exact (integer indexing, one correctly rounded product, a
+ * table lookup), so every backend gives the CPU's bits (LOOM__OPF_REPRO).
+ * Indices are computed in 32 bits on the GPUs: the table's values must keep
+ * |ROW0| + |RSTEP| OH and |COL0| + |CSTEP| OW below 2^31. */
+#include "../impl.h"
+#include "../params.h"
+
+loom_tensor *loom_augment_u8(loom_graph *g, loom_tensor *x, loom_tensor *prm, loom_tensor *lut, loom_dtype dt,
+                             int64_t oh, int64_t ow, int fill) {
+    if (!loom__ok(g, 3, x, prm, lut)) return NULL;
+    char sx[96], sp[96], sl[96];
+    if (x->dtype != LOOM_U8 || x->ndim != 4 || x->dims[3] < 1 || x->dims[3] > 4)
+        return loom__fail(g, LOOM_ERR_SHAPE, "augment_u8: x '%s' is %s %s, expected u8 (N, H, W, C) with C in 1..4",
+                          x->name, loom_dtype_name(x->dtype), loom_tensor_shape_str(x, sx, sizeof sx));
+    int64_t n = x->dims[0], c = x->dims[3];
+    if (prm->dtype != LOOM_I32 || prm->ndim != 2 || prm->dims[0] != n || prm->dims[1] != LOOM_G_AUG_COUNT)
+        return loom__fail(g, LOOM_ERR_SHAPE, "augment_u8: prm '%s' is %s %s, expected i32 (%lld, %d)", prm->name,
+                          loom_dtype_name(prm->dtype), loom_tensor_shape_str(prm, sp, sizeof sp), (long long)n,
+                          LOOM_G_AUG_COUNT);
+    if (lut->dtype != LOOM_F32 || lut->ndim != 2 || lut->dims[0] != c || lut->dims[1] != 256)
+        return loom__fail(g, LOOM_ERR_SHAPE, "augment_u8: lut '%s' is %s %s, expected f32 (%lld, 256)", lut->name,
+                          loom_dtype_name(lut->dtype), loom_tensor_shape_str(lut, sl, sizeof sl), (long long)c);
+    if (!loom_dtype_is_float(dt))
+        return loom__fail(g, LOOM_ERR_DTYPE, "augment_u8: output dtype %s, a float dtype is required",
+                          loom_dtype_name(dt));
+    if (oh < 1 || ow < 1 || oh > INT32_MAX || ow > INT32_MAX || fill < 0 || fill > 255)
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "augment_u8: output %lldx%lld, fill %d (expected sizes >= 1 and a "
+                          "fill in 0..255)", (long long)oh, (long long)ow, fill);
+    loom_tensor *src[3] = {x, prm, lut};
+    loom_tensor *y = loom__node(g, LOOM_OP_AUGMENT_U8, dt, 4, (int64_t[]){n, c, oh, ow}, 3, src);
+    if (y) y->p[LOOM_P_AUG_FILL] = fill;
+    return y;
+}

@@ -1,0 +1,200 @@
+/* loader/device_aug.c — device augmentation (loom_loader_desc.device_augment):
+ * which trailing steps of a pipeline run on the training backend, and each
+ * sample's row of augment_u8's parameter table (core/ops/augment.c), drawn
+ * from the sample's own Philox stream exactly as the host's steps draw it,
+ * so that the backend's batch has the host path's bits.
+ *
+ * The device part composes crops and flips into one map per axis: output
+ * (y, x) reads host-result pixel (ROW0 + RSTEP y, COL0 + CSTEP x), inside
+ * the window [Y0, Y1) x [X0, X1) (the part of the host result that is not
+ * padding of an earlier crop); elsewhere the fill. Brightness (a
+ * ColorJitter with only brightness on) must come last: it also scales the
+ * padding, as on the host.
+ */
+#include "device_aug.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline_impl.h"
+
+_Static_assert(LOOM_G_AUG_COUNT == 12, "loom_loader_batch.prm documents 12 columns");
+
+bool loom_loader_device_capable(const loom_tf_step *steps, int n) {
+    for (int i = 0; i < n; i++)
+        if (steps[i].kind == LOOM_TF_RANDOM_ERASING) return false;
+    return true;
+}
+
+/* what a RandomCrop pads with, or -1 when it never pads */
+static int crop_fill(const loom_tf_step *s) {
+    bool pads = s->pad_if_needed || s->pad[0] || s->pad[1] || s->pad[2] || s->pad[3];
+    return pads ? s->fill : -1;
+}
+
+static bool brightness_only(const loom_tf_step *s) {
+    return s->kind == LOOM_TF_COLOR_JITTER && !s->jitter_on[1] && !s->jitter_on[2] && !s->jitter_on[3];
+}
+
+loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__dev_split *out) {
+    for (int i = 0; i < n; i++)
+        if (steps[i].kind == LOOM_TF_RANDOM_ERASING)
+            return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "loader: device augmentation: step %d (RandomErasing) acts on "
+                             "the normalised tensor, which the device part does not run (augment on the host)", i + 1);
+    int split = n, fill = -1;
+    while (split > 0) {
+        const loom_tf_step *s = &steps[split - 1];
+        bool ok = s->kind == LOOM_TF_RANDOM_HFLIP || s->kind == LOOM_TF_RANDOM_VFLIP || s->kind == LOOM_TF_CENTER_CROP ||
+                  (brightness_only(s) && split == n);
+        if (s->kind == LOOM_TF_RANDOM_CROP && s->pad_mode == LOOM_PAD_CONSTANT) {
+            int f = crop_fill(s);
+            ok = f < 0 || fill < 0 || f == fill;
+            if (ok && f >= 0) fill = f;
+        }
+        if (!ok) break;
+        split--;
+    }
+    for (int i = 0; i < n; i++) /* never inside a RandomOrder: its steps stay together on the host */
+        if (steps[i].kind == LOOM_TF_RANDOM_ORDER && split <= i + steps[i].count) split = i + steps[i].count + 1;
+    if (split > n) split = n;
+    out->split = split;
+    out->fill = 0;
+    for (int i = split; i < n; i++) /* the fill of the crops that stayed */
+        if (steps[i].kind == LOOM_TF_RANDOM_CROP && crop_fill(&steps[i]) >= 0) out->fill = steps[i].fill;
+    return LOOM_OK;
+}
+
+/* Python's int(round(d / 2)) for d >= 0 (loom_tf_center_crop's offset) */
+static int64_t half_round_even(int64_t d) {
+    int64_t q = d / 2;
+    return (d % 2 && q % 2) ? q + 1 : q;
+}
+
+/* the composed map of one axis: position i reads host-result index off + step i; [lo, hi) is readable */
+typedef struct axis_map {
+    int64_t off, step, n, lo, hi;
+} axis_map;
+
+/* a window of m positions at a (may start before 0 or end past n: padding) */
+static void axis_crop(axis_map *a, int64_t at, int64_t m) {
+    int64_t first = a->off, last = a->off + a->step * (a->n - 1); /* the current extent, before cropping */
+    int64_t lo = first < last ? first : last, hi = (first < last ? last : first) + 1;
+    if (lo > a->lo) a->lo = lo;
+    if (hi < a->hi) a->hi = hi;
+    a->off += a->step * at;
+    a->n = m;
+}
+
+static void axis_flip(axis_map *a) {
+    a->off += a->step * (a->n - 1);
+    a->step = -a->step;
+}
+
+void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng *rng, int64_t h, int64_t w,
+                      int32_t *prm) {
+    axis_map ax[2] = {{0, 1, h, 0, h}, {0, 1, w, 0, w}};
+    memset(prm, 0, LOOM_G_AUG_COUNT * sizeof *prm);
+    for (int i = split; i < n; i++) {
+        const loom_tf_step *s = &steps[i];
+        switch (s->kind) {
+        case LOOM_TF_RANDOM_CROP: {
+            int64_t pad[4];
+            loom__tf_crop_pads(s, ax[0].n, ax[1].n, pad);
+            int64_t H = ax[0].n + pad[1] + pad[3], W = ax[1].n + pad[0] + pad[2];
+            int64_t top = loom__aug_int(rng, H - s->h + 1), left = loom__aug_int(rng, W - s->w + 1);
+            axis_crop(&ax[0], top - pad[1], s->h), axis_crop(&ax[1], left - pad[0], s->w);
+            break;
+        }
+        case LOOM_TF_CENTER_CROP:
+            axis_crop(&ax[0], half_round_even(ax[0].n - s->h), s->h);
+            axis_crop(&ax[1], half_round_even(ax[1].n - s->w), s->w);
+            break;
+        case LOOM_TF_RANDOM_HFLIP:
+        case LOOM_TF_RANDOM_VFLIP:
+            if (loom__aug_coin(rng, s->p)) axis_flip(&ax[s->kind == LOOM_TF_RANDOM_HFLIP ? 1 : 0]);
+            break;
+        case LOOM_TF_COLOR_JITTER: {
+            int order[4];
+            double f[4];
+            loom__tf_jitter_params(s, rng, order, f);
+            if (s->jitter_on[0]) {
+                float ff = (float)f[0];
+                prm[LOOM_G_AUG_BRIGHT] = 1;
+                memcpy(&prm[LOOM_G_AUG_BFACTOR], &ff, sizeof ff);
+            }
+            break;
+        }
+        default: break; /* loom__dev_plan keeps no other step */
+        }
+    }
+    prm[LOOM_G_AUG_ROW0] = (int32_t)ax[0].off, prm[LOOM_G_AUG_RSTEP] = (int32_t)ax[0].step;
+    prm[LOOM_G_AUG_COL0] = (int32_t)ax[1].off, prm[LOOM_G_AUG_CSTEP] = (int32_t)ax[1].step;
+    prm[LOOM_G_AUG_Y0] = (int32_t)ax[0].lo, prm[LOOM_G_AUG_Y1] = (int32_t)ax[0].hi;
+    prm[LOOM_G_AUG_X0] = (int32_t)ax[1].lo, prm[LOOM_G_AUG_X1] = (int32_t)ax[1].hi;
+}
+
+loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w,
+                            loom__dev_split *out) {
+    loom_status st = loom__dev_plan(ctx, steps, n, out);
+    if (st != LOOM_OK) return st;
+    size_t mb;
+    if (h > 0) return loom__tf_plan(ctx, steps, out->split, c, h, w, &out->h, &out->w, &mb);
+    /* images of any size: the host part must end at one size (planned on two unrelated sizes) */
+    int64_t h2, w2;
+    if ((st = loom__tf_plan(ctx, steps, out->split, c, 4099, 4093, &out->h, &out->w, &mb)) != LOOM_OK ||
+        (st = loom__tf_plan(ctx, steps, out->split, c, 3001, 5003, &h2, &w2, &mb)) != LOOM_OK)
+        return st;
+    if (h2 != out->h || w2 != out->w)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation: the images differ in size and the "
+                         "host part of the pipeline (its first %d steps) does not make them one size (end it with "
+                         "Resize((h, w)) or a crop)", out->split);
+    return LOOM_OK;
+}
+
+loom_status loom__dev_sample(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__dev_split *sp,
+                             loom__aug_rng *rng, loom_image img, uint8_t *a, uint8_t *b, uint8_t *u8, int32_t *prm) {
+    loom_status st = loom__tf_run_fused(ctx, steps, sp->split, rng, &img, a, b, NULL);
+    if (st != LOOM_OK) return st;
+    if (img.h != sp->h || img.w != sp->w)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation: the host part made a %lldx%lld image, "
+                         "not %lldx%lld", (long long)img.h, (long long)img.w, (long long)sp->h, (long long)sp->w);
+    memcpy(u8, img.data, (size_t)(img.h * img.w * img.c));
+    loom__dev_params(steps, n, sp->split, rng, img.h, img.w, prm);
+    return LOOM_OK;
+}
+
+loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, const char *name, loom_dtype dt,
+                                      loom_tensor **u8, loom_tensor **prm) {
+    *u8 = *prm = NULL;
+    if (!g || g->status != LOOM_OK) return NULL;
+    const loom_source *src = d->src;
+    if (!d->device_augment || !src || src->kind != LOOM_SAMPLE_U8 || d->batch < 1 || src->c < 1 || src->c > 4 ||
+        (d->nstat != 0 && d->nstat != 1 && d->nstat != src->c))
+        return loom__fail(g, LOOM_ERR_INVALID_ARG, "loader: device input '%s': the loader desc must have "
+                          "device_augment, a U8 source of 1..4 channels, a batch >= 1 and 1 or c statistics", name);
+    loom__dev_split sp;
+    int64_t oh, ow;
+    size_t mb;
+    loom_status st = loom__dev_setup(g->ctx, d->steps, d->nsteps, src->c, src->h, src->w, &sp);
+    if (st == LOOM_OK)
+        st = loom__tf_plan(g->ctx, d->steps + sp.split, d->nsteps - sp.split, src->c, sp.h, sp.w, &oh, &ow, &mb);
+    if (st != LOOM_OK) {
+        char msg[512]; /* the context's message, copied before loom__fail writes it */
+        snprintf(msg, sizeof msg, "%s", loom_last_error(g->ctx));
+        return loom__fail(g, st, "%s", msg);
+    }
+    float lut[4][256]; /* as the loader's (loader/pool.c) */
+    for (int ch = 0; ch < src->c; ch++) {
+        int k = d->nstat == 1 ? 0 : ch;
+        float mean = d->nstat ? d->mean[k] : 0.0f, sd = d->nstat ? d->std[k] : 1.0f;
+        for (int i = 0; i < 256; i++) lut[ch][i] = ((float)i / 255.0f - mean) / sd;
+    }
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_u8", name);
+    *u8 = loom_input(g, nm, LOOM_U8, 4, (int64_t[]){d->batch, sp.h, sp.w, src->c});
+    snprintf(nm, sizeof nm, "%s_prm", name);
+    *prm = loom_input(g, nm, LOOM_I32, 2, (int64_t[]){d->batch, LOOM_G_AUG_COUNT});
+    snprintf(nm, sizeof nm, "%s_lut", name);
+    loom_tensor *t = loom_constant(g, nm, LOOM_F32, 2, (int64_t[]){src->c, 256}, lut);
+    return loom_augment_u8(g, *u8, *prm, t, dt, oh, ow, sp.fill);
+}

@@ -1,0 +1,46 @@
+/* tests/ops/augment.c — op cases of augment_u8 (device augmentation): u8
+ * images of 3 and 1 channels, per-sample tables with padded crops (reads
+ * outside the image or the window take the fill), horizontal and vertical flips and
+ * brightness on and off, into the normalising table of the loader. Exact
+ * by construction on every backend; a data op: no gradient check. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+
+#include "../../core/params.h"
+
+/* variant: bit 0: 1 channel (else 3) */
+static loom_tensor *augment(loom_graph *g, loom_dtype dt, int v) {
+    int64_t c = v & 1 ? 1 : 3, n = 3, h = v & 1 ? 9 : 7, w = v & 1 ? 5 : 6, oh = 5, ow = 4;
+    uint8_t *px = malloc((size_t)(n * h * w * c));
+    if (!px) return NULL;
+    for (int64_t i = 0; i < n * h * w * c; i++) {
+        uint32_t r[4];
+        loom_philox(777, (uint64_t)v, (uint64_t)i, r);
+        px[i] = (uint8_t)r[0];
+    }
+    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){n, h, w, c}, px);
+    free(px);
+    float f1 = 1.3f, f2 = 0.6f;
+    int32_t p[3][LOOM_G_AUG_COUNT] = {
+        {-2, 1, -1, 1, 0, 0, 0, 99, -5, 99},                            /* a crop of the padded image */
+        {(int32_t)h - 1, -1, (int32_t)w - 1, -1, 1, 0, 1, 5, 0, 4, 0, 0}, /* both flips, brighter, a window */
+        {3, 1, (int32_t)w + 1, -1, 1, 0, 0, (int32_t)h, 0, (int32_t)w, 0, 0}, /* a flip with padding, darker */
+    };
+    memcpy(&p[1][LOOM_G_AUG_BFACTOR], &f1, sizeof f1);
+    memcpy(&p[2][LOOM_G_AUG_BFACTOR], &f2, sizeof f2);
+    loom_tensor *prm = loom_constant(g, "prm", LOOM_I32, 2, (int64_t[]){n, LOOM_G_AUG_COUNT}, p);
+    float lut[3][256];
+    const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
+    for (int k = 0; k < c; k++)
+        for (int i = 0; i < 256; i++) lut[k][i] = ((float)i / 255.0f - mean[k]) / sd[k];
+    loom_tensor *l = loom_constant(g, "lut", LOOM_F32, 2, (int64_t[]){c, 256}, lut);
+    return loom_augment_u8(g, x, prm, l, dt, oh, ow, v & 1 ? 0 : 128);
+}
+
+const loom_op_case loom_cases_augment[] = {
+    {"augment_u8 3 channels: padded crop, flips, brightness", augment, 0, 0, TC_NO_GRADCHECK, 0},
+    {"augment_u8 1 channel: padded crop, flips, brightness", augment, 1, 0, TC_NO_GRADCHECK, 0},
+    {0},
+};

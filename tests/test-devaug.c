@@ -1,0 +1,190 @@
+/* tests/test-devaug.c — device augmentation (loom_loader_desc.device_augment,
+ * loader/device_aug.c, the op augment_u8): on every backend present (cpu,
+ * vulkan under the validation layer, opencl; cuda where it runs), the same
+ * epochs' batches loaded with the host pipeline and with the device one
+ * (u8 images + per-sample table through loom_loader_device_input) agree:
+ * bit for bit for the crops, flips and brightness (the arithmetic is
+ * exact), and within one u8 step per pixel (before normalisation) in
+ * general. Pipelines: padded crops and flips on the device alone; a
+ * centre crop before a padded crop (the window), brightness last; a
+ * RandomResizedCrop and a RandomAffine left on the host before device
+ * steps; a RandomOrder (kept whole on the host); images of different
+ * sizes (a decoding source) with Resize or RandomResizedCrop on the host;
+ * 1 and 3 channels; a partial last batch; workers 0 (sync) and 2. Errors: RandomErasing with
+ * device_augment, a float source, device input of a host loader.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/loader.h"
+#include "testutil.h"
+
+static loom_ctx *ctx;
+
+typedef struct pcase {
+    const char *spec;
+    int c, h, w;
+    bool exact; /* bit for bit (else within one u8 step) */
+    bool var;   /* images of different sizes (a decoding source: get_image) */
+} pcase;
+
+static const pcase cases[] = {
+    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false},
+    {"CenterCrop(18); RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); RandomHorizontalFlip(p=0.7); "
+     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false},
+    {"RandomResizedCrop(16); RandomHorizontalFlip(); RandomCrop((14, 12), padding=(2, 3), pad_if_needed=True)", 1, 21,
+     19, true, false},
+    {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true, false},
+    {"RandomAffine(10, translate=(0.1, 0.1)); RandomCrop(18, padding=2, fill=3); RandomHorizontalFlip()", 3, 20, 20,
+     false, false},
+    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false},
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true},
+    {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true},
+};
+
+/* a decoding source: image i is (17 + 7i mod 13) x (15 + 5i mod 11), pixels from i */
+static loom_status var_image(const loom_source *src, loom_ctx *c, int64_t i, const loom_decode_hint *hint,
+                             uint8_t **data, int64_t *h, int64_t *w, int32_t *label) {
+    (void)src, (void)hint;
+    *h = 17 + (7 * i) % 13, *w = 15 + (5 * i) % 11, *label = (int32_t)(i % 10);
+    size_t n = (size_t)(*h * *w * 3);
+    if (!(*data = malloc(n))) return loom_source_error(c, LOOM_ERR_OOM, "var_image: out of memory");
+    uint32_t s = (uint32_t)i * 2654435761u + 1;
+    for (size_t k = 0; k < n; k++) s = s * 1664525u + 1013904223u, (*data)[k] = (uint8_t)(s >> 24);
+    return LOOM_OK;
+}
+
+static loom_source *make_source(int n, int c, int h, int w, uint32_t seed, loom_dataset *ds) {
+    memset(ds, 0, sizeof *ds);
+    ds->n = n, ds->c = c, ds->h = h, ds->w = w, ds->num_classes = 10;
+    size_t per = (size_t)c * (size_t)h * (size_t)w;
+    ds->pixels = malloc((size_t)n * per);
+    ds->labels = malloc((size_t)n * sizeof *ds->labels);
+    uint32_t s = seed;
+    for (size_t k = 0; k < (size_t)n * per; k++) s = s * 1664525u + 1013904223u, ds->pixels[k] = (uint8_t)(s >> 24);
+    for (int i = 0; i < n; i++) ds->labels[i] = i % 10;
+    loom_source *src = NULL;
+    if (loom_source_wrap(ctx, ds, &src) != LOOM_OK) return NULL;
+    return src;
+}
+
+/* one pipeline on one backend: 2 epochs, every batch compared */
+static void run_case(loom_backend *be, const pcase *pc, int workers) {
+    loom_tf_step steps[16];
+    int ns = 0;
+    CHECK_OK(ctx, loom_tf_parse(ctx, pc->spec, steps, 16, &ns));
+    loom_dataset ds = {0};
+    loom_source vs = {.name = "var", .n = 37, .kind = LOOM_SAMPLE_U8, .c = 3, .num_classes = 10, .get_image = var_image};
+    loom_source *src = pc->var ? &vs : make_source(37, pc->c, pc->h, pc->w, 5, &ds);
+    CHECK(src != NULL, "source: %s", loom_last_error(ctx));
+    if (!src) return;
+    const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
+    loom_loader_desc d = {.src = src, .batch = 8, .shuffle = true, .seed = 11, .workers = workers, .steps = steps,
+                          .nsteps = ns, .mean = mean, .std = sd, .nstat = pc->c, .backend = be};
+    loom_loader *host = NULL, *dev = NULL;
+    CHECK_OK(ctx, loom_loader_create(ctx, &d, &host));
+    d.device_augment = true;
+    CHECK_OK(ctx, loom_loader_create(ctx, &d, &dev));
+    loom_graph *g = NULL;
+    loom_plan *plan = NULL;
+    loom_tensor *u8 = NULL, *prm = NULL, *x = NULL;
+    CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
+    if (dev && g && (x = loom_loader_device_input(g, &d, "x", LOOM_F32, &u8, &prm))) loom_keep(x);
+    CHECK(x != NULL, "%s: device input: %s", pc->spec, loom_last_error(ctx));
+    if (x) CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &plan));
+    int c;
+    int64_t oh, ow;
+    if (host) loom_loader_shape(host, &c, &oh, &ow);
+    size_t per = host ? (size_t)c * (size_t)oh * (size_t)ow : 0;
+    float *out = malloc(8 * per * sizeof *out + 1);
+    int64_t batches = 0, exact_px = 0, px = 0;
+    double worst = 0; /* in u8 steps */
+    for (int e = 0; plan && host && dev && e < 2; e++) {
+        loom_loader_begin(host, e, 0, 0), loom_loader_begin(dev, e, 0, 0);
+        for (;;) {
+            loom_loader_batch hb, db;
+            loom_status s1 = loom_loader_next(host, &hb), s2 = loom_loader_next(dev, &db);
+            CHECK(s1 == LOOM_OK && s2 == LOOM_OK, "%s: next: %s", pc->spec, loom_last_error(ctx));
+            if (s1 != LOOM_OK || s2 != LOOM_OK || hb.count == 0 || db.count == 0) {
+                CHECK(hb.count == db.count, "epoch ends differ");
+                break;
+            }
+            CHECK(db.x == NULL && db.u8 && db.prm && hb.u8 == NULL, "batch fields");
+            CHECK(!memcmp(hb.y, db.y, (size_t)hb.count * sizeof *hb.y), "labels differ");
+            CHECK_OK(ctx, loom_plan_write(plan, u8, db.u8, (size_t)8 * (size_t)loom_tensor_numel(u8) / 8));
+            CHECK_OK(ctx, loom_plan_write(plan, prm, db.prm, (size_t)loom_tensor_numel(prm) * sizeof(int32_t)));
+            CHECK_OK(ctx, loom_plan_run(plan));
+            CHECK_OK(ctx, loom_plan_read(plan, x, out, 8 * per * sizeof *out));
+            for (size_t i = 0; i < (size_t)hb.count * per; i++) {
+                int k = (int)((i / ((size_t)oh * (size_t)ow)) % (size_t)c);
+                double dlt = fabs((double)hb.x[i] - (double)out[i]) * sd[k] * 255.0;
+                worst = dlt > worst ? dlt : worst;
+                exact_px += hb.x[i] == out[i], px++;
+            }
+            batches++;
+        }
+    }
+    CHECK(batches == 10, "%s on %s: %lld batches compared (expected 2 epochs of 5)", pc->spec, loom_backend_name(be),
+          (long long)batches);
+    CHECK(worst <= 1.0001, "%s on %s: a pixel differs by %.3f u8 steps", pc->spec, loom_backend_name(be), worst);
+    if (pc->exact)
+        CHECK(exact_px == px, "%s on %s: %lld of %lld values differ (expected bit for bit)", pc->spec,
+              loom_backend_name(be), (long long)(px - exact_px), (long long)px);
+    printf("  %-8s workers %d: %lld values, %lld exact, worst %.3f u8 steps: %s\n", loom_backend_name(be), workers,
+           (long long)px, (long long)exact_px, worst, pc->spec);
+    free(out);
+    loom_plan_destroy(plan);
+    loom_graph_destroy(g);
+    loom_loader_destroy(host), loom_loader_destroy(dev);
+    if (!pc->var) loom_source_destroy(src);
+    free(ds.pixels), free(ds.labels);
+}
+
+static void errors(void) {
+    loom_tf_step steps[4];
+    int ns = 0;
+    CHECK_OK(ctx, loom_tf_parse(ctx, "RandomCrop(8, padding=1); RandomErasing(p=0.5)", steps, 4, &ns));
+    CHECK(!loom_loader_device_capable(steps, ns), "RandomErasing: not device capable");
+    CHECK(loom_loader_device_capable(steps, 1), "RandomCrop: device capable");
+    loom_dataset ds;
+    loom_source *src = make_source(4, 3, 8, 8, 1, &ds);
+    loom_loader *ld = NULL;
+    loom_loader_desc d = {.src = src, .batch = 2, .workers = LOOM_WORKERS_SYNC, .steps = steps, .nsteps = ns,
+                          .device_augment = true};
+    CHECK(loom_loader_create(ctx, &d, &ld) == LOOM_ERR_UNSUPPORTED && strstr(loom_last_error(ctx), "RandomErasing"),
+          "RandomErasing on the device: %s", loom_last_error(ctx));
+    d.nsteps = 1, d.device_augment = false;
+    CHECK_OK(ctx, loom_loader_create(ctx, &d, &ld));
+    loom_graph *g = NULL;
+    loom_tensor *u8, *prm;
+    CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
+    CHECK(ld && g && !loom_loader_device_input(g, &d, "x", LOOM_F32, &u8, &prm) &&
+              strstr(loom_last_error(ctx), "must have device_augment") && loom_graph_status(g) != LOOM_OK,
+          "device input of a host loader: %s", loom_last_error(ctx));
+    loom_graph_destroy(g);
+    loom_loader_destroy(ld);
+    loom_source_destroy(src);
+    free(ds.pixels), free(ds.labels);
+}
+
+int main(void) {
+    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+    errors();
+    const char *names[] = {"cpu", "vulkan", "opencl", "cuda"};
+    int ran = 0;
+    for (int b = 0; b < 4; b++) {
+        loom_backend *be = NULL;
+        if (loom_backend_create(ctx, names[b], NULL, &be) != LOOM_OK) {
+            printf("  %-8s not here: %s\n", names[b], loom_last_error(ctx));
+            continue;
+        }
+        ran++;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) run_case(be, &cases[k], k % 2 ? 2 : LOOM_WORKERS_SYNC);
+        loom_backend_destroy(be);
+    }
+    CHECK(ran >= 1, "no backend at all");
+    loom_ctx_destroy(ctx);
+    return tu_summary();
+}
