@@ -125,6 +125,7 @@ static int parse(int argc, char **argv, br_cfg *c, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x;
+        int k;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout, 0);
         if (!strcmp(a, "--small-stem")) { c->small_stem = true; continue; }
         if (!v) return bad(a, NULL);
@@ -138,14 +139,8 @@ static int parse(int argc, char **argv, br_cfg *c, opts *o) {
             else if (!strcmp(v, "bf16")) o->amp = LOOM_BF16;
             else return bad(a, v);
         }
-        else if (!strcmp(a, "--steps")) { if (!loom_cli_int(v, 1, BR_MAX_STEPS - 1, &x)) return bad(a, v); c->steps = x; }
-        else if (!strcmp(a, "--batch")) { if (!loom_cli_int(v, 1, 1 << 15, &x)) return bad(a, v); c->batch = (int)x; }
+        else if ((k = br_parse_run_opt(a, v, 1 << 15, c)) != 0) { if (k < 0) return bad(a, v); }
         else if (!strcmp(a, "--epoch-size")) { if (!loom_cli_int(v, 1, INT64_MAX / 2, &x)) return bad(a, v); o->esize = x; }
-        else if (!strcmp(a, "--size")) { if (!loom_cli_int(v, 1, 4096, &x)) return bad(a, v); c->size = (int)x; }
-        else if (!strcmp(a, "--channels")) { if (!loom_cli_int(v, 1, 64, &x)) return bad(a, v); c->channels = (int)x; }
-        else if (!strcmp(a, "--depth")) { if (!loom_cli_int(v, 1, 1000, &x)) return bad(a, v); c->depth = (int)x; }
-        else if (!strcmp(a, "--width")) { if (!loom_cli_int(v, 1, 4096, &x)) return bad(a, v); c->width = (int)x; }
-        else if (!strcmp(a, "--seed")) { if (!loom_cli_int(v, 0, INT64_MAX, &x)) return bad(a, v); c->seed = (uint64_t)x; }
         else {
             fprintf(stderr, "loom bench: unknown option '%s'\n", a);
             return usage(stderr, 2);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench_run.h"
+#include "cli_num.h"
 
 static loom_status synthetic(const br_cfg *c, int64_t n, loom_dataset *ds) {
     memset(ds, 0, sizeof *ds);
@@ -127,4 +128,28 @@ void br_json_str(FILE *f, const char *s) {
         if ((unsigned char)*s >= 0x20) fputc(*s, f);
     }
     fputc('"', f);
+}
+
+int br_parse_run_opt(const char *a, const char *v, int max_batch, br_cfg *c) {
+    static const struct {
+        const char *name;
+        long long lo, hi;
+    } t[] = {{"--steps", 1, BR_MAX_STEPS - 1}, {"--batch", 1, 0},     {"--size", 1, 4096}, {"--channels", 1, 64},
+             {"--depth", 1, 1000},             {"--width", 1, 4096}, {"--seed", 0, INT64_MAX}};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        if (strcmp(a, t[i].name)) continue;
+        long long x;
+        if (!loom_cli_int(v, t[i].lo, i == 1 ? max_batch : t[i].hi, &x)) return -1;
+        switch (i) {
+        case 0: c->steps = x; break;
+        case 1: c->batch = (int)x; break;
+        case 2: c->size = (int)x; break;
+        case 3: c->channels = (int)x; break;
+        case 4: c->depth = (int)x; break;
+        case 5: c->width = (int)x; break;
+        default: c->seed = (uint64_t)x; break;
+        }
+        return 1;
+    }
+    return 0;
 }

@@ -45,6 +45,10 @@ typedef struct br_out {
 
 /* The run; on failure the message is in loom_last_error(ctx). */
 loom_status br_run(loom_ctx *ctx, const br_cfg *cfg, br_out *out);
+/* The run options both commands take (--steps --batch --size --channels
+ * --depth --width --seed; --batch up to max_batch) into c: 1 when a was one
+ * of them, 0 when not, -1 when its value v is bad. */
+int br_parse_run_opt(const char *a, const char *v, int max_batch, br_cfg *c);
 /* One comma-separated list item after another: the next item of *s into buf
  * (n bytes); false at the end or when an item is empty or too long. */
 bool br_next_item(const char **s, char *buf, size_t n, bool *bad);

@@ -152,7 +152,7 @@ static int write_out(const char *path, int fmt, const row *r, int n, const br_cf
 static int parse(int argc, char **argv, br_cfg *c, const char **backends, const char **csv, const char **json) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long x;
+        int k;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout, 0);
         if (!strcmp(a, "--small-stem")) { c->small_stem = true; continue; }
         if (!strcmp(a, "--reproducible")) { c->reproducible = true; continue; }
@@ -162,13 +162,7 @@ static int parse(int argc, char **argv, br_cfg *c, const char **backends, const 
         else if (!strcmp(a, "--backends")) *backends = v;
         else if (!strcmp(a, "--csv")) *csv = v;
         else if (!strcmp(a, "--json")) *json = v;
-        else if (!strcmp(a, "--steps")) { if (!loom_cli_int(v, 1, BR_MAX_STEPS - 1, &x)) return bad(a, v); c->steps = x; }
-        else if (!strcmp(a, "--batch")) { if (!loom_cli_int(v, 1, 1 << 16, &x)) return bad(a, v); c->batch = (int)x; }
-        else if (!strcmp(a, "--size")) { if (!loom_cli_int(v, 1, 4096, &x)) return bad(a, v); c->size = (int)x; }
-        else if (!strcmp(a, "--channels")) { if (!loom_cli_int(v, 1, 64, &x)) return bad(a, v); c->channels = (int)x; }
-        else if (!strcmp(a, "--depth")) { if (!loom_cli_int(v, 1, 1000, &x)) return bad(a, v); c->depth = (int)x; }
-        else if (!strcmp(a, "--width")) { if (!loom_cli_int(v, 1, 4096, &x)) return bad(a, v); c->width = (int)x; }
-        else if (!strcmp(a, "--seed")) { if (!loom_cli_int(v, 0, INT64_MAX, &x)) return bad(a, v); c->seed = (uint64_t)x; }
+        else if ((k = br_parse_run_opt(a, v, 1 << 16, c)) != 0) { if (k < 0) return bad(a, v); }
         else {
             fprintf(stderr, "loom compare: unknown option '%s'\n", a);
             return usage(stderr, 2);
