@@ -641,15 +641,7 @@ static int run_lr_find(loom_ctx *ctx, const cli *c, const loom_trainer_desc *d, 
 }
 
 static void report(const cli *c, const loom_trainer_desc *d, const loom_train_result *r) {
-    if (r->n_profile > 0) {
-        double total = 0;
-        for (int i = 0; i < r->n_profile; i++) total += r->profile[i].seconds;
-        printf("profile: training step, top ops by time (%s backend)\n", r->backend);
-        for (int i = 0; i < r->n_profile; i++)
-            printf("  %-26s %8.3f ms/step  %5.1f%%\n", r->profile[i].op,
-                   1e3 * r->profile[i].seconds / (double)(r->profile[i].runs ? r->profile[i].runs : 1),
-                   100 * r->profile[i].seconds / (total > 0 ? total : 1));
-    }
+    loom__print_profile(r);
     if ((r->frozen || c->backbone_mult > 0) && !c->quiet) {
         printf("transfer: %d parameter tensors frozen (%lld elements), %d trained", r->frozen, (long long)r->frozen_numel,
                r->trained);
@@ -708,10 +700,10 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
     loom_model_text_defaults(&md);
     loom_plateau plateau = {0};
     loom_train_result r;
-    if (c->resume || c->val_split > 0 || c->patience || c->init_from || c->n_freeze || c->transform || c->profile ||
-        ch->use_plateau) {
-        fprintf(stderr, "loom train: --resume, --val-split, --early-stop, --init-from, --freeze, --transform, --profile, "
-                        "and --schedule plateau are not supported for text models yet\n");
+    if (c->resume || c->val_split > 0 || c->patience || c->init_from || c->n_freeze || c->transform || ch->use_plateau ||
+        (c->profile && c->token_budget)) {
+        fprintf(stderr, "loom train: --resume, --val-split, --early-stop, --init-from, --freeze, --transform, "
+                        "--schedule plateau, and --profile with --token-budget are not supported for text models yet\n");
         return 2;
     }
     loom_status st = loom__text_data(ctx, c->data_dir, md.seq_len, md.vocab, train, val, &n);
@@ -733,6 +725,7 @@ static int run_text(loom_ctx *ctx, const cli *c, const choices *ch, loom_trainer
         fprintf(stderr, "loom train: %s\n", loom_last_error(ctx));
         return 1;
     }
+    loom__print_profile(&r);
     printf("RESULT backend=%s model=%s epochs=%d val_loss=%.4f val_acc=%.4f train_loss=%.4f samples_per_s=%.0f "
            "tokens_per_s=%.0f seconds=%.1f peak_bytes=%zu\n", r.backend, c->model, r.epochs_run, r.val_loss, r.val_acc,
            r.train_loss, r.samples_per_s, r.samples_per_s * (double)md.seq_len, r.seconds, r.peak_bytes);

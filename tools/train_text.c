@@ -1,5 +1,6 @@
 /* tools/train_text.c — where the token files of a text model's `loom train`
- * run are: a token file or a directory, and the validation file beside it. */
+ * run are: a token file or a directory, and the validation file beside it;
+ * and the --profile table of any `loom train` run. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,4 +36,15 @@ loom_status loom__text_data(loom_ctx *ctx, const char *data_dir, int seq_len, in
     *n = src->n;
     loom_source_destroy(src);
     return LOOM_OK;
+}
+
+void loom__print_profile(const loom_train_result *r) {
+    if (r->n_profile <= 0) return;
+    double total = 0;
+    for (int i = 0; i < r->n_profile; i++) total += r->profile[i].seconds;
+    printf("profile: training step, top ops by time (%s backend)\n", r->backend);
+    for (int i = 0; i < r->n_profile; i++)
+        printf("  %-26s %8.3f ms/step  %5.1f%%\n", r->profile[i].op,
+               1e3 * r->profile[i].seconds / (double)(r->profile[i].runs ? r->profile[i].runs : 1),
+               100 * r->profile[i].seconds / (total > 0 ? total : 1));
 }

@@ -238,6 +238,7 @@ static loom_status run_epochs(text_run *r, loom_train_result *res) {
             if (r->obs[i].on_epoch) st = r->obs[i].on_epoch(r->obs[i].user, &es);
     }
     res->steps = opt_steps(r);
+    if (d->run.profile && !r->dy) res->n_profile = loom_plan_profile(r->tr.plan, res->profile, 16);
     for (int i = 0; i < r->nobs && st == LOOM_OK; i++)
         if (r->obs[i].on_finish) st = r->obs[i].on_finish(r->obs[i].user, res);
     return st;
@@ -298,6 +299,7 @@ static loom_status setup(text_run *r, const char *train_path, const char *val_pa
         loom_optimizer_decay_counts(r->opt, &res->decayed, &res->not_decayed);
         res->trained = loom_optimizer_param_count(r->opt);
         loom_plan_memory_stats(r->tr.plan, &res->train_memory);
+        if (d->run.profile && (st = loom_plan_set_profiling(r->tr.plan, true)) != LOOM_OK) return st;
     }
     if (r->val && (st = build(r, false, eb, &r->ev)) != LOOM_OK) return st;
     loom_plan_memory m1 = res->train_memory, m2 = {0};

@@ -18,10 +18,11 @@
 #include <math.h>
 
 #include "../cpu_impl.h"
+#include "../vmath.h"
 
 #define QB 16 /* reference loops: query rows (dq) or key rows (dk, dv) per work unit */
 #define KB 64 /* reference loops: keys per score block of the forward */
-#define FB 64 /* f32 fast path: rows per work unit and keys per score block */
+#define FB 128 /* f32 fast path: rows per work unit and keys per score block */
 
 typedef struct ajob {
     int64_t BH, Tq, Tk, D, nb; /* nb: blocks per (batch, head) */
@@ -179,10 +180,11 @@ ATTN_KERNELS(double, )
  * the block products (scores, p v, and the gradient's) as GEMMs
  * (loom__cpu_sgemm, single-threaded inside a unit; the sizes of every call
  * depend only on the shapes, so neither does any result on the thread
- * count). Masked scores are -inf, so their p is 0. ---- */
+ * count). Masked scores are -inf, so their p is 0. The exponentials are
+ * vmath.h's loom__vexpf, a vectorised loop per block row. ---- */
 
 /* -inf where key j0 + c > query i0 + r (causal) in the (ni, nj) block s (leading dim FB) */
-static void mask_block(const ajob *j, float *s, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+LOOM__VMATH void mask_block(const ajob *j, float *s, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
     if (!j->causal) return;
     for (int64_t r = 0; r < ni; r++)
         for (int64_t c = i0 + r + 1 - j0 > 0 ? i0 + r + 1 - j0 : 0; c < nj; c++) s[r * FB + c] = -INFINITY;
@@ -190,7 +192,7 @@ static void mask_block(const ajob *j, float *s, int64_t i0, int64_t ni, int64_t 
 
 /* Fold the (ni, nj) score block s into the rows' statistics m, l and the
  * output rows y (ni, D); s becomes the block's unnormalised p. */
-static void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, float *y, int64_t D) {
+LOOM__VMATH void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, float *y, int64_t D) {
     for (int64_t r = 0; r < ni; r++) {
         float *sr = s + r * FB, mx = m[r], sum = 0;
         for (int64_t c = 0; c < nj; c++) mx = sr[c] > mx ? sr[c] : mx;
@@ -198,9 +200,10 @@ static void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, flo
             memset(sr, 0, (size_t)nj * sizeof(float));
             continue;
         }
-        for (int64_t c = 0; c < nj; c++) sum += sr[c] = expf(sr[c] - mx);
+        for (int64_t c = 0; c < nj; c++) sr[c] = loom__vexpf(sr[c] - mx);
+        for (int64_t c = 0; c < nj; c++) sum += sr[c];
         if (mx != m[r]) {
-            float corr = expf(m[r] - mx);
+            float corr = loom__vexpf(m[r] - mx);
             l[r] *= corr;
             scal_float(y + r * D, corr, D);
         }
@@ -208,7 +211,7 @@ static void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, flo
     }
 }
 
-static void fwd_fast(void *arg, int64_t u0, int64_t u1) {
+LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
     const ajob *j = arg;
     const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
     float s[FB * FB], m[FB], l[FB];
@@ -237,13 +240,13 @@ static void fwd_fast(void *arg, int64_t u0, int64_t u1) {
 }
 
 /* s (ni, nj) scores -> ds = p (dp - delta) with p = exp(s - lse), in place */
-static void ds_block(float *s, const float *dp, int64_t ni, int64_t nj, const float *lse, const float *delta) {
+LOOM__VMATH void ds_block(float *s, const float *dp, int64_t ni, int64_t nj, const float *lse, const float *delta) {
     for (int64_t r = 0; r < ni; r++)
-        for (int64_t c = 0; c < nj; c++) s[r * FB + c] = expf(s[r * FB + c] - lse[r]) * (dp[r * FB + c] - delta[r]);
+        for (int64_t c = 0; c < nj; c++) s[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]) * (dp[r * FB + c] - delta[r]);
 }
 
 /* dq of the query rows of block blk */
-static void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float *dp) {
+LOOM__VMATH void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float *dp) {
     const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
     int64_t i0 = blk * FB, ni = Tq - i0 < FB ? Tq - i0 : FB, row = bh * Tq + i0;
     const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
@@ -265,7 +268,7 @@ static void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float 
 }
 
 /* dk or dv of the key rows of block blk */
-static void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float *dp) {
+LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float *dp) {
     const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
     const bool dk = j->which == LOOM_K_ATTN_DK;
     int64_t j0 = blk * FB, nj = Tk - j0 < FB ? Tk - j0 : FB;
@@ -280,7 +283,7 @@ static void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float
         mask_block(j, s, i0, ni, j0, nj);
         if (!dk) { /* dv += p^T dy */
             for (int64_t r = 0; r < ni; r++)
-                for (int64_t c = 0; c < nj; c++) s[r * FB + c] = expf(s[r * FB + c] - lse[r]);
+                for (int64_t c = 0; c < nj; c++) s[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, dy, D, 1.0f, out, D);
             continue;
         }
@@ -292,7 +295,7 @@ static void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, float
     if (dk) scal_float(out, (float)j->scale, nj * D);
 }
 
-static void grad_fast(void *arg, int64_t u0, int64_t u1) {
+LOOM__VMATH void grad_body(void *arg, int64_t u0, int64_t u1) {
     const ajob *j = arg;
     float s[FB * FB], dp[FB * FB];
     for (int64_t u = u0; u < u1; u++) {
@@ -303,6 +306,21 @@ static void grad_fast(void *arg, int64_t u0, int64_t u1) {
         else
             grad_kv_fast(j, bh, blk, s, dp);
     }
+}
+
+/* the fast path compiled for the baseline, AVX2 and AVX-512 (the same bits:
+ * vmath.h), picked at run time */
+static void fwd_fast(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
+__attribute__((target("avx2"))) static void fwd_avx2(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
+__attribute__((target("avx512f"))) static void fwd_avx512(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
+static void grad_fast(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
+__attribute__((target("avx2"))) static void grad_avx2(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
+__attribute__((target("avx512f"))) static void grad_avx512(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
+
+typedef void (*unit_fn)(void *, int64_t, int64_t);
+static unit_fn pick(unit_fn base, unit_fn avx2, unit_fn avx512) {
+    if (__builtin_cpu_supports("avx512f")) return avx512;
+    return __builtin_cpu_supports("avx2") ? avx2 : base;
 }
 
 /* The job of node t (attention or attention_grad): sources q, k, v[, y, dy],
@@ -334,7 +352,7 @@ loom_status loom__cpu_attention(const loom__cpu_args *a) {
     bool f64 = a->dt == LOOM_F64;
     ajob j = job_of(a, false, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[3] == a->dt); /* the lse: f32 for f32 and 16-bit inputs, f64 for f64 */
-    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? fwd_double : fwd_fast, &j);
+    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? fwd_double : pick(fwd_fast, fwd_avx2, fwd_avx512), &j);
     return LOOM_OK;
 }
 
@@ -342,7 +360,7 @@ loom_status loom__cpu_attention_grad(const loom__cpu_args *a) {
     bool f64 = a->dt == LOOM_F64;
     ajob j = job_of(a, true, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[5] == a->dt);
-    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? grad_double : grad_fast, &j);
+    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? grad_double : pick(grad_fast, grad_avx2, grad_avx512), &j);
     return LOOM_OK;
 }
 

@@ -52,6 +52,45 @@ static void reduce_range(void *v, int64_t o0, int64_t o1) {
     }
 }
 
+/* Leading axes reduced, trailing axes kept (a bias gradient: x (R, K) -> K
+ * column sums): each unit sums a block of CB columns over all R rows, row by
+ * row, so every output adds the same values in the same order as
+ * reduce_range, reading x contiguously instead of with stride K. */
+#define CB 256
+
+typedef struct cjob {
+    int64_t R, K;
+    double div;
+    const void *x;
+    void *y;
+    bool f64;
+} cjob;
+
+static void columns_range(void *v, int64_t b0, int64_t b1) {
+    const cjob *j = v;
+    double acc[CB];
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t k0 = b * CB, n = j->K - k0 < CB ? j->K - k0 : CB;
+        for (int64_t k = 0; k < n; k++) acc[k] = 0;
+        for (int64_t r = 0; r < j->R; r++) {
+            if (j->f64) {
+                const double *x = (const double *)j->x + r * j->K + k0;
+                for (int64_t k = 0; k < n; k++) acc[k] += x[k];
+            } else {
+                const float *x = (const float *)j->x + r * j->K + k0;
+                for (int64_t k = 0; k < n; k++) acc[k] += x[k];
+            }
+        }
+        for (int64_t k = 0; k < n; k++) {
+            double a = acc[k] / j->div;
+            if (j->f64)
+                ((double *)j->y)[k0 + k] = a;
+            else
+                ((float *)j->y)[k0 + k] = (float)a;
+        }
+    }
+}
+
 /* x (d0..dn-1) -> y: the kept axes in order */
 static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
     const loom_tensor *y = a->node, *x = y->src[0];
@@ -70,6 +109,13 @@ static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
     j.div = mean ? (double)j.rcount : 1.0;
     j.x = a->x[0], j.y = a->y, j.f64 = a->dt == LOOM_F64;
     int64_t nout = loom_tensor_numel(y);
+    uint32_t mask = (uint32_t)y->p[LOOM_P_REDUCE_MASK] & ((1u << x->ndim) - 1);
+    if (j.nred && j.nkeep && !(mask & (mask + 1))) { /* the reduced axes: a leading run */
+        cjob c = {.R = j.rcount, .K = nout, .div = j.div, .x = j.x, .y = j.y, .f64 = j.f64};
+        int64_t blocks = (nout + CB - 1) / CB, grain = c.R * CB >= 16384 ? 1 : 16384 / (c.R * CB);
+        loom__cpu_parallel(a->cpu, blocks, grain, columns_range, &c);
+        return LOOM_OK;
+    }
     int64_t grain = j.rcount >= 4096 ? 1 : 4096 / j.rcount;
     loom__cpu_parallel(a->cpu, nout, grain, reduce_range, &j);
     return LOOM_OK;
