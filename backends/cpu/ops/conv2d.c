@@ -3,7 +3,9 @@
  *
  * F64: reference loops straight from the definition (the numerics oracle),
  *      split across the thread pool by output rows.
- * F32: FAST PATH, two ways.
+ * F32: FAST PATH. Stride-1 convolutions on CPUs with AVX-512 run the direct
+ *      kernels of conv2d_direct.c (the weight gradient there on larger
+ *      planes only); the rest, two ways.
  *      Per image (used whenever there are at least as many images as threads):
  *      each thread takes a range of images; per image and group, im2col into
  *      the thread's own (K, OH*OW) columns and one single-threaded sgemm
@@ -37,6 +39,7 @@
  *      added in order: the same bits for any thread count (GEMMs: gemm.c).
  */
 #include "../cpu_impl.h"
+#include "conv2d_direct.h"
 
 /* sizes of one convolution (core/impl.h) */
 typedef loom__conv_geom geom;
@@ -403,6 +406,7 @@ static loom_status fwd_f32(const loom__cpu_args *a, const geom *q) {
         if (bias) loom__cpu_parallel(a->cpu, q->N * q->O, rows_grain(P), bias_rows, &jb);
         return LOOM_OK;
     }
+    if (loom__cpu_conv_direct_ok(a->cpu, q)) return loom__cpu_conv_direct_fwd(a, q);
     if (per_image(a, q)) {
         ijob j = {.x = x, .w = w, .bias = bias, .y = y};
         return images_run(a, q, &j, al64((size_t)(K * P) * sizeof(float)), 0, fwd_images);
@@ -438,6 +442,7 @@ static loom_status gi_f32(const loom__cpu_args *a, const geom *q) {
                                 dy + (n * q->O + g * q->Og) * P, P, 0.0f, dx + (n * q->C + g * q->Cg) * P, P);
         return LOOM_OK;
     }
+    if (loom__cpu_conv_direct_ok(a->cpu, q)) return loom__cpu_conv_direct_gi(a, q);
     if (per_image(a, q)) {
         ijob j = {.w = w, .dy = dy, .y = dx};
         return images_run(a, q, &j, al64((size_t)(K * P) * sizeof(float)), 0, gi_images);
@@ -474,6 +479,7 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
                                 x + (n * q->C + g * q->Cg) * P, P, n ? 1.0f : 0.0f, dw + g * q->Og * K, K);
         return LOOM_OK;
     }
+    if (loom__cpu_conv_direct_gw_ok(a->cpu, q)) return loom__cpu_conv_direct_gw(a, q);
     if (per_image(a, q)) {
         ijob j = {.x = x, .dy = dy};
         size_t per = al64((size_t)(K * P) * sizeof(float)) + al64((size_t)(q->O * K) * sizeof(float)) +

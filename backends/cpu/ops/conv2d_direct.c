@@ -1,0 +1,282 @@
+/* backends/cpu/ops/conv2d_direct.c — direct f32 convolution for stride 1,
+ * dilation 1, one group, on CPUs with AVX-512: conv2d, conv2d_grad_input
+ * (a stride-1 convolution of dy with the flipped, transposed weights and
+ * padding KH-1-ph, KW-1-pw) and conv2d_grad_weight. The im2col path (conv2d.c) copies every input
+ * value KH*KW times and hands OpenBLAS GEMMs with as few rows as the layer
+ * has output channels; here each image is copied once into a zero-padded
+ * plane per channel (width Wp = W + 2pw), and output position q = i*Wp + j
+ * of that padded grid reads input q + kh*Wp + kw: a contiguous 16-float
+ * load for 16 consecutive outputs, whatever the row boundaries (the
+ * positions j >= OW of each row are computed and dropped). Sixteen output
+ * channels accumulate in sixteen registers, each input vector multiplied
+ * by the sixteen weights of one (c, kh, kw), broadcast from a repacked
+ * weight table (K, O). Threads take whole images; every output sums its
+ * K = C*KH*KW terms in the same order (c, kh, kw) for any thread count.
+ *
+ * The weight gradient dw[o, c, kh, kw] = sum over images and positions q of
+ * dy[o, q] x[c, q + kh*Wp + kw], with dy laid on the same padded grid (zero
+ * in the dropped positions): for three output channels and one input
+ * channel, 3 x KH*KW accumulators (3x3 kernels: 27 registers) over the
+ * images of a chunk held in cache, lane sums kept as vectors per part,
+ * reduced in double at the end; parts (one per thread, or fixed by the size
+ * in deterministic mode) added in order.
+ *
+ * LOOM_CPU_DIRECT_CONV=0 in the environment turns the path off (tests
+ * compare it with the im2col path). */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpu_impl.h"
+#include "conv2d_direct.h"
+
+#define OB 16   /* output channels per register block */
+#define GB 3    /* weight gradient: output channels per register block */
+#define GKK 9   /* weight gradient: the kernel size (KH*KW) of the register-blocked loop */
+#define SLACK 32 /* floats past the last plane: the last vector may read beyond it */
+
+typedef struct djob {
+    int64_t N, Ci, Hi, Wi, Co, Ho, Wo, KH, KW, ph, pw;
+    int64_t Hp, Wp, S, Q, Qv; /* padded plane, its stride, outputs on the padded grid, their vectors * 16 */
+    int parts;
+    const float *src, *wp, *bias; /* wp: (Ci*KH*KW, Co) */
+    float *dst;
+    char *ws; /* per part: the padded image (Ci*S + SLACK floats), then (Co, Qv) outputs */
+    size_t per_part;
+} djob;
+
+bool loom__cpu_conv_direct_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
+    const char *e = getenv("LOOM_CPU_DIRECT_CONV");
+    (void)cpu;
+    return !(e && !strcmp(e, "0")) && __builtin_cpu_supports("avx512f") && q->KH * q->KW <= 32 && q->sh == 1 && q->sw == 1 && q->dh == 1 && q->dw == 1 && q->G == 1 && q->ph < q->KH &&
+           q->pw < q->KW && q->KH * q->KW > 1;
+}
+
+bool loom__cpu_conv_direct_gw_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
+    /* on small planes the lane sums (O*C*KH*KW vectors per part) outweigh a chunk's work: im2col does better */
+    return loom__cpu_conv_direct_ok(cpu, q) && (q->OH - 1) * (q->W + 2 * q->pw) + q->OW >= 256;
+}
+
+/* outputs [q0, q0 + 16) of channels [o0, o0 + ob) on the padded grid of one image; ob is a
+ * constant in the full-block call, so the accumulators stay in registers */
+__attribute__((target("avx512f"), always_inline)) static inline void block(const djob *j, const float *xp, int64_t o0,
+                                                                          int ob, int64_t q0, float *out) {
+    __m512 acc[OB];
+#pragma GCC unroll 16
+    for (int b = 0; b < ob; b++) acc[b] = _mm512_setzero_ps();
+    const int64_t KW = j->KW, KH = j->KH, Co = j->Co, Wp = j->Wp;
+    for (int64_t c = 0; c < j->Ci; c++)
+        for (int64_t kh = 0; kh < KH; kh++) {
+            const float *xr = xp + c * j->S + q0 + kh * Wp;
+            const float *w = j->wp + ((c * KH + kh) * KW) * Co + o0;
+            for (int64_t kw = 0; kw < KW; kw++, w += Co) {
+                __m512 xv = _mm512_loadu_ps(xr + kw);
+#pragma GCC unroll 16
+                for (int b = 0; b < ob; b++) acc[b] = _mm512_fmadd_ps(xv, _mm512_set1_ps(w[b]), acc[b]);
+            }
+        }
+#pragma GCC unroll 16
+    for (int b = 0; b < ob; b++) _mm512_storeu_ps(out + (o0 + b) * j->Qv + q0, acc[b]);
+}
+
+__attribute__((target("avx512f"))) static void block_full(const djob *j, const float *xp, int64_t o0, int64_t q0,
+                                                           float *out) {
+    block(j, xp, o0, OB, q0, out);
+}
+
+__attribute__((target("avx512f"))) static void block_part(const djob *j, const float *xp, int64_t o0, int ob,
+                                                           int64_t q0, float *out) {
+    block(j, xp, o0, ob, q0, out);
+}
+
+__attribute__((target("avx512f"))) static void images(void *v, int64_t p0, int64_t p1) {
+    const djob *j = v;
+    for (int64_t p = p0; p < p1; p++) {
+        float *xp = (float *)(j->ws + (size_t)p * j->per_part), *out = xp + j->Ci * j->S + SLACK;
+        memset(xp, 0, (size_t)(j->Ci * j->S + SLACK) * sizeof *xp);
+        for (int64_t n = j->N * p / j->parts; n < j->N * (p + 1) / j->parts; n++) {
+            const float *x = j->src + n * j->Ci * j->Hi * j->Wi;
+            for (int64_t c = 0; c < j->Ci; c++) /* the interior; the border stays 0 */
+                for (int64_t i = 0; i < j->Hi; i++)
+                    memcpy(xp + c * j->S + (i + j->ph) * j->Wp + j->pw, x + (c * j->Hi + i) * j->Wi,
+                           (size_t)j->Wi * sizeof *xp);
+            for (int64_t o0 = 0; o0 < j->Co; o0 += OB) {
+                int ob = j->Co - o0 < OB ? (int)(j->Co - o0) : OB;
+                for (int64_t q0 = 0; q0 < j->Q; q0 += 16)
+                    if (ob == OB)
+                        block_full(j, xp, o0, q0, out);
+                    else
+                        block_part(j, xp, o0, ob, q0, out);
+            }
+            float *y = j->dst + n * j->Co * j->Ho * j->Wo;
+            for (int64_t o = 0; o < j->Co; o++) {
+                float bo = j->bias ? j->bias[o] : 0.0f;
+                for (int64_t i = 0; i < j->Ho; i++) {
+                    const float *s = out + o * j->Qv + i * j->Wp;
+                    float *d = y + (o * j->Ho + i) * j->Wo;
+                    if (j->bias)
+                        for (int64_t k = 0; k < j->Wo; k++) d[k] = s[k] + bo;
+                    else
+                        memcpy(d, s, (size_t)j->Wo * sizeof *d);
+                }
+            }
+        }
+    }
+}
+
+/* dst (N, Co, Ho, Wo) = stride-1 convolution of src (N, Ci, Hi, Wi) with wp, padding ph, pw (+ bias) */
+static loom_status run(const loom__cpu_args *a, djob *j) {
+    j->Hp = j->Hi + 2 * j->ph, j->Wp = j->Wi + 2 * j->pw, j->S = j->Hp * j->Wp;
+    j->Q = (j->Ho - 1) * j->Wp + j->Wo, j->Qv = (j->Q + 15) / 16 * 16;
+    int threads = loom__cpu_threads(a->cpu);
+    j->parts = (int)(j->N < threads ? j->N : threads);
+    if (a->cpu->deterministic) j->parts = (int)(j->N < LOOM__CPU_DET_PARTS ? j->N : LOOM__CPU_DET_PARTS);
+    j->per_part = ((size_t)(j->Ci * j->S + SLACK + j->Co * j->Qv) * sizeof(float) + 63) / 64 * 64;
+    size_t wbytes = ((size_t)(j->Ci * j->KH * j->KW * j->Co) * sizeof(float) + 63) / 64 * 64;
+    char *ws = loom__cpu_scratch(a->cpu, wbytes + j->per_part * (size_t)j->parts);
+    if (!ws)
+        return loom__err(a->node->g->ctx, LOOM_ERR_OOM, "%s: cannot allocate the direct convolution's workspace "
+                         "(node '%s')", loom_op_name(a->node->op), a->node->name);
+    j->ws = ws + wbytes;
+    float *wp = (float *)ws;
+    const float *w = a->x[1]; /* (O, C, KH, KW) */
+    bool gi = a->node->op == LOOM_OP_CONV2D_GRAD_INPUT;
+    for (int64_t co = 0; co < j->Co; co++)
+        for (int64_t ci = 0; ci < j->Ci; ci++)
+            for (int64_t kh = 0; kh < j->KH; kh++)
+                for (int64_t kw = 0; kw < j->KW; kw++) {
+                    /* forward: w[co, ci, kh, kw]; grad_input: w[ci, co, KH-1-kh, KW-1-kw] */
+                    float v = gi ? w[((ci * j->Co + co) * j->KH + j->KH - 1 - kh) * j->KW + j->KW - 1 - kw]
+                                 : w[((co * j->Ci + ci) * j->KH + kh) * j->KW + kw];
+                    wp[((ci * j->KH + kh) * j->KW + kw) * j->Co + co] = v;
+                }
+    j->wp = wp;
+    loom__cpu_parallel(a->cpu, j->parts, 1, images, j);
+    return LOOM_OK;
+}
+
+loom_status loom__cpu_conv_direct_fwd(const loom__cpu_args *a, const loom__conv_geom *q) {
+    djob j = {.N = q->N, .Ci = q->C, .Hi = q->H, .Wi = q->W, .Co = q->O, .Ho = q->OH, .Wo = q->OW, .KH = q->KH,
+              .KW = q->KW, .ph = q->ph, .pw = q->pw, .src = a->x[0], .bias = a->node->nsrc > 2 ? a->x[2] : NULL,
+              .dst = a->y};
+    return run(a, &j);
+}
+
+loom_status loom__cpu_conv_direct_gi(const loom__cpu_args *a, const loom__conv_geom *q) {
+    djob j = {.N = q->N, .Ci = q->O, .Hi = q->OH, .Wi = q->OW, .Co = q->C, .Ho = q->H, .Wo = q->W, .KH = q->KH,
+              .KW = q->KW, .ph = q->KH - 1 - q->ph, .pw = q->KW - 1 - q->pw, .src = a->x[0], .dst = a->y};
+    return run(a, &j);
+}
+
+/* ---- the weight gradient ---- */
+
+typedef struct gjob {
+    int64_t N, C, O, H, W, OH, OW, KH, KW, ph, pw;
+    int64_t Wp, S, XS, Q, Qv, NB; /* plane stride S, image stride XS, images per chunk NB */
+    int parts;
+    const float *x, *dy;
+    float *dw;
+    char *ws; /* per part: lane sums (O*C*KH*KW*16), then NB padded images and NB dy grids */
+    size_t per_part;
+} gjob;
+
+/* lane sums of dw[o0 .. o0+ob, c, :, :] over the m images of a chunk; KK and ob are
+ * constants in the register-blocked call (the accumulators stay in registers) */
+__attribute__((target("avx512f"), always_inline)) static inline void gw_block(const gjob *j, const float *xc,
+                                                                             const float *dc, int64_t m, int ob,
+                                                                             int KK, float *sums) {
+    __m512 acc[GB * 32];
+    for (int k = 0; k < ob * KK; k++) acc[k] = _mm512_setzero_ps();
+    const int64_t Qv = j->Qv;
+    int64_t off[32]; /* tap k reads x at q + off[k] */
+    for (int k = 0; k < KK; k++) off[k] = (k / j->KW) * j->Wp + k % j->KW;
+    for (int64_t mi = 0; mi < m; mi++, xc += j->XS, dc += j->O * Qv)
+        for (int64_t q0 = 0; q0 < Qv; q0 += 16) {
+            __m512 dv[GB] = {0};
+#pragma GCC unroll 4
+            for (int b = 0; b < ob; b++) dv[b] = _mm512_loadu_ps(dc + b * Qv + q0);
+#pragma GCC unroll 32
+            for (int k = 0; k < KK; k++) {
+                __m512 xv = _mm512_loadu_ps(xc + q0 + off[k]);
+#pragma GCC unroll 4
+                for (int b = 0; b < ob; b++) acc[b * KK + k] = _mm512_fmadd_ps(dv[b], xv, acc[b * KK + k]);
+            }
+        }
+    for (int b = 0; b < ob; b++)
+        for (int k = 0; k < KK; k++) {
+            float *s = sums + ((size_t)b * j->C * KK + k) * 16;
+            _mm512_storeu_ps(s, _mm512_add_ps(_mm512_loadu_ps(s), acc[b * KK + k]));
+        }
+}
+
+__attribute__((target("avx512f"))) static void gw_parts(void *v, int64_t p0, int64_t p1) {
+    const gjob *j = v;
+    const int KK = (int)(j->KH * j->KW);
+    for (int64_t p = p0; p < p1; p++) {
+        float *sums = (float *)(j->ws + (size_t)p * j->per_part);
+        float *xp = sums + j->O * j->C * KK * 16, *dg = xp + j->NB * j->XS;
+        memset(sums, 0, (size_t)(j->O * j->C * KK * 16) * sizeof *sums);
+        int64_t n1 = j->N * (p + 1) / j->parts;
+        for (int64_t n0 = j->N * p / j->parts; n0 < n1; n0 += j->NB) {
+            int64_t m = n1 - n0 < j->NB ? n1 - n0 : j->NB;
+            memset(xp, 0, (size_t)(m * j->XS) * sizeof *xp);
+            memset(dg, 0, (size_t)(m * j->O * j->Qv) * sizeof *dg);
+            for (int64_t mi = 0; mi < m; mi++) {
+                const float *x = j->x + (n0 + mi) * j->C * j->H * j->W, *dy = j->dy + (n0 + mi) * j->O * j->OH * j->OW;
+                for (int64_t c = 0; c < j->C; c++)
+                    for (int64_t i = 0; i < j->H; i++)
+                        memcpy(xp + mi * j->XS + c * j->S + (i + j->ph) * j->Wp + j->pw, x + (c * j->H + i) * j->W,
+                               (size_t)j->W * sizeof *xp);
+                for (int64_t o = 0; o < j->O; o++)
+                    for (int64_t i = 0; i < j->OH; i++)
+                        memcpy(dg + (mi * j->O + o) * j->Qv + i * j->Wp, dy + (o * j->OH + i) * j->OW,
+                               (size_t)j->OW * sizeof *dg);
+            }
+            for (int64_t c = 0; c < j->C; c++)
+                for (int64_t o0 = 0; o0 < j->O; o0 += GB) {
+                    int ob = j->O - o0 < GB ? (int)(j->O - o0) : GB;
+                    float *s = sums + ((o0 * j->C + c) * KK) * 16;
+                    if (KK == GKK && ob == GB)
+                        gw_block(j, xp + c * j->S, dg + o0 * j->Qv, m, GB, GKK, s);
+                    else
+                        gw_block(j, xp + c * j->S, dg + o0 * j->Qv, m, ob, KK, s);
+                }
+        }
+    }
+}
+
+/* dw rows o: the parts' lane sums, added in double in part and lane order */
+static void gw_reduce(void *v, int64_t o0, int64_t o1) {
+    const gjob *j = v;
+    int64_t row = j->C * j->KH * j->KW;
+    for (int64_t o = o0; o < o1; o++)
+        for (int64_t e = o * row; e < (o + 1) * row; e++) {
+            double s = 0;
+            for (int p = 0; p < j->parts; p++) {
+                const float *l = (const float *)(j->ws + (size_t)p * j->per_part) + e * 16;
+                for (int k = 0; k < 16; k++) s += l[k];
+            }
+            j->dw[e] = (float)s;
+        }
+}
+
+loom_status loom__cpu_conv_direct_gw(const loom__cpu_args *a, const loom__conv_geom *q) {
+    gjob j = {.N = q->N, .C = q->C, .O = q->O, .H = q->H, .W = q->W, .OH = q->OH, .OW = q->OW, .KH = q->KH,
+              .KW = q->KW, .ph = q->ph, .pw = q->pw, .dy = a->x[0], .x = a->x[1], .dw = a->y};
+    j.Wp = q->W + 2 * q->pw, j.S = (q->H + 2 * q->ph) * j.Wp, j.XS = q->C * j.S + SLACK;
+    j.Q = (q->OH - 1) * j.Wp + q->OW, j.Qv = (j.Q + 15) / 16 * 16;
+    int64_t per_image = j.XS + q->O * j.Qv; /* floats */
+    j.NB = ((int64_t)256 << 10) / (per_image * (int64_t)sizeof(float)); /* a chunk of images in the L2 cache */
+    if (j.NB < 1) j.NB = 1;
+    int threads = loom__cpu_threads(a->cpu);
+    j.parts = (int)(q->N < threads ? q->N : threads);
+    if (a->cpu->deterministic) j.parts = (int)(q->N < LOOM__CPU_DET_PARTS ? q->N : LOOM__CPU_DET_PARTS);
+    j.per_part = ((size_t)(q->O * q->C * q->KH * q->KW * 16 + j.NB * per_image) * sizeof(float) + 63) / 64 * 64;
+    j.ws = loom__cpu_scratch(a->cpu, j.per_part * (size_t)j.parts);
+    if (!j.ws)
+        return loom__err(a->node->g->ctx, LOOM_ERR_OOM, "%s: cannot allocate the direct convolution's workspace "
+                         "(node '%s')", loom_op_name(a->node->op), a->node->name);
+    loom__cpu_parallel(a->cpu, j.parts, 1, gw_parts, &j);
+    loom__cpu_parallel(a->cpu, q->O, 1, gw_reduce, &j);
+    return LOOM_OK;
+}
