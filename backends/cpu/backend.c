@@ -1,11 +1,14 @@
 /* backends/cpu/backend.c — the CPU backend: host memory, the per-node
  * dispatcher (with the f16/bf16 -> f32 compute wrapper) and the vtable. */
 
+#include <strings.h>
+
 #include "fuse.h"
 
 #ifdef LOOM_HAVE_OPENBLAS
 #include <cblas.h>
 void openblas_set_num_threads(int n);
+char *openblas_get_corename(void);
 char *openblas_get_config(void);
 #endif
 
@@ -51,12 +54,39 @@ static void cpu_destroy(loom_backend *be) {
     free(cpu);
 }
 
+#ifdef LOOM_HAVE_OPENBLAS
+/* 0 SSE, 1 AVX, 2 AVX2, 3 AVX-512: of an OpenBLAS kernel set (by its core name) or of this CPU */
+static int blas_level(const char *core) {
+    static const char *avx512[] = {"skylakex", "cooperlake", "sapphirerapids"}, *avx2[] = {"haswell", "zen"};
+    for (size_t i = 0; i < sizeof avx512 / sizeof *avx512; i++)
+        if (!strcasecmp(core, avx512[i])) return 3;
+    for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; i++)
+        if (!strcasecmp(core, avx2[i])) return 2;
+    return !strcasecmp(core, "sandybridge") ? 1 : 0;
+}
+
+static int cpu_level(void) {
+    if (__builtin_cpu_supports("avx512f")) return 3;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
+    return __builtin_cpu_supports("avx") ? 1 : 0;
+}
+#endif
+
 static void cpu_describe(const loom_backend *be, FILE *out) {
     const loom__cpu *cpu = be->impl;
     fprintf(out, "  device 0: host CPU, %d threads\n", cpu->threads);
 #ifdef LOOM_HAVE_OPENBLAS
-    fprintf(out, "  GEMM: OpenBLAS (%s), single-threaded per panel, panels split across loom's threads\n",
-            openblas_get_config());
+    fprintf(out, "  GEMM: OpenBLAS (%s; %s kernels), single-threaded per panel, panels split across loom's threads\n",
+            openblas_get_config(), openblas_get_corename());
+    int level = cpu_level();
+    const char *isa = level == 3 ? "AVX-512" : level == 2 ? "AVX2" : "AVX";
+    const char *best = level == 3 ? "SkylakeX" : level == 2 ? "Haswell" : "SandyBridge", *set = getenv("OPENBLAS_CORETYPE");
+    if (blas_level(openblas_get_corename()) < level && set && *set)
+        fprintf(out, "  note: OPENBLAS_CORETYPE=%s selects kernels older than this CPU (%s): %s gives faster GEMMs\n",
+                set, isa, best);
+    else if (blas_level(openblas_get_corename()) < level)
+        fprintf(out, "  note: OpenBLAS chose its %s kernels for a CPU with %s (its CPU detection failed here): "
+                     "OPENBLAS_CORETYPE=%s in the environment gives faster GEMMs\n", openblas_get_corename(), isa, best);
 #else
     fprintf(out, "  GEMM: built-in blocked loops (no OpenBLAS)\n");
 #endif
