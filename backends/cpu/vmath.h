@@ -31,11 +31,12 @@ LOOM__VMATH float loom__vexpf(float x) {
     const float round = 12582912.0f; /* 1.5 2^23: v + round - round is v rounded to an integer for |v| < 2^22 */
     float c = x > hi ? hi : x;
     c = c < lo ? lo : c;
+    c = c != c ? 0.0f : c; /* NaN: any finite value (the result is x); keeps the conversion below defined */
     float n = (c * log2e + round) - round; /* -125 ..= 128 */
     float r = (c - n * ln2_hi) - n * ln2_lo;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 +
                                                                                              r * (1.0f / 5040)))))));
-    int32_t bits = ((int32_t)n + 126) << 23; /* 2^(n - 1), a normal float for every n above */
+    uint32_t bits = (uint32_t)((int32_t)n + 126) << 23; /* 2^(n - 1), a normal float for every n above */
     float half_scale;
     memcpy(&half_scale, &bits, sizeof half_scale);
     float y = p * half_scale * 2.0f;
