@@ -1,5 +1,5 @@
 /* backends/cpu/ops/conv2d_direct.c — direct f32 convolution for stride 1,
- * dilation 1, one group, on CPUs with AVX-512: conv2d, conv2d_grad_input
+ * dilation 1, one group, on CPUs with AVX-512 or AVX2 + FMA: conv2d, conv2d_grad_input
  * (a stride-1 convolution of dy with the flipped, transposed weights and
  * padding KH-1-ph, KW-1-pw) and conv2d_grad_weight. The im2col path (conv2d.c) copies every input
  * value KH*KW times and hands OpenBLAS GEMMs with as few rows as the layer
@@ -21,8 +21,13 @@
  * reduced in double at the end; parts (one per thread, or fixed by the size
  * in deterministic mode) added in order.
  *
- * LOOM_CPU_DIRECT_CONV=0 in the environment turns the path off (tests
- * compare it with the im2col path). */
+ * The AVX2 kernels are the same loops at 8 lanes: 8 output channels per
+ * block, and one output channel (KH*KW accumulators) for the weight
+ * gradient; AVX-512 kernels where the CPU has them.
+ *
+ * LOOM_CPU_DIRECT_CONV=0 in the environment turns the path off, =avx2 picks
+ * the AVX2 kernels on an AVX-512 CPU (tests compare both with the im2col
+ * path). */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +43,27 @@
 typedef struct djob {
     int64_t N, Ci, Hi, Wi, Co, Ho, Wo, KH, KW, ph, pw;
     int64_t Hp, Wp, S, Q, Qv; /* padded plane, its stride, outputs on the padded grid, their vectors * 16 */
-    int parts;
+    int parts, isa;
     const float *src, *wp, *bias; /* wp: (Ci*KH*KW, Co) */
     float *dst;
     char *ws; /* per part: the padded image (Ci*S + SLACK floats), then (Co, Qv) outputs */
     size_t per_part;
 } djob;
 
-bool loom__cpu_conv_direct_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
+/* 3: AVX-512 kernels, 2: AVX2 + FMA kernels, 0: none (or LOOM_CPU_DIRECT_CONV=0; =avx2 picks the AVX2
+ * kernels on an AVX-512 CPU, so that tests cover both) */
+static int direct_isa(void) {
     const char *e = getenv("LOOM_CPU_DIRECT_CONV");
+    if (e && !strcmp(e, "0")) return 0;
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (__builtin_cpu_supports("avx512f") && !(e && !strcmp(e, "avx2"))) return 3;
+    return avx2 ? 2 : 0;
+}
+
+bool loom__cpu_conv_direct_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
     (void)cpu;
-    return !(e && !strcmp(e, "0")) && __builtin_cpu_supports("avx512f") && q->KH * q->KW <= 32 && q->sh == 1 && q->sw == 1 && q->dh == 1 && q->dw == 1 && q->G == 1 && q->ph < q->KH &&
-           q->pw < q->KW && q->KH * q->KW > 1;
+    return direct_isa() && q->KH * q->KW <= 32 && q->KH * q->KW > 1 && q->sh == 1 && q->sw == 1 && q->dh == 1 &&
+           q->dw == 1 && q->G == 1 && q->ph < q->KH && q->pw < q->KW;
 }
 
 bool loom__cpu_conv_direct_gw_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
@@ -59,11 +73,12 @@ bool loom__cpu_conv_direct_gw_ok(const loom__cpu *cpu, const loom__conv_geom *q)
 
 /* outputs [q0, q0 + 16) of channels [o0, o0 + ob) on the padded grid of one image; ob is a
  * constant in the full-block call, so the accumulators stay in registers */
-__attribute__((target("avx512f"), always_inline)) static inline void block(const djob *j, const float *xp, int64_t o0,
-                                                                          int ob, int64_t q0, float *out) {
+__attribute__((target("avx512f"), always_inline)) static inline void block512(const djob *j, const float *xp,
+                                                                             int64_t o0, int ob, int64_t q0,
+                                                                             float *out) {
     __m512 acc[OB];
 #pragma GCC unroll 16
-    for (int b = 0; b < ob; b++) acc[b] = _mm512_setzero_ps();
+    for (int b = 0; b < OB; b++) acc[b] = _mm512_setzero_ps();
     const int64_t KW = j->KW, KH = j->KH, Co = j->Co, Wp = j->Wp;
     for (int64_t c = 0; c < j->Ci; c++)
         for (int64_t kh = 0; kh < KH; kh++) {
@@ -79,17 +94,53 @@ __attribute__((target("avx512f"), always_inline)) static inline void block(const
     for (int b = 0; b < ob; b++) _mm512_storeu_ps(out + (o0 + b) * j->Qv + q0, acc[b]);
 }
 
-__attribute__((target("avx512f"))) static void block_full(const djob *j, const float *xp, int64_t o0, int64_t q0,
-                                                           float *out) {
-    block(j, xp, o0, OB, q0, out);
+/* every output of one image: (Co, Qv) */
+__attribute__((target("avx512f"))) static void grid512(const djob *j, const float *xp, float *out) {
+    for (int64_t o0 = 0; o0 < j->Co; o0 += OB) {
+        int ob = j->Co - o0 < OB ? (int)(j->Co - o0) : OB;
+        for (int64_t q0 = 0; q0 < j->Q; q0 += 16)
+            if (ob == OB)
+                block512(j, xp, o0, OB, q0, out);
+            else
+                block512(j, xp, o0, ob, q0, out);
+    }
 }
 
-__attribute__((target("avx512f"))) static void block_part(const djob *j, const float *xp, int64_t o0, int ob,
-                                                           int64_t q0, float *out) {
-    block(j, xp, o0, ob, q0, out);
+/* AVX2: 8 outputs per vector, 8 output channels per block (16 registers) */
+#define OB2 8
+__attribute__((target("avx2,fma"), always_inline)) static inline void block256(const djob *j, const float *xp,
+                                                                              int64_t o0, int ob, int64_t q0,
+                                                                              float *out) {
+    __m256 acc[OB2];
+#pragma GCC unroll 8
+    for (int b = 0; b < OB2; b++) acc[b] = _mm256_setzero_ps();
+    const int64_t KW = j->KW, KH = j->KH, Co = j->Co, Wp = j->Wp;
+    for (int64_t c = 0; c < j->Ci; c++)
+        for (int64_t kh = 0; kh < KH; kh++) {
+            const float *xr = xp + c * j->S + q0 + kh * Wp;
+            const float *w = j->wp + ((c * KH + kh) * KW) * Co + o0;
+            for (int64_t kw = 0; kw < KW; kw++, w += Co) {
+                __m256 xv = _mm256_loadu_ps(xr + kw);
+#pragma GCC unroll 8
+                for (int b = 0; b < ob; b++) acc[b] = _mm256_fmadd_ps(xv, _mm256_broadcast_ss(w + b), acc[b]);
+            }
+        }
+#pragma GCC unroll 8
+    for (int b = 0; b < ob; b++) _mm256_storeu_ps(out + (o0 + b) * j->Qv + q0, acc[b]);
 }
 
-__attribute__((target("avx512f"))) static void images(void *v, int64_t p0, int64_t p1) {
+__attribute__((target("avx2,fma"))) static void grid256(const djob *j, const float *xp, float *out) {
+    for (int64_t o0 = 0; o0 < j->Co; o0 += OB2) {
+        int ob = j->Co - o0 < OB2 ? (int)(j->Co - o0) : OB2;
+        for (int64_t q0 = 0; q0 < j->Q; q0 += 8)
+            if (ob == OB2)
+                block256(j, xp, o0, OB2, q0, out);
+            else
+                block256(j, xp, o0, ob, q0, out);
+    }
+}
+
+static void images(void *v, int64_t p0, int64_t p1) {
     const djob *j = v;
     for (int64_t p = p0; p < p1; p++) {
         float *xp = (float *)(j->ws + (size_t)p * j->per_part), *out = xp + j->Ci * j->S + SLACK;
@@ -100,14 +151,10 @@ __attribute__((target("avx512f"))) static void images(void *v, int64_t p0, int64
                 for (int64_t i = 0; i < j->Hi; i++)
                     memcpy(xp + c * j->S + (i + j->ph) * j->Wp + j->pw, x + (c * j->Hi + i) * j->Wi,
                            (size_t)j->Wi * sizeof *xp);
-            for (int64_t o0 = 0; o0 < j->Co; o0 += OB) {
-                int ob = j->Co - o0 < OB ? (int)(j->Co - o0) : OB;
-                for (int64_t q0 = 0; q0 < j->Q; q0 += 16)
-                    if (ob == OB)
-                        block_full(j, xp, o0, q0, out);
-                    else
-                        block_part(j, xp, o0, ob, q0, out);
-            }
+            if (j->isa == 3)
+                grid512(j, xp, out);
+            else
+                grid256(j, xp, out);
             float *y = j->dst + n * j->Co * j->Ho * j->Wo;
             for (int64_t o = 0; o < j->Co; o++) {
                 float bo = j->bias ? j->bias[o] : 0.0f;
@@ -128,6 +175,7 @@ __attribute__((target("avx512f"))) static void images(void *v, int64_t p0, int64
 static loom_status run(const loom__cpu_args *a, djob *j) {
     j->Hp = j->Hi + 2 * j->ph, j->Wp = j->Wi + 2 * j->pw, j->S = j->Hp * j->Wp;
     j->Q = (j->Ho - 1) * j->Wp + j->Wo, j->Qv = (j->Q + 15) / 16 * 16;
+    j->isa = direct_isa();
     int threads = loom__cpu_threads(a->cpu);
     j->parts = (int)(j->N < threads ? j->N : threads);
     if (a->cpu->deterministic) j->parts = (int)(j->N < LOOM__CPU_DET_PARTS ? j->N : LOOM__CPU_DET_PARTS);
@@ -173,7 +221,7 @@ loom_status loom__cpu_conv_direct_gi(const loom__cpu_args *a, const loom__conv_g
 typedef struct gjob {
     int64_t N, C, O, H, W, OH, OW, KH, KW, ph, pw;
     int64_t Wp, S, XS, Q, Qv, NB; /* plane stride S, image stride XS, images per chunk NB */
-    int parts;
+    int parts, isa;
     const float *x, *dy;
     float *dw;
     char *ws; /* per part: lane sums (O*C*KH*KW*16), then NB padded images and NB dy grids */
@@ -182,11 +230,11 @@ typedef struct gjob {
 
 /* lane sums of dw[o0 .. o0+ob, c, :, :] over the m images of a chunk; KK and ob are
  * constants in the register-blocked call (the accumulators stay in registers) */
-__attribute__((target("avx512f"), always_inline)) static inline void gw_block(const gjob *j, const float *xc,
+__attribute__((target("avx512f"), always_inline)) static inline void gw_block512(const gjob *j, const float *xc,
                                                                              const float *dc, int64_t m, int ob,
                                                                              int KK, float *sums) {
     __m512 acc[GB * 32];
-    for (int k = 0; k < ob * KK; k++) acc[k] = _mm512_setzero_ps();
+    for (int k = 0; k < GB * 32; k++) acc[k] = _mm512_setzero_ps();
     const int64_t Qv = j->Qv;
     int64_t off[32]; /* tap k reads x at q + off[k] */
     for (int k = 0; k < KK; k++) off[k] = (k / j->KW) * j->Wp + k % j->KW;
@@ -209,7 +257,53 @@ __attribute__((target("avx512f"), always_inline)) static inline void gw_block(co
         }
 }
 
-__attribute__((target("avx512f"))) static void gw_parts(void *v, int64_t p0, int64_t p1) {
+/* every (c, block of output channels) of a chunk of m images */
+__attribute__((target("avx512f"))) static void gw_chunk512(const gjob *j, const float *xp, const float *dg, int64_t m,
+                                                            float *sums) {
+    const int KK = (int)(j->KH * j->KW);
+    for (int64_t c = 0; c < j->C; c++)
+        for (int64_t o0 = 0; o0 < j->O; o0 += GB) {
+            int ob = j->O - o0 < GB ? (int)(j->O - o0) : GB;
+            float *s = sums + ((o0 * j->C + c) * KK) * 16;
+            if (KK == GKK && ob == GB)
+                gw_block512(j, xp + c * j->S, dg + o0 * j->Qv, m, GB, GKK, s);
+            else
+                gw_block512(j, xp + c * j->S, dg + o0 * j->Qv, m, ob, KK, s);
+        }
+}
+
+/* AVX2: one output channel and KK taps per block (16 registers), lane sums in the first 8 of the 16 */
+__attribute__((target("avx2,fma"), always_inline)) static inline void gw_block256(const gjob *j, const float *xc,
+                                                                                 const float *dc, int64_t m, int KK,
+                                                                                 float *sums) {
+    __m256 acc[32];
+    for (int k = 0; k < 32; k++) acc[k] = _mm256_setzero_ps();
+    const int64_t Qv = j->Qv;
+    int64_t off[32];
+    for (int k = 0; k < KK; k++) off[k] = (k / j->KW) * j->Wp + k % j->KW;
+    for (int64_t mi = 0; mi < m; mi++, xc += j->XS, dc += j->O * Qv)
+        for (int64_t q0 = 0; q0 < Qv; q0 += 8) {
+            __m256 dv = _mm256_loadu_ps(dc + q0);
+#pragma GCC unroll 32
+            for (int k = 0; k < KK; k++) acc[k] = _mm256_fmadd_ps(dv, _mm256_loadu_ps(xc + q0 + off[k]), acc[k]);
+        }
+    for (int k = 0; k < KK; k++) _mm256_storeu_ps(sums + k * 16, _mm256_add_ps(_mm256_loadu_ps(sums + k * 16), acc[k]));
+}
+
+__attribute__((target("avx2,fma"))) static void gw_chunk256(const gjob *j, const float *xp, const float *dg, int64_t m,
+                                                            float *sums) {
+    const int KK = (int)(j->KH * j->KW);
+    for (int64_t c = 0; c < j->C; c++)
+        for (int64_t o = 0; o < j->O; o++) {
+            float *s = sums + ((o * j->C + c) * KK) * 16;
+            if (KK == GKK)
+                gw_block256(j, xp + c * j->S, dg + o * j->Qv, m, GKK, s);
+            else
+                gw_block256(j, xp + c * j->S, dg + o * j->Qv, m, KK, s);
+        }
+}
+
+static void gw_parts(void *v, int64_t p0, int64_t p1) {
     const gjob *j = v;
     const int KK = (int)(j->KH * j->KW);
     for (int64_t p = p0; p < p1; p++) {
@@ -232,15 +326,10 @@ __attribute__((target("avx512f"))) static void gw_parts(void *v, int64_t p0, int
                         memcpy(dg + (mi * j->O + o) * j->Qv + i * j->Wp, dy + (o * j->OH + i) * j->OW,
                                (size_t)j->OW * sizeof *dg);
             }
-            for (int64_t c = 0; c < j->C; c++)
-                for (int64_t o0 = 0; o0 < j->O; o0 += GB) {
-                    int ob = j->O - o0 < GB ? (int)(j->O - o0) : GB;
-                    float *s = sums + ((o0 * j->C + c) * KK) * 16;
-                    if (KK == GKK && ob == GB)
-                        gw_block(j, xp + c * j->S, dg + o0 * j->Qv, m, GB, GKK, s);
-                    else
-                        gw_block(j, xp + c * j->S, dg + o0 * j->Qv, m, ob, KK, s);
-                }
+            if (j->isa == 3)
+                gw_chunk512(j, xp, dg, m, sums);
+            else
+                gw_chunk256(j, xp, dg, m, sums);
         }
     }
 }
@@ -265,6 +354,7 @@ loom_status loom__cpu_conv_direct_gw(const loom__cpu_args *a, const loom__conv_g
               .KW = q->KW, .ph = q->ph, .pw = q->pw, .dy = a->x[0], .x = a->x[1], .dw = a->y};
     j.Wp = q->W + 2 * q->pw, j.S = (q->H + 2 * q->ph) * j.Wp, j.XS = q->C * j.S + SLACK;
     j.Q = (q->OH - 1) * j.Wp + q->OW, j.Qv = (j.Q + 15) / 16 * 16;
+    j.isa = direct_isa();
     int64_t per_image = j.XS + q->O * j.Qv; /* floats */
     j.NB = ((int64_t)256 << 10) / (per_image * (int64_t)sizeof(float)); /* a chunk of images in the L2 cache */
     if (j.NB < 1) j.NB = 1;
