@@ -49,7 +49,8 @@ usage: bench/train_vs_torch.sh [options]
   --loom PATH        the loom binary (default \$LOOM or build/loom)
   --keep-coretype    keep OPENBLAS_CORETYPE as the environment has it (default: unset it
                      for both sides, so OpenBLAS picks kernels for this CPU; only loom uses
-                     OpenBLAS, torch uses MKL/oneDNN)
+                     OpenBLAS, torch uses MKL/oneDNN). Where OpenBLAS's CPU detection fails
+                     (\`loom info\` then says so: some VMs), set OPENBLAS_CORETYPE and pass this
 EOF
 }
 
