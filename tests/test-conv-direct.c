@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../backends/cpu/ops/conv2d_direct.h"
+#include "../backends/cpu/vmath.h"
 #include "loom/loom.h"
 #include "testutil.h"
 
@@ -116,9 +117,12 @@ static void test_shape(const shape *s) {
 }
 
 int main(void) {
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+#ifndef LOOM__X86
+    return tu_skip("not x86-64: the CPU backend has no direct convolution here");
+#endif
+    if (!LOOM__HAS("avx2") || !LOOM__HAS("fma"))
         return tu_skip("this CPU has neither AVX-512 nor AVX2 + FMA: the direct path is off");
-    have_avx512 = __builtin_cpu_supports("avx512f");
+    have_avx512 = LOOM__HAS("avx512f");
     const shape shapes[] = {
         {3, 5, 9, 11, 7, 3, 3, 1, 1, true},    {2, 16, 28, 28, 16, 3, 3, 1, 1, false},
         {2, 1, 28, 28, 16, 3, 3, 1, 1, true},  {2, 3, 7, 7, 20, 3, 3, 0, 0, false},

@@ -19,19 +19,19 @@
 static void exp_base(const float *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] = loom__vexpf(x[i]);
 }
-__attribute__((target("avx2"))) static void exp_avx2(const float *x, float *y, int n) {
+LOOM__TARGET("avx2") static void exp_avx2(const float *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] = loom__vexpf(x[i]);
 }
-__attribute__((target("avx512f"))) static void exp_avx512(const float *x, float *y, int n) {
+LOOM__TARGET("avx512f") static void exp_avx512(const float *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] = loom__vexpf(x[i]);
 }
 static void cdf_base(const float *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] = loom__vnormcdf(x[i]);
 }
-__attribute__((target("avx2"))) static void cdf_avx2(const float *x, float *y, int n) {
+LOOM__TARGET("avx2") static void cdf_avx2(const float *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] = loom__vnormcdf(x[i]);
 }
-__attribute__((target("avx512f"))) static void cdf_avx512(const float *x, float *y, int n) {
+LOOM__TARGET("avx512f") static void cdf_avx512(const float *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] = loom__vnormcdf(x[i]);
 }
 
@@ -95,7 +95,7 @@ static void check_variants(void) {
              {"vnormcdf avx2", "avx2", cdf_base, cdf_avx2},
              {"vnormcdf avx512", "avx512f", cdf_base, cdf_avx512}};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
-        bool have = !strcmp(v[k].isa, "avx2") ? __builtin_cpu_supports("avx2") : __builtin_cpu_supports("avx512f");
+        bool have = !strcmp(v[k].isa, "avx2") ? LOOM__HAS("avx2") : LOOM__HAS("avx512f");
         if (!have) {
             printf("%s: this CPU lacks %s, not checked\n", v[k].name, v[k].isa);
             continue;

@@ -66,9 +66,13 @@ static int blas_level(const char *core) {
 }
 
 static int cpu_level(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx512f")) return 3;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
     return __builtin_cpu_supports("avx") ? 1 : 0;
+#else
+    return 0; /* the note is about x86 kernel sets */
+#endif
 }
 #endif
 

@@ -25,6 +25,19 @@
 
 #define LOOM__VMATH static inline __attribute__((always_inline))
 
+/* ISA variants of a kernel: LOOM__TARGET("avx2") compiles a function for
+ * that ISA and LOOM__HAS("avx2") says whether this CPU runs it; elsewhere
+ * than x86-64 (or with LOOM_NO_X86_KERNELS defined, which checks that the
+ * code builds so) the variants are plain copies that are never picked. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LOOM_NO_X86_KERNELS)
+#define LOOM__X86 1
+#define LOOM__TARGET(isa) __attribute__((target(isa)))
+#define LOOM__HAS(isa) __builtin_cpu_supports(isa)
+#else
+#define LOOM__TARGET(isa)
+#define LOOM__HAS(isa) 0
+#endif
+
 LOOM__VMATH float loom__vexpf(float x) {
     const float hi = 88.7228391f, lo = -86.5f; /* e^hi: FLT_MAX; below e^lo the result flushes to 0 */
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440054690583e-4f;

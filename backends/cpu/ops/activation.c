@@ -112,8 +112,8 @@ static inline double exp_double(double x) { return exp(x); }
 ACT_RANGE(float, f)
 ACT_RANGE(double, )
 static void range_float(void *v, int64_t i0, int64_t i1) { body_float(v, i0, i1); }
-__attribute__((target("avx2"))) static void range_float_avx2(void *v, int64_t i0, int64_t i1) { body_float(v, i0, i1); }
-__attribute__((target("avx512f"))) static void range_float_avx512(void *v, int64_t i0, int64_t i1) {
+LOOM__TARGET("avx2") static void range_float_avx2(void *v, int64_t i0, int64_t i1) { body_float(v, i0, i1); }
+LOOM__TARGET("avx512f") static void range_float_avx512(void *v, int64_t i0, int64_t i1) {
     body_float(v, i0, i1);
 }
 static void range_double(void *v, int64_t i0, int64_t i1) { body_double(v, i0, i1); }
@@ -124,9 +124,9 @@ static loom_status run(const loom__cpu_args *a, int kind) {
     void (*fn)(void *, int64_t, int64_t) = range_float;
     if (a->dt == LOOM_F64)
         fn = range_double;
-    else if (__builtin_cpu_supports("avx512f"))
+    else if (LOOM__HAS("avx512f"))
         fn = range_float_avx512;
-    else if (__builtin_cpu_supports("avx2"))
+    else if (LOOM__HAS("avx2"))
         fn = range_float_avx2;
     loom__cpu_parallel(a->cpu, loom_tensor_numel(a->node), 1 << 14, fn, &j);
     return LOOM_OK;

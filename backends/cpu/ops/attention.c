@@ -311,16 +311,16 @@ LOOM__VMATH void grad_body(void *arg, int64_t u0, int64_t u1) {
 /* the fast path compiled for the baseline, AVX2 and AVX-512 (the same bits:
  * vmath.h), picked at run time */
 static void fwd_fast(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
-__attribute__((target("avx2"))) static void fwd_avx2(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
-__attribute__((target("avx512f"))) static void fwd_avx512(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
+LOOM__TARGET("avx2") static void fwd_avx2(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
+LOOM__TARGET("avx512f") static void fwd_avx512(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
 static void grad_fast(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
-__attribute__((target("avx2"))) static void grad_avx2(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
-__attribute__((target("avx512f"))) static void grad_avx512(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
+LOOM__TARGET("avx2") static void grad_avx2(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
+LOOM__TARGET("avx512f") static void grad_avx512(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
 
 typedef void (*unit_fn)(void *, int64_t, int64_t);
 static unit_fn pick(unit_fn base, unit_fn avx2, unit_fn avx512) {
-    if (__builtin_cpu_supports("avx512f")) return avx512;
-    return __builtin_cpu_supports("avx2") ? avx2 : base;
+    if (LOOM__HAS("avx512f")) return avx512;
+    return LOOM__HAS("avx2") ? avx2 : base;
 }
 
 /* The job of node t (attention or attention_grad): sources q, k, v[, y, dy],

@@ -28,12 +28,15 @@
  * LOOM_CPU_DIRECT_CONV=0 in the environment turns the path off, =avx2 picks
  * the AVX2 kernels on an AVX-512 CPU (tests compare both with the im2col
  * path). */
-#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../cpu_impl.h"
+#include "../vmath.h"
 #include "conv2d_direct.h"
+
+#ifdef LOOM__X86
+#include <immintrin.h>
 
 #define OB 16   /* output channels per register block */
 #define GB 3    /* weight gradient: output channels per register block */
@@ -370,3 +373,26 @@ loom_status loom__cpu_conv_direct_gw(const loom__cpu_args *a, const loom__conv_g
     loom__cpu_parallel(a->cpu, q->O, 1, gw_reduce, &j);
     return LOOM_OK;
 }
+
+#else /* not x86-64: no direct kernels; conv2d.c keeps im2col */
+
+bool loom__cpu_conv_direct_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
+    (void)cpu, (void)q;
+    return false;
+}
+
+bool loom__cpu_conv_direct_gw_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
+    (void)cpu, (void)q;
+    return false;
+}
+
+static loom_status none(const loom__cpu_args *a) {
+    return loom__err(a->node->g->ctx, LOOM_ERR_UNSUPPORTED, "%s: no direct convolution on this CPU (node '%s')",
+                     loom_op_name(a->node->op), a->node->name);
+}
+
+loom_status loom__cpu_conv_direct_fwd(const loom__cpu_args *a, const loom__conv_geom *q) { return (void)q, none(a); }
+loom_status loom__cpu_conv_direct_gi(const loom__cpu_args *a, const loom__conv_geom *q) { return (void)q, none(a); }
+loom_status loom__cpu_conv_direct_gw(const loom__cpu_args *a, const loom__conv_geom *q) { return (void)q, none(a); }
+
+#endif
