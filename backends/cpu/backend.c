@@ -85,12 +85,15 @@ static void cpu_describe(const loom_backend *be, FILE *out) {
     int level = cpu_level();
     const char *isa = level == 3 ? "AVX-512" : level == 2 ? "AVX2" : "AVX";
     const char *best = level == 3 ? "SkylakeX" : level == 2 ? "Haswell" : "SandyBridge", *set = getenv("OPENBLAS_CORETYPE");
-    if (blas_level(openblas_get_corename()) < level && set && *set)
-        fprintf(out, "  note: OPENBLAS_CORETYPE=%s selects kernels older than this CPU (%s): %s gives faster GEMMs\n",
-                set, isa, best);
-    else if (blas_level(openblas_get_corename()) < level)
-        fprintf(out, "  note: OpenBLAS chose its %s kernels for a CPU with %s (its CPU detection failed here): "
-                     "OPENBLAS_CORETYPE=%s in the environment gives faster GEMMs\n", openblas_get_corename(), isa, best);
+    if (blas_level(openblas_get_corename()) < level) {
+        if (set && *set)
+            fprintf(out, "  note: OPENBLAS_CORETYPE=%s selects kernels older than this CPU (%s): %s gives faster GEMMs\n",
+                    set, isa, best);
+        else
+            fprintf(out, "  note: OpenBLAS chose its %s kernels for a CPU with %s (its CPU detection failed here): "
+                         "OPENBLAS_CORETYPE=%s in the environment gives faster GEMMs\n", openblas_get_corename(), isa,
+                    best);
+    }
 #else
     fprintf(out, "  GEMM: built-in blocked loops (no OpenBLAS)\n");
 #endif

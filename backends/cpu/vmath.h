@@ -38,6 +38,13 @@
 #define LOOM__HAS(isa) 0
 #endif
 
+/* the widest of a kernel's three variants this CPU runs */
+typedef void (*loom__vrange_fn)(void *, int64_t, int64_t);
+static inline loom__vrange_fn loom__pick_isa(loom__vrange_fn base, loom__vrange_fn avx2, loom__vrange_fn avx512) {
+    if (LOOM__HAS("avx512f")) return avx512;
+    return LOOM__HAS("avx2") ? avx2 : base;
+}
+
 LOOM__VMATH float loom__vexpf(float x) {
     const float hi = 88.7228391f, lo = -86.5f; /* e^hi: FLT_MAX; below e^lo the result flushes to 0 */
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440054690583e-4f;

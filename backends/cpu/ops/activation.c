@@ -121,13 +121,8 @@ static void range_double(void *v, int64_t i0, int64_t i1) { body_double(v, i0, i
 static loom_status run(const loom__cpu_args *a, int kind) {
     bool grad = kind >= LOOM_K_ACT_FIRST_GRAD;
     ajob j = {kind, a->x[0], grad ? a->x[1] : NULL, a->y, a->node->f[LOOM_F_LEAKY_SLOPE]};
-    void (*fn)(void *, int64_t, int64_t) = range_float;
-    if (a->dt == LOOM_F64)
-        fn = range_double;
-    else if (LOOM__HAS("avx512f"))
-        fn = range_float_avx512;
-    else if (LOOM__HAS("avx2"))
-        fn = range_float_avx2;
+    loom__vrange_fn fn =
+        a->dt == LOOM_F64 ? range_double : loom__pick_isa(range_float, range_float_avx2, range_float_avx512);
     loom__cpu_parallel(a->cpu, loom_tensor_numel(a->node), 1 << 14, fn, &j);
     return LOOM_OK;
 }

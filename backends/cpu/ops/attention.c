@@ -317,12 +317,6 @@ static void grad_fast(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1
 LOOM__TARGET("avx2") static void grad_avx2(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
 LOOM__TARGET("avx512f") static void grad_avx512(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
 
-typedef void (*unit_fn)(void *, int64_t, int64_t);
-static unit_fn pick(unit_fn base, unit_fn avx2, unit_fn avx512) {
-    if (LOOM__HAS("avx512f")) return avx512;
-    return LOOM__HAS("avx2") ? avx2 : base;
-}
-
 /* The job of node t (attention or attention_grad): sources q, k, v[, y, dy],
  * lse; units of `block` rows. */
 static ajob job_of(const loom__cpu_args *a, bool grad, int64_t block) {
@@ -352,7 +346,7 @@ loom_status loom__cpu_attention(const loom__cpu_args *a) {
     bool f64 = a->dt == LOOM_F64;
     ajob j = job_of(a, false, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[3] == a->dt); /* the lse: f32 for f32 and 16-bit inputs, f64 for f64 */
-    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? fwd_double : pick(fwd_fast, fwd_avx2, fwd_avx512), &j);
+    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? fwd_double : loom__pick_isa(fwd_fast, fwd_avx2, fwd_avx512), &j);
     return LOOM_OK;
 }
 
@@ -360,7 +354,7 @@ loom_status loom__cpu_attention_grad(const loom__cpu_args *a) {
     bool f64 = a->dt == LOOM_F64;
     ajob j = job_of(a, true, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[5] == a->dt);
-    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? grad_double : pick(grad_fast, grad_avx2, grad_avx512), &j);
+    loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? grad_double : loom__pick_isa(grad_fast, grad_avx2, grad_avx512), &j);
     return LOOM_OK;
 }
 

@@ -143,17 +143,22 @@ __attribute__((target("avx2,fma"))) static void grid256(const djob *j, const flo
     }
 }
 
+/* planes of h x w floats (src, packed) into planes of stride `plane` on a grid of row stride wp, at row
+ * top, column left; the rest of dst is left as it is (zero: the padding) */
+static void to_grid(float *dst, int64_t plane, int64_t wp, int64_t top, int64_t left, const float *src,
+                    int64_t planes, int64_t h, int64_t w) {
+    for (int64_t c = 0; c < planes; c++)
+        for (int64_t i = 0; i < h; i++)
+            memcpy(dst + c * plane + (i + top) * wp + left, src + (c * h + i) * w, (size_t)w * sizeof *dst);
+}
+
 static void images(void *v, int64_t p0, int64_t p1) {
     const djob *j = v;
     for (int64_t p = p0; p < p1; p++) {
         float *xp = (float *)(j->ws + (size_t)p * j->per_part), *out = xp + j->Ci * j->S + SLACK;
         memset(xp, 0, (size_t)(j->Ci * j->S + SLACK) * sizeof *xp);
         for (int64_t n = j->N * p / j->parts; n < j->N * (p + 1) / j->parts; n++) {
-            const float *x = j->src + n * j->Ci * j->Hi * j->Wi;
-            for (int64_t c = 0; c < j->Ci; c++) /* the interior; the border stays 0 */
-                for (int64_t i = 0; i < j->Hi; i++)
-                    memcpy(xp + c * j->S + (i + j->ph) * j->Wp + j->pw, x + (c * j->Hi + i) * j->Wi,
-                           (size_t)j->Wi * sizeof *xp);
+            to_grid(xp, j->S, j->Wp, j->ph, j->pw, j->src + n * j->Ci * j->Hi * j->Wi, j->Ci, j->Hi, j->Wi);
             if (j->isa == 3)
                 grid512(j, xp, out);
             else
@@ -319,15 +324,10 @@ static void gw_parts(void *v, int64_t p0, int64_t p1) {
             memset(xp, 0, (size_t)(m * j->XS) * sizeof *xp);
             memset(dg, 0, (size_t)(m * j->O * j->Qv) * sizeof *dg);
             for (int64_t mi = 0; mi < m; mi++) {
-                const float *x = j->x + (n0 + mi) * j->C * j->H * j->W, *dy = j->dy + (n0 + mi) * j->O * j->OH * j->OW;
-                for (int64_t c = 0; c < j->C; c++)
-                    for (int64_t i = 0; i < j->H; i++)
-                        memcpy(xp + mi * j->XS + c * j->S + (i + j->ph) * j->Wp + j->pw, x + (c * j->H + i) * j->W,
-                               (size_t)j->W * sizeof *xp);
-                for (int64_t o = 0; o < j->O; o++)
-                    for (int64_t i = 0; i < j->OH; i++)
-                        memcpy(dg + (mi * j->O + o) * j->Qv + i * j->Wp, dy + (o * j->OH + i) * j->OW,
-                               (size_t)j->OW * sizeof *dg);
+                int64_t n = n0 + mi;
+                to_grid(xp + mi * j->XS, j->S, j->Wp, j->ph, j->pw, j->x + n * j->C * j->H * j->W, j->C, j->H, j->W);
+                to_grid(dg + mi * j->O * j->Qv, j->Qv, j->Wp, 0, 0, j->dy + n * j->O * j->OH * j->OW, j->O, j->OH,
+                        j->OW);
             }
             if (j->isa == 3)
                 gw_chunk512(j, xp, dg, m, sums);
