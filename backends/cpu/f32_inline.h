@@ -7,6 +7,8 @@
 #define LOOM_CPU_F32_INLINE_H
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_impl.h"
@@ -159,5 +161,12 @@ LOOM__F32_INLINE void loom__max2_grad_plane(const float *x, const float *dy, flo
     for (int64_t i = 0; i < OH; i++)
         loom__max2_grad_row(x + 2 * i * W, x + (2 * i + 1) * W, dy + i * OW, dx + 2 * i * W, dx + (2 * i + 1) * W, OW);
 }
+
+/* the same two plane functions with AVX-512 (ops/pool2x2.c), the same bits;
+ * loom__max2_avx512_ok: the CPU runs them (LOOM_CPU_POOL_AVX512=0 says no) */
+bool loom__max2_avx512_ok(void);
+void loom__max2_plane_avx512(const float *x, float *y, int64_t H, int64_t W, int64_t OH, int64_t OW);
+void loom__max2_grad_plane_avx512(const float *x, const float *dy, float *dx, int64_t H, int64_t W, int64_t OH,
+                                  int64_t OW);
 
 #endif

@@ -17,6 +17,7 @@ typedef struct fjob {
     float *bn_y, *add_y, *pool_y, *relu_y, *rg_y, *pg_y;
     const float *add_other, *rg_x, *rg_dy, *pg_x;
     bool bn_first; /* add: the batch-norm output is the add's src[0] */
+    bool pool512;  /* the pooling planes with AVX-512 (ops/pool2x2.c) */
 } fjob;
 
 static void *addr_of(const loom_plan *p, const loom_tensor *t) {
@@ -62,7 +63,10 @@ LOOM__F32_INLINE void fwd_body(void *v, int64_t c0, int64_t c1) {
                     for (int64_t i = 0; i < b->S; i++) ar[i] = o[i] + yr[i];
                 last = ar;
             } else if (j->pool_y) {
-                loom__max2_plane(yr, j->pool_y + poff, j->H, j->W, j->OH, j->OW);
+                if (j->pool512)
+                    loom__max2_plane_avx512(yr, j->pool_y + poff, j->H, j->W, j->OH, j->OW);
+                else
+                    loom__max2_plane(yr, j->pool_y + poff, j->H, j->W, j->OH, j->OW);
                 last = j->pool_y + poff, len = j->OH * j->OW, off = poff;
             }
             if (j->relu_y) relu_run(last, j->relu_y + off, len);
@@ -88,9 +92,13 @@ LOOM__F32_INLINE void bwd_body(void *v, int64_t c0, int64_t c1) {
                     ry[i] = xx > 0 || xx != xx ? dd : 0;
                 }
             }
-            if (j->pg_y)
-                loom__max2_grad_plane(j->pg_x + off, (j->rg_y ? j->rg_y : j->rg_dy) + poff, j->pg_y + off, j->H,
-                                          j->W, j->OH, j->OW);
+            if (j->pg_y) {
+                const float *pdy = (j->rg_y ? j->rg_y : j->rg_dy) + poff;
+                if (j->pool512)
+                    loom__max2_grad_plane_avx512(j->pg_x + off, pdy, j->pg_y + off, j->H, j->W, j->OH, j->OW);
+                else
+                    loom__max2_grad_plane(j->pg_x + off, pdy, j->pg_y + off, j->H, j->W, j->OH, j->OW);
+            }
             loom__bn_sum_dy(x + off, g + off, b->S, K, acc, b->train);
         }
         loom__cpu_bn_dstats_store(b, c, K, acc);
@@ -154,6 +162,7 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
         args_of(cpu, p, m[LOOM__FU_GRAD], &a);
         loom__cpu_bn_job_init(&j.dx, &a);
     }
+    j.pool512 = loom__max2_avx512_ok();
     int64_t per = j.bn.N * j.bn.S, grain = per >= (1 << 14) ? 1 : (1 << 14) / per;
     loom__cpu_range_fn fn = g->backward ? bwd_range : fwd_range;
 #ifdef HAVE_AVX2_VARIANT

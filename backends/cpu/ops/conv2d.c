@@ -172,6 +172,22 @@ static void im2col_rows(void *v, int64_t r0, int64_t r1) {
         float *d = jb->dst + k * L + mi * P;
         int64_t lo, hi, off = kw * q->dw - q->pw;
         valid_range(off, q->sw, q->W, q->OW, &lo, &hi);
+        if (q->sh == 1 && q->sw == 1 && q->OW == q->W && hi > lo) {
+            /* "same" width, stride 1: the valid rows [i0, i1) of this plane are one shifted run of x;
+             * copy it whole, then zero the columns outside [lo, hi) and the rows outside [i0, i1) */
+            int64_t ioff = kh * q->dh - q->ph, i0, i1;
+            valid_range(ioff, 1, q->H, q->OH, &i0, &i1);
+            memset(d, 0, (size_t)(i0 * q->OW) * sizeof *d);
+            if (i1 > i0)
+                memcpy(d + i0 * q->OW + lo, xp + (i0 + ioff) * q->W + lo + off,
+                       (size_t)((i1 - i0 - 1) * q->OW + hi - lo) * sizeof *d);
+            for (int64_t i = i0; i < i1; i++) {
+                for (int64_t j = 0; j < lo; j++) d[i * q->OW + j] = 0;
+                for (int64_t j = hi; j < q->OW; j++) d[i * q->OW + j] = 0;
+            }
+            memset(d + i1 * q->OW, 0, (size_t)((q->OH - i1) * q->OW) * sizeof *d);
+            continue;
+        }
         for (int64_t i = 0; i < q->OH; i++, d += q->OW) {
             int64_t ih = i * q->sh - q->ph + kh * q->dh;
             if (ih < 0 || ih >= q->H) {
@@ -339,29 +355,44 @@ static void gi_images(void *v, int64_t p0, int64_t p1) {
     }
 }
 
-/* per part: col (K, P) floats, tmp (O, K) floats, acc (O, K) doubles */
+/* images per weight-gradient block: about 1024 columns (see gw_f32's chunked path) */
+static int64_t gw_block(const geom *q) {
+    int64_t P = q->OH * q->OW;
+    return P >= 1024 ? 1 : 1024 / P;
+}
+
+/* per part: col (K, B*P) and dyb (Og, B*P) floats, B = gw_block; tmp (O, K) floats; acc (O, K) doubles.
+ * One GEMM per block of images (the block's im2col columns side by side, its dy rows gathered to
+ * match): a GEMM per image (reduction OH*OW, ~200 on a 14x14 plane) spends as much in OpenBLAS's
+ * packing as in its kernel. */
 static void gw_images(void *v, int64_t p0, int64_t p1) {
     const ijob *j = v;
     const geom *q = j->q;
-    int64_t K = q->Cg * q->KH * q->KW, P = q->OH * q->OW, per_block = P >= 1024 ? 1 : 1024 / P;
+    int64_t K = q->Cg * q->KH * q->KW, P = q->OH * q->OW, B = gw_block(q);
     for (int64_t p = p0; p < p1; p++) {
         char *base = j->ws + (size_t)p * j->per_part;
         float *col = (float *)base;
-        float *tmp = (float *)(base + al64((size_t)(K * P) * sizeof(float)));
+        float *dyb = (float *)(base + al64((size_t)(K * B * P) * sizeof(float)));
+        float *tmp = (float *)((char *)dyb + al64((size_t)(q->Og * B * P) * sizeof(float)));
         double *acc = (double *)((char *)tmp + al64((size_t)(q->O * K) * sizeof(float)));
         memset(acc, 0, (size_t)(q->O * K) * sizeof *acc);
         int64_t a, b;
         part_images(j, p, &a, &b);
-        for (int64_t n0 = a; n0 < b; n0 += per_block) {
-            int64_t n1 = n0 + per_block < b ? n0 + per_block : b;
-            for (int64_t n = n0; n < n1; n++)
-                for (int64_t g = 0; g < q->G; g++) {
-                    fjob jb = {q, n, 1, g, j->x, col, NULL};
-                    im2col_rows(&jb, 0, K);
-                    /* tmp_g (Og, K) (+)= dy[n, g] (Og, P) @ col^T (P, K) */
-                    loom__cpu_sgemm(NULL, false, true, q->Og, K, P, 1.0f, j->dy + (n * q->O + g * q->Og) * P, P, col,
-                                    P, n == n0 ? 0.0f : 1.0f, tmp + g * q->Og * K, K);
+        for (int64_t n0 = a; n0 < b; n0 += B) {
+            int64_t m = n0 + B < b ? B : b - n0;
+            for (int64_t g = 0; g < q->G; g++) {
+                fjob jb = {q, n0, m, g, j->x, col, NULL};
+                im2col_rows(&jb, 0, K * m);
+                const float *da = j->dy + (n0 * q->O + g * q->Og) * P;
+                if (m > 1) {
+                    jb.src = j->dy, jb.dst = dyb;
+                    gather_rows(&jb, 0, m * q->Og);
+                    da = dyb;
                 }
+                /* tmp_g (Og, K) = dy block (Og, m*P) @ col^T (m*P, K) */
+                loom__cpu_sgemm(NULL, false, true, q->Og, K, m * P, 1.0f, da, m * P, col, m * P, 0.0f,
+                                tmp + g * q->Og * K, K);
+            }
             for (int64_t i = 0; i < q->O * K; i++) acc[i] += tmp[i];
         }
     }
@@ -482,15 +513,16 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
     if (loom__cpu_conv_direct_gw_ok(a->cpu, q)) return loom__cpu_conv_direct_gw(a, q);
     if (per_image(a, q)) {
         ijob j = {.x = x, .dy = dy};
-        size_t per = al64((size_t)(K * P) * sizeof(float)) + al64((size_t)(q->O * K) * sizeof(float)) +
-                     al64((size_t)(q->O * K) * sizeof(double));
+        int64_t B = gw_block(q);
+        size_t per = al64((size_t)(K * B * P) * sizeof(float)) + al64((size_t)(q->Og * B * P) * sizeof(float)) +
+                     al64((size_t)(q->O * K) * sizeof(float)) + al64((size_t)(q->O * K) * sizeof(double));
         /* the parts' sums are added in order: their count sets the result's bits */
         int parts = !a->cpu->deterministic     ? loom__cpu_threads(a->cpu)
                     : q->N < LOOM__CPU_DET_PARTS ? (int)q->N
                                                  : LOOM__CPU_DET_PARTS;
         loom_status st = images_run(a, q, &j, per, parts, gw_images);
         if (st != LOOM_OK) return st;
-        size_t acc_off = al64((size_t)(K * P) * sizeof(float)) + al64((size_t)(q->O * K) * sizeof(float));
+        size_t acc_off = per - al64((size_t)(q->O * K) * sizeof(double));
         for (int64_t i = 0; i < q->O * K; i++) {
             double s = 0;
             for (int pt = 0; pt < j.parts; pt++) s += ((const double *)(j.ws + (size_t)pt * j.per_part + acc_off))[i];
@@ -510,7 +542,7 @@ static loom_status gw_f32(const loom__cpu_args *a, const geom *q) {
     double *acc = (double *)((char *)ws + main_bytes);
     float *tmp = (float *)(acc + q->O * K);
     memset(acc, 0, acc_bytes);
-    int64_t per_block = P >= 1024 ? 1 : 1024 / P; /* images per block */
+    int64_t per_block = gw_block(q); /* images per block */
     for (int64_t n0 = 0; n0 < q->N; n0 += nb) {
         int64_t m = q->N - n0 < nb ? q->N - n0 : nb, L = m * P;
         float *col = ws, *dyb = ws + K * L;

@@ -196,6 +196,22 @@ static void max2_float(void *v, int64_t p0, int64_t p1) {
                              q->OH, q->OW);
 }
 
+static void max2_float_avx512(void *v, int64_t p0, int64_t p1) {
+    const pjob *jb = v;
+    const pgeom *q = &jb->q;
+    for (int64_t p = p0; p < p1; p++)
+        loom__max2_plane_avx512((const float *)jb->x + p * q->H * q->W, (float *)jb->y + p * q->OH * q->OW, q->H,
+                                q->W, q->OH, q->OW);
+}
+
+static void max2_grad_float_avx512(void *v, int64_t p0, int64_t p1) {
+    const pjob *jb = v;
+    const pgeom *q = &jb->q;
+    for (int64_t p = p0; p < p1; p++)
+        loom__max2_grad_plane_avx512((const float *)jb->x + p * q->H * q->W, (const float *)jb->dy + p * q->OH * q->OW,
+                                     (float *)jb->y + p * q->H * q->W, q->H, q->W, q->OH, q->OW);
+}
+
 static void max2_grad_float(void *v, int64_t p0, int64_t p1) {
     const pjob *jb = v;
     const pgeom *q = &jb->q;
@@ -215,13 +231,15 @@ static loom_status run(const loom__cpu_args *a, loom__cpu_range_fn f32, loom__cp
 
 loom_status loom__cpu_max_pool2d(const loom__cpu_args *a) {
     pjob j = pjob_of(a);
-    return run(a, is_2x2(&j.q) ? max2_float : max_float, max_double);
+    loom__cpu_range_fn f2 = loom__max2_avx512_ok() ? max2_float_avx512 : max2_float;
+    return run(a, is_2x2(&j.q) ? f2 : max_float, max_double);
 }
 loom_status loom__cpu_avg_pool2d(const loom__cpu_args *a) { return run(a, avg_float, avg_double); }
 loom_status loom__cpu_adaptive_avg_pool2d(const loom__cpu_args *a) { return run(a, adaptive_float, adaptive_double); }
 loom_status loom__cpu_max_pool2d_grad(const loom__cpu_args *a) {
     pjob j = pjob_of(a);
-    return run(a, is_2x2(&j.q) ? max2_grad_float : max_grad_float, max_grad_double);
+    loom__cpu_range_fn f2 = loom__max2_avx512_ok() ? max2_grad_float_avx512 : max2_grad_float;
+    return run(a, is_2x2(&j.q) ? f2 : max_grad_float, max_grad_double);
 }
 loom_status loom__cpu_avg_pool2d_grad(const loom__cpu_args *a) { return run(a, avg_grad_float, avg_grad_double); }
 loom_status loom__cpu_adaptive_avg_pool2d_grad(const loom__cpu_args *a) {
