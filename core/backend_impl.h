@@ -62,6 +62,9 @@ typedef struct loom__backend_vtbl {
      * capture graphs...), run once per step, release before the plan's memory */
     loom_status (*plan_prepare)(loom_backend *be, loom_plan *p);
     loom_status (*plan_run)(loom_backend *be, loom_plan *p);
+    /* plan_run, then n bytes of buf at off to dst, in one round trip
+     * (loom_plan_run_read); NULL: plan_run, then buffer_read */
+    loom_status (*plan_run_read)(loom_backend *be, loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n);
     void (*plan_release)(loom_backend *be, loom_plan *p);
     loom_status (*synchronize)(loom_backend *be);
     bool can_profile; /* plan_run fills p->node_seconds when it is set */

@@ -467,17 +467,24 @@ int loom_plan_profile(const loom_plan *p, loom_op_time *out, int max) {
 }
 
 /* ---- running and host access ---- */
-loom_status loom_plan_run(loom_plan *p) {
+/* run the plan; with buf, also read n bytes of it at off (the backend's
+ * plan_run_read when it has one) */
+static loom_status run(loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n) {
     if (p->prepare_pending) { /* a leaf moved (loom__plan_rebind) */
         loom_status st = p->be->vt->plan_prepare(p->be, p);
         if (st != LOOM_OK) return st;
         p->prepare_pending = false;
     }
-    loom_status st = p->be->vt->plan_run(p->be, p);
+    const loom__backend_vtbl *vt = p->be->vt;
+    bool fused = buf && vt->plan_run_read;
+    loom_status st = fused ? vt->plan_run_read(p->be, p, buf, off, dst, n) : vt->plan_run(p->be, p);
     if (st == LOOM_OK) p->step++;
     if (st == LOOM_OK && p->node_seconds) p->profiled_runs++;
+    if (st == LOOM_OK && buf && !fused) st = vt->buffer_read(p->be, buf, off, dst, n);
     return st;
 }
+
+loom_status loom_plan_run(loom_plan *p) { return run(p, NULL, 0, NULL, 0); }
 
 loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what) {
     if (!t || t->g != p->g || t->id >= p->n_nodes)
@@ -541,6 +548,13 @@ loom_status loom_plan_read(loom_plan *p, const loom_tensor *t, void *data, size_
     if (st != LOOM_OK) return st;
     loom__addr a = p->addr[t->id];
     return p->be->vt->buffer_read(p->be, a.buf, a.off, data, bytes);
+}
+
+loom_status loom_plan_run_read(loom_plan *p, const loom_tensor *t, void *data, size_t bytes) {
+    loom_status st = host_access(p, t, bytes, "plan run + read", false);
+    if (st != LOOM_OK) return st;
+    loom__addr a = p->addr[t->id];
+    return run(p, a.buf, a.off, data, bytes);
 }
 
 static loom_status read_as(loom_plan *p, const loom_tensor *t, void *data, loom_dtype dt, size_t count) {

@@ -452,7 +452,9 @@ loom_status loom__train_batch(loom_trainer *t, const loom_loader_batch *lb, doub
     loom_status st;
     if ((st = loom__train_write_x(&t->tr, lb, t->per)) != LOOM_OK ||
         (st = loom_plan_write(plan, t->tr.y, lb->y, (size_t)t->graph_batch * sizeof *lb->y)) != LOOM_OK ||
-        (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK || (st = train_run(t)) != LOOM_OK)
+        (st = loom_optimizer_begin_step(t->opt, plan, lr)) != LOOM_OK)
         return st;
+    if (!t->dist_sync) return loom_plan_run_read(plan, t->tr.stats, stats, 2 * sizeof *stats); /* one round trip */
+    if ((st = train_run(t)) != LOOM_OK) return st;
     return loom_plan_read(plan, t->tr.stats, stats, 2 * sizeof *stats);
 }

@@ -163,10 +163,10 @@ static loom_status train_step(text_run *r, int64_t s, double lr, float *l, int *
     if (!*count) return st;
     split_batch(r, &lb, r->tr.batch);
     if ((st = write_batch(r, &r->tr)) != LOOM_OK || (st = loom_optimizer_begin_step(r->opt, r->tr.plan, lr)) != LOOM_OK ||
-        (st = loom_plan_run(r->tr.plan)) != LOOM_OK)
+        (st = loom_plan_run_read(r->tr.plan, r->tr.loss, l, sizeof *l)) != LOOM_OK)
         return st;
     r->micro = loom_optimizer_micro_steps(r->opt);
-    return loom_plan_read(r->tr.plan, r->tr.loss, l, sizeof *l);
+    return LOOM_OK;
 }
 
 /* One epoch of training batches; *loss_sum, *done (steps) and *samples for

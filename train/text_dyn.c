@@ -205,8 +205,8 @@ loom_status loom__dyn_step(loom__dyn *dy, const loom_source *src, const int64_t 
         if (st != LOOM_OK || (st = loom_plan_write(m->plan, m->x, dy->xbuf, nx)) != LOOM_OK ||
             (st = loom_plan_write(m->plan, m->y, dy->ybuf, nx)) != LOOM_OK ||
             (st = loom_plan_write(m->plan, m->w, &w, sizeof w)) != LOOM_OK ||
-            (st = loom_optimizer_begin_step(m->opt, m->plan, lr)) != LOOM_OK || (st = loom_plan_run(m->plan)) != LOOM_OK ||
-            (st = loom_plan_read(m->plan, m->loss, &l, sizeof l)) != LOOM_OK)
+            (st = loom_optimizer_begin_step(m->opt, m->plan, lr)) != LOOM_OK ||
+            (st = loom_plan_run_read(m->plan, m->loss, &l, sizeof l)) != LOOM_OK)
             return st;
         sum += (double)l * (double)n;
     }

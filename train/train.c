@@ -86,7 +86,7 @@ static loom_status evaluate(loom_trainer *t, const loom_dataset *ds, double *los
         float sv[2]; /* the loss, the correct count (padded rows are ignored: they count for neither) */
         if ((st = loom_plan_write(m->plan, m->x, x, (size_t)m->batch * per * sizeof *x)) != LOOM_OK ||
             (st = loom_plan_write(m->plan, m->y, y, (size_t)m->batch * sizeof *y)) != LOOM_OK ||
-            (st = loom_plan_run(m->plan)) != LOOM_OK || (st = loom_plan_read(m->plan, m->stats, sv, sizeof sv)) != LOOM_OK)
+            (st = loom_plan_run_read(m->plan, m->stats, sv, sizeof sv)) != LOOM_OK)
             break;
         loss_sum += (double)sv[0] * n;
         correct += (int64_t)sv[1];

@@ -20,10 +20,16 @@
  * run; its kernel atomicMin's the first bad position into it (and reads
  * nothing out of bounds). After the run the slots are read once; the first
  * node in execution order whose slot changed formats the error (its
- * `check`). */
+ * `check`). The slots come back by an async copy into pinned memory before
+ * the run's one synchronize, with the bytes of a plan_run_read behind them
+ * (loom_plan_run_read: the loss and count of a training step), so a run is
+ * one launch, one wait and no further transfer. */
 #include <stdint.h>
 
 #include "common.cuh"
+
+/* the most bytes a run brings back behind its error slots (plan_run_read) */
+#define RUN_READ_MAX 256
 
 typedef struct cu_plan {
     int n;
@@ -32,6 +38,7 @@ typedef struct cu_plan {
     bool any_err;
     uint64_t *step_dev;   /* device: the plan step */
     uint64_t *step_host;  /* pinned: its source */
+    unsigned char *back;  /* pinned: the error slots, then up to RUN_READ_MAX bytes of a run's read */
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     bool no_graph;        /* capture failed or graphs are off */
@@ -127,6 +134,7 @@ static void cu_plan_release(loom_backend *be, loom_plan *p) {
     if (cp->err_buf) cudaFree(cp->err_buf);
     if (cp->step_dev) cudaFree(cp->step_dev);
     if (cp->step_host) cudaFreeHost(cp->step_host);
+    if (cp->back) cudaFreeHost(cp->back);
     free(cp->nodes), free(cp->events), free(cp);
     p->impl = NULL;
 }
@@ -144,6 +152,9 @@ static loom_status cu_plan_prepare(loom_backend *be, loom_plan *p) {
     if (e == cudaSuccess) e = cudaMalloc((void **)&cp->err_buf, (size_t)(p->n_exec ? p->n_exec : 1) * sizeof(int32_t));
     if (e == cudaSuccess) e = cudaMalloc((void **)&cp->step_dev, sizeof(uint64_t));
     if (e == cudaSuccess) e = cudaHostAlloc((void **)&cp->step_host, sizeof(uint64_t), cudaHostAllocDefault);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&cp->back, (size_t)(p->n_exec ? p->n_exec : 1) * sizeof(int32_t) + RUN_READ_MAX,
+                          cudaHostAllocDefault);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         cu_plan_release(be, p);
@@ -240,17 +251,14 @@ static loom_status capture(loom__cu *cu, cu_plan *cp) {
     return LOOM_OK;
 }
 
+/* the slots, copied into cp->back before the run's synchronize */
 static loom_status check_errors(loom__cu *cu, const loom_plan *p, cu_plan *cp) {
-    int32_t *slots = (int32_t *)malloc((size_t)cp->n * sizeof *slots);
-    if (!slots) return loom__err(cu->ctx, LOOM_ERR_OOM, "cuda: out of memory");
-    cudaError_t e = cudaMemcpy(slots, cp->err_buf, (size_t)cp->n * sizeof *slots, cudaMemcpyDeviceToHost);
+    const int32_t *slots = (const int32_t *)cp->back;
     loom_status st = LOOM_OK;
-    if (e != cudaSuccess) st = loom__cu_fail(cu->ctx, e, "cudaMemcpy(error slots)", __FILE__, __LINE__);
     for (int i = 0; i < cp->n && st == LOOM_OK; i++) {
         const loom__cu_node *n = &cp->nodes[i];
         if (n->err_slot >= 0 && slots[n->err_slot] != INT32_MAX) st = n->check(cu, p, n->t, slots[n->err_slot]);
     }
-    free(slots);
     return st;
 }
 
@@ -264,7 +272,14 @@ static loom_status collect_profile(loom__cu *cu, loom_plan *p, cu_plan *cp) {
     return LOOM_OK;
 }
 
-static loom_status cu_plan_run(loom_backend *be, loom_plan *p) {
+/* a read that comes back with a run (plan_run_read) */
+typedef struct run_read {
+    loom__buffer *buf;
+    size_t off, n;
+    void *dst;
+} run_read;
+
+static loom_status run(loom_backend *be, loom_plan *p, const run_read *rr) {
     loom__cu *cu = (loom__cu *)be->impl;
     cu_plan *cp = (cu_plan *)p->impl;
     bool prof = p->node_seconds != NULL;
@@ -290,11 +305,34 @@ static loom_status cu_plan_run(loom_backend *be, loom_plan *p) {
             st = enqueue(cu, cp, NULL);
         }
     }
+    /* the error slots and rr's bytes into pinned memory, on the stream: the synchronize brings them */
+    size_t sb = (size_t)cp->n * sizeof(int32_t);
+    bool fuse = rr && rr->n <= RUN_READ_MAX;
+    if (st == LOOM_OK && cp->any_err) {
+        cudaError_t e = cudaMemcpyAsync(cp->back, cp->err_buf, sb, cudaMemcpyDeviceToHost, cu->stream);
+        if (e != cudaSuccess) st = loom__cu_fail(be->ctx, e, "cudaMemcpyAsync(error slots)", __FILE__, __LINE__);
+    }
+    if (st == LOOM_OK && fuse) {
+        cudaError_t e = cudaMemcpyAsync(cp->back + sb, (const char *)rr->buf->ptr + rr->off, rr->n,
+                                        cudaMemcpyDeviceToHost, cu->stream);
+        if (e != cudaSuccess) st = loom__cu_fail(be->ctx, e, "cudaMemcpyAsync(run read)", __FILE__, __LINE__);
+    }
     cudaError_t se = cudaStreamSynchronize(cu->stream);
+    loom__stat_sync(&be->stats, 1, 1);
     if (st != LOOM_OK) return st;
     if (se != cudaSuccess) return loom__cu_fail(be->ctx, se, "cudaStreamSynchronize (running the plan)", __FILE__, __LINE__);
+    if (cp->any_err || fuse) loom__stat_transfer(&be->stats, false, (cp->any_err ? sb : 0) + (fuse ? rr->n : 0));
+    if (fuse) memcpy(rr->dst, cp->back + sb, rr->n);
     if (prof && (st = collect_profile(cu, p, cp)) != LOOM_OK) return st;
-    return cp->any_err ? check_errors(cu, p, cp) : LOOM_OK;
+    if (cp->any_err && (st = check_errors(cu, p, cp)) != LOOM_OK) return st;
+    return rr && !fuse ? loom__cu_buffer_read(be, rr->buf, rr->off, rr->dst, rr->n) : LOOM_OK;
+}
+
+static loom_status cu_plan_run(loom_backend *be, loom_plan *p) { return run(be, p, NULL); }
+
+static loom_status cu_plan_run_read(loom_backend *be, loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n) {
+    run_read rr = {buf, off, n, dst};
+    return run(be, p, &rr);
 }
 
 static loom_status cu_synchronize(loom_backend *be) {
@@ -340,6 +378,7 @@ extern "C" const loom__backend_vtbl loom__cuda_backend = {
     .host_free = loom__cu_host_free,
     .plan_prepare = cu_plan_prepare,
     .plan_run = cu_plan_run,
+    .plan_run_read = cu_plan_run_read,
     .plan_release = cu_plan_release,
     .synchronize = cu_synchronize,
     .can_profile = true,

@@ -43,6 +43,8 @@ loom_status loom__cu_buffer_write(loom_backend *be, loom__buffer *b, size_t off,
     if (!n) return LOOM_OK;
     LOOM_CU_CHECK(be->ctx, cudaMemcpyAsync((char *)b->ptr + off, src, n, cudaMemcpyHostToDevice, cu->stream));
     LOOM_CU_CHECK(be->ctx, cudaStreamSynchronize(cu->stream));
+    loom__stat_transfer(&be->stats, true, n);
+    loom__stat_sync(&be->stats, 1, 1);
     return LOOM_OK;
 }
 
@@ -52,6 +54,8 @@ loom_status loom__cu_buffer_read(loom_backend *be, loom__buffer *b, size_t off, 
     if (!n) return LOOM_OK;
     LOOM_CU_CHECK(be->ctx, cudaMemcpyAsync(dst, (const char *)b->ptr + off, n, cudaMemcpyDeviceToHost, cu->stream));
     LOOM_CU_CHECK(be->ctx, cudaStreamSynchronize(cu->stream));
+    loom__stat_transfer(&be->stats, false, n);
+    loom__stat_sync(&be->stats, 1, 1);
     return LOOM_OK;
 }
 

@@ -14,6 +14,9 @@
 
 #include "opencl.h"
 
+/* the most bytes a run brings back behind its error slots (plan_run_read) */
+#define RUN_READ_MAX 256
+
 typedef struct cl_plan {
     int n;
     loom__cl_node *nodes; /* by exec index */
@@ -167,8 +170,8 @@ static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
         return loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
     }
     cl_int err;
-    cp->err_buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, (size_t)(p->n_exec ? p->n_exec : 1) * sizeof(cl_int),
-                                 NULL, &err);
+    cp->err_buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE,
+                                 (size_t)(p->n_exec ? p->n_exec : 1) * sizeof(cl_int) + RUN_READ_MAX, NULL, &err);
     if (err != CL_SUCCESS) {
         cl_plan_release(be, p);
         return loom__cl_fail(be->ctx, err, "clCreateBuffer(error slots)", __FILE__, __LINE__);
@@ -221,12 +224,23 @@ static loom_status collect_profile(loom__cl *cl, loom_plan *p, cl_plan *cp) {
     return st;
 }
 
-static loom_status check_errors(loom__cl *cl, cl_command_queue q, loom_plan *p, cl_plan *cp) {
-    cl_int *slots = malloc((size_t)cp->n * sizeof *slots);
+/* a read that comes back with a run (plan_run_read) */
+typedef struct run_read {
+    loom__buffer *buf;
+    size_t off, n;
+    void *dst;
+} run_read;
+
+/* The error slots, and rr's bytes copied behind them, in one blocking read
+ * (the run's wait) */
+static loom_status check_errors(loom__cl *cl, cl_command_queue q, loom_plan *p, cl_plan *cp, const run_read *rr) {
+    size_t sb = (size_t)cp->n * sizeof(cl_int), bytes = sb + (rr ? rr->n : 0);
+    cl_int *slots = malloc(bytes ? bytes : 1);
     if (!slots) return loom__err(cl->ctx, LOOM_ERR_OOM, "opencl: out of memory");
-    cl_int err = clEnqueueReadBuffer(q, cp->err_buf, CL_TRUE, 0, (size_t)cp->n * sizeof *slots, slots, 0, NULL, NULL);
-    loom__stat_transfer(cl->stats, false, (size_t)cp->n * sizeof *slots);
+    cl_int err = clEnqueueReadBuffer(q, cp->err_buf, CL_TRUE, 0, bytes, slots, 0, NULL, NULL);
+    loom__stat_transfer(cl->stats, false, bytes);
     loom__stat_sync(cl->stats, 1, 1);
+    if (err == CL_SUCCESS && rr) memcpy(rr->dst, (char *)slots + sb, rr->n);
     if (err == CL_SUCCESS && q == cl->queue) loom__cl_writes_done(cl);
     loom_status st = LOOM_OK;
     if (err != CL_SUCCESS) st = loom__cl_fail(cl->ctx, err, "clEnqueueReadBuffer(error slots)", __FILE__, __LINE__);
@@ -238,7 +252,7 @@ static loom_status check_errors(loom__cl *cl, cl_command_queue q, loom_plan *p, 
     return st;
 }
 
-static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
+static loom_status run(loom_backend *be, loom_plan *p, const run_read *rr) {
     loom__cl *cl = be->impl;
     cl_plan *cp = p->impl;
     bool prof = p->node_seconds != NULL;
@@ -279,9 +293,17 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
         }
         if (st == LOOM_OK) launched = e + 1;
     }
-    /* the blocking read of the error slots waits for the in-order queue:
-     * then it is the run's one wait, with no clFinish before it */
-    bool read_waits = cp->any_err && !prof && st == LOOM_OK;
+    /* rr's bytes go behind the error slots (one read brings both), or are
+     * read alone when there are no slots */
+    bool fuse = rr && !prof && st == LOOM_OK && rr->n <= RUN_READ_MAX;
+    if (fuse && cp->any_err) {
+        cl_int err = clEnqueueCopyBuffer(q, rr->buf->mem, cp->err_buf, rr->off, (size_t)cp->n * sizeof(cl_int), rr->n,
+                                         0, NULL, NULL);
+        if (err != CL_SUCCESS) st = loom__cl_fail(be->ctx, err, "clEnqueueCopyBuffer(run read)", __FILE__, __LINE__);
+    }
+    /* the blocking read of the error slots (or of rr) waits for the in-order
+     * queue: then it is the run's one wait, with no clFinish before it */
+    bool read_waits = (cp->any_err || fuse) && !prof && st == LOOM_OK;
     cl_int ferr = CL_SUCCESS;
     if (!read_waits) ferr = clFinish(q), loom__stat_sync(cl->stats, 1, 1);
     if (ferr == CL_SUCCESS && !read_waits && !prof) loom__cl_writes_done(cl);
@@ -299,7 +321,16 @@ static loom_status cl_plan_run(loom_backend *be, loom_plan *p) {
     }
     if (st != LOOM_OK) return st;
     if (ferr != CL_SUCCESS) return loom__cl_fail(be->ctx, ferr, "clFinish", __FILE__, __LINE__);
-    return cp->any_err ? check_errors(cl, q, p, cp) : LOOM_OK;
+    if (cp->any_err && (st = check_errors(cl, q, p, cp, fuse ? rr : NULL)) != LOOM_OK) return st;
+    if (rr && !(fuse && cp->any_err)) return loom__cl_buffer_read(be, rr->buf, rr->off, rr->dst, rr->n);
+    return LOOM_OK;
+}
+
+static loom_status cl_plan_run(loom_backend *be, loom_plan *p) { return run(be, p, NULL); }
+
+static loom_status cl_plan_run_read(loom_backend *be, loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n) {
+    run_read rr = {buf, off, n, dst};
+    return run(be, p, &rr);
 }
 
 static loom_status cl_synchronize(loom_backend *be) {
@@ -356,6 +387,7 @@ const loom__backend_vtbl loom__opencl_backend = {
     .host_free = loom__cl_host_free,
     .plan_prepare = cl_plan_prepare,
     .plan_run = cl_plan_run,
+    .plan_run_read = cl_plan_run_read,
     .plan_release = cl_plan_release,
     .synchronize = cl_synchronize,
     .can_profile = true,

@@ -73,7 +73,7 @@
 #define LOOM__CL_FNS(X)                                                                                             \
     X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext)               \
     X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clFinish) X(clCreateBuffer)             \
-    X(clReleaseMemObject) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer) X(clEnqueueFillBuffer)                    \
+    X(clReleaseMemObject) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer) X(clEnqueueFillBuffer) X(clEnqueueCopyBuffer) \
     X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource) X(clCreateProgramWithBinary)     \
     X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel)           \
     X(clGetKernelInfo) X(clGetKernelWorkGroupInfo) X(clSetKernelArg) X(clReleaseKernel) X(clEnqueueNDRangeKernel)  \
@@ -105,6 +105,7 @@ bool loom__cl_load(const char **why);
 #define clEnqueueReadBuffer loom__clf.clEnqueueReadBuffer
 #define clEnqueueWriteBuffer loom__clf.clEnqueueWriteBuffer
 #define clEnqueueFillBuffer loom__clf.clEnqueueFillBuffer
+#define clEnqueueCopyBuffer loom__clf.clEnqueueCopyBuffer
 #define clEnqueueMapBuffer loom__clf.clEnqueueMapBuffer
 #define clEnqueueUnmapMemObject loom__clf.clEnqueueUnmapMemObject
 #define clCreateProgramWithSource loom__clf.clCreateProgramWithSource

@@ -592,10 +592,13 @@ void loom__vk_close(loom__vk *vk) {
     if (vk->instance) VKF(vkDestroyInstance)(vk->instance, NULL);
 }
 
-loom_status loom__vk_submit_wait(loom__vk *vk, VkCommandBuffer cmd) {
+loom_status loom__vk_submit_wait(loom__vk *vk, VkCommandBuffer cmd) { return loom__vk_submit2_wait(vk, cmd, VK_NULL_HANDLE); }
+
+loom_status loom__vk_submit2_wait(loom__vk *vk, VkCommandBuffer cmd, VkCommandBuffer cmd2) {
+    VkCommandBuffer cmds[2] = {cmd, cmd2};
     VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
+    si.commandBufferCount = cmd2 != VK_NULL_HANDLE ? 2 : 1; /* in submission order: cmd2's copy waits for cmd's work (its barrier) */
+    si.pCommandBuffers = cmds;
     LOOM_VK_CHECK(vk, VKF(vkResetFences)(vk->device, 1, &vk->fence));
     LOOM_VK_CHECK(vk, VKF(vkQueueSubmit)(vk->queue, 1, &si, vk->fence));
     LOOM_VK_CHECK(vk, VKF(vkWaitForFences)(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX));

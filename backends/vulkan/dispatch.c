@@ -516,9 +516,9 @@ static loom_status collect_profile(loom__vk *vk, loom_plan *p, loom__vk_plan *vp
 }
 
 /* The error slots, read from host-visible memory after the fence: counted
- * as one readback of the slots read. */
-static loom_status check_errors(loom__vk *vk, loom_plan *p, loom__vk_plan *vp) {
-    size_t bytes = 0;
+ * as one readback of the slots read and `more` bytes read with them. */
+static loom_status check_errors(loom__vk *vk, loom_plan *p, loom__vk_plan *vp, size_t more) {
+    size_t bytes = more;
     loom_status st = LOOM_OK;
     for (int e = 0; e < vp->n && st == LOOM_OK; e++) {
         const loom__vk_node *n = &vp->nodes[e];
@@ -532,7 +532,14 @@ static loom_status check_errors(loom__vk *vk, loom_plan *p, loom__vk_plan *vp) {
     return st;
 }
 
-static loom_status run(loom__vk *vk, loom_plan *p, loom__vk_plan *vp) {
+/* a read that comes back with a run (plan_run_read) */
+typedef struct run_read {
+    loom__buffer *buf;
+    size_t off, n;
+    void *dst;
+} run_read;
+
+static loom_status run(loom__vk *vk, loom_plan *p, loom__vk_plan *vp, const run_read *rr) {
     bool prof = p->node_seconds != NULL;
     loom_status st;
     if (prof && !vp->cmd_prof) {
@@ -550,14 +557,32 @@ static loom_status run(loom__vk *vk, loom_plan *p, loom__vk_plan *vp) {
         loom__vk_node *n = &vp->nodes[e];
         if (n->before_run && (st = n->before_run(vk, p, n)) != LOOM_OK) return st;
     }
-    if ((st = loom__vk_submit_wait(vk, prof ? vp->cmd_prof : vp->cmd)) != LOOM_OK) return st;
+    VkCommandBuffer rcmd = VK_NULL_HANDLE; /* the read's copy into staging memory, when the host does not map it */
+    if (rr && (st = loom__vk_read_record(vk, rr->buf, rr->off, rr->n, &rcmd)) != LOOM_OK) return st;
+    if ((st = loom__vk_submit2_wait(vk, prof ? vp->cmd_prof : vp->cmd, rcmd)) != LOOM_OK) return st;
     if (prof && (st = collect_profile(vk, p, vp)) != LOOM_OK) return st;
-    return vp->any_err ? check_errors(vk, p, vp) : LOOM_OK;
+    size_t more = rr ? rr->n : 0;
+    if (rr) loom__vk_read_done(vk, rr->buf, rr->off, rr->dst, rr->n, rcmd != VK_NULL_HANDLE);
+    if (vp->any_err) return check_errors(vk, p, vp, more);
+    if (more) loom__stat_transfer(vk->stats, false, more);
+    return LOOM_OK;
 }
 
 static loom_status vk_plan_run(loom_backend *be, loom_plan *p) {
     loom__vk *vk = be->impl;
-    return loom__vk_validated(vk, run(vk, p, p->impl));
+    return loom__vk_validated(vk, run(vk, p, p->impl, NULL));
+}
+
+/* the run and the read in one submit and one wait; the read's bytes are
+ * counted as one readback with the run's error slots */
+static loom_status vk_plan_run_read(loom_backend *be, loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n) {
+    loom__vk *vk = be->impl;
+    if (n > ((size_t)1 << 20)) { /* a large read: its own staged transfer */
+        loom_status st = loom__vk_validated(vk, run(vk, p, p->impl, NULL));
+        return st != LOOM_OK ? st : loom__vk_validated(vk, loom__vk_read(vk, buf, off, dst, n));
+    }
+    run_read rr = {buf, off, n, dst};
+    return loom__vk_validated(vk, run(vk, p, p->impl, &rr));
 }
 
 static loom_status vk_synchronize(loom_backend *be) {
@@ -606,6 +631,7 @@ const loom__backend_vtbl loom__vulkan_backend = {
     .host_free = loom__vk_host_free,
     .plan_prepare = vk_plan_prepare,
     .plan_run = vk_plan_run,
+    .plan_run_read = vk_plan_run_read,
     .plan_release = vk_plan_release,
     .synchronize = vk_synchronize,
     .can_profile = true,

@@ -284,9 +284,9 @@ static loom_status staging(loom__vk *vk, size_t want, loom__buffer **out) {
     return LOOM_OK;
 }
 
-/* one copy between buffers, ordered after earlier device work and made
- * visible to the host and to later device work */
-static loom_status copy(loom__vk *vk, VkBuffer src, VkDeviceSize so, VkBuffer dst, VkDeviceSize dof, VkDeviceSize n) {
+/* vk->xfer: one copy between buffers, ordered after earlier device work and
+ * made visible to the host and to later device work */
+static loom_status record_copy(loom__vk *vk, VkBuffer src, VkDeviceSize so, VkBuffer dst, VkDeviceSize dof, VkDeviceSize n) {
     VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     LOOM_VK_CHECK(vk, VKF(vkBeginCommandBuffer)(vk->xfer, &bi));
@@ -306,7 +306,13 @@ static loom_status copy(loom__vk *vk, VkBuffer src, VkDeviceSize so, VkBuffer ds
                               VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
                               NULL);
     LOOM_VK_CHECK(vk, VKF(vkEndCommandBuffer)(vk->xfer));
-    return loom__vk_submit_wait(vk, vk->xfer);
+    return LOOM_OK;
+}
+
+/* the copy, submitted and waited for */
+static loom_status copy(loom__vk *vk, VkBuffer src, VkDeviceSize so, VkBuffer dst, VkDeviceSize dof, VkDeviceSize n) {
+    loom_status st = record_copy(vk, src, so, dst, dof, n);
+    return st != LOOM_OK ? st : loom__vk_submit_wait(vk, vk->xfer);
 }
 
 loom_status loom__vk_write(loom__vk *vk, loom__buffer *b, size_t off, const void *src, size_t n) {
@@ -347,6 +353,26 @@ loom_status loom__vk_read(loom__vk *vk, loom__buffer *b, size_t off, void *dst, 
         done += k;
     }
     return LOOM_OK;
+}
+
+/* A read of n bytes of b that rides on the next submit (a plan run's):
+ * nothing to record when the host maps b (*cmd = NULL); else *cmd is
+ * vk->xfer with the copy into the staging buffer, for the same submit as
+ * the run, and loom__vk_read_done takes the bytes after its wait. Not
+ * counted: the caller counts the transfer with the run's others. */
+loom_status loom__vk_read_record(loom__vk *vk, loom__buffer *b, size_t off, size_t n, VkCommandBuffer *cmd) {
+    LOOM__ASSERT(off + n <= b->bytes && n <= STAGING_MAX);
+    *cmd = VK_NULL_HANDLE;
+    if (b->map && (vk->direct || b->block->type != vk->type_device)) return LOOM_OK;
+    loom__buffer *s;
+    loom_status st = staging(vk, n, &s);
+    if (st == LOOM_OK) st = record_copy(vk, b->buf, off, s->buf, 0, n);
+    if (st == LOOM_OK) *cmd = vk->xfer;
+    return st;
+}
+
+void loom__vk_read_done(loom__vk *vk, loom__buffer *b, size_t off, void *dst, size_t n, bool staged) {
+    memcpy(dst, staged ? vk->staging->map : b->map + off, n);
 }
 
 /* ---- the vtable's memory entry points ---- */

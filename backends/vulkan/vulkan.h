@@ -251,6 +251,8 @@ void loom__vk_close(loom__vk *vk);
 void loom__vk_describe(const loom_backend *be, FILE *out);
 /* Submit one command buffer and wait for it (the backend's fence). */
 loom_status loom__vk_submit_wait(loom__vk *vk, VkCommandBuffer cmd);
+/* cmd, then cmd2 (VK_NULL_HANDLE: none), in one submit; one wait */
+loom_status loom__vk_submit2_wait(loom__vk *vk, VkCommandBuffer cmd, VkCommandBuffer cmd2);
 
 /* ---- memory.c ---- */
 /* A buffer of `bytes` (0 allowed) in memory type `type` (vk->type_*), usage
@@ -260,6 +262,9 @@ void loom__vk_free(loom__vk *vk, loom__buffer *b);
 void loom__vk_free_all_blocks(loom__vk *vk);
 loom_status loom__vk_write(loom__vk *vk, loom__buffer *b, size_t off, const void *src, size_t n);
 loom_status loom__vk_read(loom__vk *vk, loom__buffer *b, size_t off, void *dst, size_t n);
+/* a read that rides on a plan run's submit (memory.c; dispatch.c's plan_run_read) */
+loom_status loom__vk_read_record(loom__vk *vk, loom__buffer *b, size_t off, size_t n, VkCommandBuffer *cmd);
+void loom__vk_read_done(loom__vk *vk, loom__buffer *b, size_t off, void *dst, size_t n, bool staged);
 loom_status loom__vk_buffer_alloc(loom_backend *be, size_t bytes, loom__buffer **out);
 void loom__vk_buffer_free(loom_backend *be, loom__buffer *b);
 loom_status loom__vk_buffer_write(loom_backend *be, loom__buffer *b, size_t off, const void *src, size_t n);

@@ -57,6 +57,11 @@ loom_status loom_plan_write(loom_plan *p, const loom_tensor *t, const void *data
 loom_status loom_plan_run(loom_plan *p);
 /* Copy a readable tensor (input, parameter, state, constant, or kept) to the host. */
 loom_status loom_plan_read(loom_plan *p, const loom_tensor *t, void *data, size_t bytes);
+/* loom_plan_run, then loom_plan_read of t, in one host round trip where the
+ * backend can: the run's submit carries the copy of t (a small result: a
+ * loss, a count) and the one wait brings it with the run's own error flags
+ * (Vulkan, OpenCL: one submit, one wait, one read per run). */
+loom_status loom_plan_run_read(loom_plan *p, const loom_tensor *t, void *data, size_t bytes);
 /* Convenience: read any float tensor converted to f32 / f64. */
 loom_status loom_plan_read_f32(loom_plan *p, const loom_tensor *t, float *data, size_t count);
 loom_status loom_plan_read_f64(loom_plan *p, const loom_tensor *t, double *data, size_t count);
