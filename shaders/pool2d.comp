@@ -6,6 +6,13 @@
  * gradient recomputes each covering window's argmax exactly as the forward
  * does: the first maximum wins, NaN propagates.
  *
+ * K_MAX2 / K_MAX2_GRAD: 2x2 stride-2 unpadded max pooling of even planes
+ * (the common downsampling pool), one invocation per window, geometry in
+ * push constants: the forward loads the window's four values once; the
+ * gradient writes the window's four dx values (dy at the argmax, 0 at the
+ * others) instead of four invocations each recomputing the window. Same
+ * rule (arg4 below = pool_argmax on a 2x2 window), same bits.
+ *
  * Geometry table g (int32 meta, loom__vk_meta): LOOM_G_POOL_* (core/params.h). */
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -25,10 +32,51 @@ TENSOR_IN(1, T, dy);
 TENSOR_OUT(2, T, dx);
 TENSOR_IN(3, int, g);
 PUSH { uint xo, dyo, dxo; int kind; } pc;
+#elif defined(K_MAX2)
+TENSOR_IN(0, T, x);
+TENSOR_OUT(1, T, y);
+PUSH { uint xo, yo; uint windows, W, OW; } pc;
+#elif defined(K_MAX2_GRAD)
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, dy);
+TENSOR_OUT(2, T, dx);
+PUSH { uint xo, dyo, dxo; uint windows, W, OW; } pc;
 #else
-#error "pool2d.comp: define K_POOL2D or K_POOL2D_GRAD"
+#error "pool2d.comp: define K_POOL2D, K_POOL2D_GRAD, K_MAX2 or K_MAX2_GRAD"
 #endif
 
+#if defined(K_MAX2) || defined(K_MAX2_GRAD)
+/* the first maximum of a, b (top row), c, d; a NaN replaces the maximum so far */
+int arg4(float a, float b, float c, float d) {
+    int k = 0;
+    float m = a;
+    if (b > m || isnan(b)) m = b, k = 1;
+    if (c > m || isnan(c)) m = c, k = 2;
+    if (d > m || isnan(d)) k = 3;
+    return k;
+}
+
+void main() {
+    uint k = loom_gid();
+    if (k >= pc.windows) return;
+    uint OW = pc.OW, j = k % OW, r = k / OW; /* r: the window row over all planes (p * OH + i) */
+    uint top = r * 2u * pc.W + 2u * j;       /* planes are 2*OH rows of W: row 2i of plane p is row 2r */
+    float a = LD(x, pc.xo + top), b = LD(x, pc.xo + top + 1u);
+    float c = LD(x, pc.xo + top + pc.W), d = LD(x, pc.xo + top + pc.W + 1u);
+    int q = arg4(a, b, c, d);
+#if defined(K_MAX2)
+    ST(y, pc.yo + k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
+#else
+    float g = LD(dy, pc.dyo + k);
+    ST(dx, pc.dxo + top, q == 0 ? g : 0.0);
+    ST(dx, pc.dxo + top + 1u, q == 1 ? g : 0.0);
+    ST(dx, pc.dxo + top + pc.W, q == 2 ? g : 0.0);
+    ST(dx, pc.dxo + top + pc.W + 1u, q == 3 ? g : 0.0);
+#endif
+}
+#endif
+
+#if defined(K_POOL2D) || defined(K_POOL2D_GRAD)
 /* window of output (i, j) clipped to x: rows [h0, h1), cols [w0, w1);
  * returns torch's avg divisor (as window() in the CPU file) */
 int pool_window(int i, int j, out int h0, out int h1, out int w0, out int w1) {
@@ -136,4 +184,5 @@ void main() {
     }
     ST(dx, pc.dxo + k, acc);
 }
+#endif
 #endif

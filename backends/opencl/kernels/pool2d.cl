@@ -4,6 +4,10 @@
  * gathers (one work-item per dx element finds the windows covering it, in
  * the CPU's (i, j) order), so there are no atomics. Max-pool's gradient
  * recomputes each covering window's argmax exactly as the forward does.
+ * max2 / max2_grad: 2x2 stride-2 unpadded max pooling of even planes, one
+ * work-item per window (the forward loads the window once; the gradient
+ * writes its four dx values: dy at the argmax, 0 at the others); the same
+ * rule (arg4 = pool_argmax on a 2x2 window), the same bits.
  *
  * Geometry table g (__constant long): LOOM_G_POOL_* (core/params.h). */
 
@@ -107,4 +111,39 @@ __kernel void pool2d_grad(__global const T *x, ulong xo, __global const T *dy, u
             }
     }
     ST(dx + dxo, k, acc);
+}
+
+/* the first maximum of a, b (top row), c, d; a NaN replaces the maximum so far */
+inline int arg4(float a, float b, float c, float d) {
+    int k = 0;
+    float m = a;
+    if (b > m || isnan(b)) m = b, k = 1;
+    if (c > m || isnan(c)) m = c, k = 2;
+    if (d > m || isnan(d)) k = 3;
+    return k;
+}
+
+/* window k = (p * OH + i) * OW + j of x (P, 2 OH, W = 2 OW): its top-left at r * 2W + 2j, r = k / OW */
+__kernel void max2(__global const T *x, ulong xo, __global T *y, ulong yo, long windows, long W, long OW) {
+    long k = get_global_id(0);
+    if (k >= windows) return;
+    long top = (k / OW) * 2 * W + 2 * (k % OW);
+    x += xo;
+    float a = LD(x, top), b = LD(x, top + 1), c = LD(x, top + W), d = LD(x, top + W + 1);
+    int q = arg4(a, b, c, d);
+    ST(y + yo, k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
+}
+
+__kernel void max2_grad(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo,
+                        long windows, long W, long OW) {
+    long k = get_global_id(0);
+    if (k >= windows) return;
+    long top = (k / OW) * 2 * W + 2 * (k % OW);
+    x += xo, dx += dxo;
+    int q = arg4(LD(x, top), LD(x, top + 1), LD(x, top + W), LD(x, top + W + 1));
+    float g = LD(dy + dyo, k);
+    ST(dx, top, q == 0 ? g : 0.0f);
+    ST(dx, top + 1, q == 1 ? g : 0.0f);
+    ST(dx, top + W, q == 2 ? g : 0.0f);
+    ST(dx, top + W + 1, q == 3 ? g : 0.0f);
 }

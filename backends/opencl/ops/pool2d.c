@@ -1,7 +1,8 @@
 /* backends/opencl/ops/pool2d.c — host side of max, average and adaptive
  * average pooling and their gradients (kernels/pool2d.cl): one work-item per
- * output element (forward) or per dx element (gradients, gathers). The
- * geometry goes in a constant table; parameters in core/ops/pool2d.c. */
+ * output element (forward) or per dx element (gradients, gathers); 2x2
+ * stride-2 max pooling of even planes one work-item per window (max2*).
+ * The geometry goes in a constant table; parameters in core/ops/pool2d.c. */
 #include "../opencl.h"
 
 /* geometry table (LOOM_G_POOL_*) from x's and y's shapes */
@@ -11,11 +12,29 @@ static loom_status geom(loom__cl_op *o, const int64_t *xd, const int64_t *yd, cl
     return loom__cl_meta(o, g, LOOM_G_POOL_LEN, out);
 }
 
+/* 2x2 stride-2 unpadded max pooling of even planes x (.., H, W): the
+ * window-per-item kernels; *windows: (N*C) * OH * OW */
+static bool max2(const loom_tensor *pool, const int64_t *xd, int64_t *windows) {
+    const int64_t *p = pool->p;
+    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
+    return p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
+           p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0;
+}
+
 static loom_status forward(loom__cl_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
     cl_mem g;
     cl_kernel k;
     loom_status st;
+    int64_t nw;
+    if (kind == LOOM_K_POOL_MAX && max2(y, x->dims, &nw)) {
+        if ((st = loom__cl_kernel(o, y->dtype, "max2", &k)) != LOOM_OK) return st;
+        loom__cl_args a = loom__cl_args_begin(o, k);
+        loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, y);
+        loom__cl_arg_i64(&a, nw), loom__cl_arg_i64(&a, x->dims[3]), loom__cl_arg_i64(&a, x->dims[3] / 2);
+        if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+        return loom__cl_launch_1d(o, k, nw);
+    }
     if ((st = geom(o, x->dims, y->dims, &g)) != LOOM_OK || (st = loom__cl_kernel(o, y->dtype, "pool2d", &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
@@ -30,6 +49,15 @@ static loom_status backward(loom__cl_op *o, int kind) {
     cl_mem g;
     cl_kernel k;
     loom_status st;
+    int64_t nw;
+    if (kind == LOOM_K_POOL_MAX && max2(dx, dx->dims, &nw)) {
+        if ((st = loom__cl_kernel(o, dx->dtype, "max2_grad", &k)) != LOOM_OK) return st;
+        loom__cl_args a = loom__cl_args_begin(o, k);
+        loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, dy), loom__cl_arg_t(&a, dx);
+        loom__cl_arg_i64(&a, nw), loom__cl_arg_i64(&a, dx->dims[3]), loom__cl_arg_i64(&a, dx->dims[3] / 2);
+        if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+        return loom__cl_launch_1d(o, k, nw);
+    }
     if ((st = geom(o, dx->dims, dy->dims, &g)) != LOOM_OK ||
         (st = loom__cl_kernel(o, dx->dtype, "pool2d_grad", &k)) != LOOM_OK)
         return st;

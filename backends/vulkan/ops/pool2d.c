@@ -1,7 +1,9 @@
 /* backends/vulkan/ops/pool2d.c — host side of max, average and adaptive
  * average pooling and their gradients (shaders/pool2d.comp): one invocation
- * per output element (forward) or per dx element (gradients, gathers). The
- * geometry goes in an int32 meta table; parameters in core/ops/pool2d.c. */
+ * per output element (forward) or per dx element (gradients, gathers); 2x2
+ * stride-2 max pooling of even planes one invocation per window (K_MAX2*).
+ * The geometry goes in an int32 meta table (push constants for K_MAX2*);
+ * parameters in core/ops/pool2d.c. */
 #include "../vulkan.h"
 
 /* geometry table (LOOM_G_POOL_*) from x's and y's shapes */
@@ -11,8 +13,26 @@ static loom_status geom(loom__vk_op *o, const int64_t *xd, const int64_t *yd, lo
     return loom__vk_meta(o, g, LOOM_G_POOL_LEN, out);
 }
 
+/* 2x2 stride-2 unpadded max pooling of even planes x (.., H, W): the
+ * window-per-invocation kernels (K_MAX2*); *windows: (N*C) * OH * OW */
+static bool max2(const loom_tensor *pool, const int64_t *xd, int64_t *windows) {
+    const int64_t *p = pool->p;
+    bool ok = p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
+              p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0;
+    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
+    return ok && *windows < ((int64_t)1 << 31);
+}
+
 static loom_status forward(loom__vk_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t nw;
+    if (kind == LOOM_K_POOL_MAX && max2(y, x->dims, &nw)) {
+        loom__vk_call c;
+        loom__vk_begin(o, &c, "max2", y->dtype);
+        loom__vk_in(&c, x), loom__vk_out(&c, y);
+        loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)x->dims[3]), loom__vk_u32(&c, (uint32_t)(x->dims[3] / 2));
+        return loom__vk_run_1d(&c, nw);
+    }
     loom__buffer *g;
     loom_status st = geom(o, x->dims, y->dims, &g);
     if (st != LOOM_OK) return st;
@@ -26,6 +46,14 @@ static loom_status forward(loom__vk_op *o, int kind) {
 /* dx = the node (x's shape); max: src (x, dy), avg/adaptive: src (dy), bound as x too */
 static loom_status backward(loom__vk_op *o, int kind) {
     const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == LOOM_K_POOL_MAX ? o->t->src[1] : o->t->src[0];
+    int64_t nw;
+    if (kind == LOOM_K_POOL_MAX && max2(dx, dx->dims, &nw)) {
+        loom__vk_call c;
+        loom__vk_begin(o, &c, "max2_grad", dx->dtype);
+        loom__vk_in(&c, x), loom__vk_in(&c, dy), loom__vk_out(&c, dx);
+        loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)dx->dims[3]), loom__vk_u32(&c, (uint32_t)(dx->dims[3] / 2));
+        return loom__vk_run_1d(&c, nw);
+    }
     loom__buffer *g;
     loom_status st = geom(o, dx->dims, dy->dims, &g);
     if (st != LOOM_OK) return st;
