@@ -4,7 +4,10 @@
  * per output element; the gradients are gathers (one thread per dx element
  * finds the windows covering it, in the CPU's (i, j) order), so there are no
  * atomics. Max-pool's gradient recomputes each covering window's argmax
- * exactly as the forward does. */
+ * exactly as the forward does. 2x2 stride-2 unpadded max pooling of even
+ * planes runs one thread per window (max2_k, max2_grad_k: the window loaded
+ * once, the gradient's four dx values written by its thread), the same rule
+ * (arg4 = pool_argmax on a 2x2 window) and the same bits. */
 #include <math.h>
 
 #include "../common.cuh"
@@ -124,6 +127,47 @@ __global__ void pool2d_grad_k(const T *x, const T *dy, T *dx, pgeom g, int kind)
     st(dx, k, acc);
 }
 
+/* the first maximum of a, b (top row), c, d; a NaN replaces the maximum so far */
+__device__ __forceinline__ int arg4(float a, float b, float c, float d) {
+    int k = 0;
+    float m = a;
+    if (b > m || isnan(b)) m = b, k = 1;
+    if (c > m || isnan(c)) m = c, k = 2;
+    if (d > m || isnan(d)) k = 3;
+    return k;
+}
+
+/* window k = (p * OH + i) * OW + j of x (P, 2 OH, W = 2 OW): its top-left at r * 2W + 2j, r = k / OW */
+template <typename T>
+__global__ void max2_k(const T *x, T *y, int64_t windows, int64_t W, int64_t OW) {
+    int64_t k = gid1();
+    if (k >= windows) return;
+    int64_t top = (k / OW) * 2 * W + 2 * (k % OW);
+    T v[4] = {x[top], x[top + 1], x[top + W], x[top + W + 1]};
+    y[k] = v[arg4(ldf(v[0]), ldf(v[1]), ldf(v[2]), ldf(v[3]))];
+}
+
+template <typename T>
+__global__ void max2_grad_k(const T *x, const T *dy, T *dx, int64_t windows, int64_t W, int64_t OW) {
+    int64_t k = gid1();
+    if (k >= windows) return;
+    int64_t top = (k / OW) * 2 * W + 2 * (k % OW);
+    int q = arg4(ldf(x[top]), ldf(x[top + 1]), ldf(x[top + W]), ldf(x[top + W + 1]));
+    T g = dy[k], z = stf<T>(0.0f);
+    dx[top] = q == 0 ? g : z;
+    dx[top + 1] = q == 1 ? g : z;
+    dx[top + W] = q == 2 ? g : z;
+    dx[top + W + 1] = q == 3 ? g : z;
+}
+
+/* 2x2 stride-2 unpadded max pooling of even planes x (.., H, W); *windows: (N*C) * OH * OW */
+static bool max2(const loom_tensor *pool, const int64_t *xd, int64_t *windows) {
+    const int64_t *p = pool->p;
+    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
+    return p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
+           p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0;
+}
+
 /* geometry table from x's and y's shapes */
 static pgeom geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd) {
     pgeom g;
@@ -134,7 +178,10 @@ static pgeom geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd) {
 template <typename T>
 static loom_status forward(loom__cu_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
-    int64_t n = loom_tensor_numel(y);
+    int64_t n = loom_tensor_numel(y), nw;
+    if (kind == LOOM_K_POOL_MAX && max2(y, x->dims, &nw))
+        return loom__cu_launch(o, max2_k<T>, loom__cu_grid1d(nw), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
+                               loom__cu_ptr<T>(o, y), nw, x->dims[3], x->dims[3] / 2);
     return loom__cu_launch(o, pool2d_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
                            loom__cu_ptr<T>(o, y), geom(y, x->dims, y->dims), kind);
 }
@@ -143,7 +190,10 @@ static loom_status forward(loom__cu_op *o, int kind) {
 template <typename T>
 static loom_status backward(loom__cu_op *o, int kind) {
     const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == LOOM_K_POOL_MAX ? o->t->src[1] : o->t->src[0];
-    int64_t n = loom_tensor_numel(dx);
+    int64_t n = loom_tensor_numel(dx), nw;
+    if (kind == LOOM_K_POOL_MAX && max2(dx, dx->dims, &nw))
+        return loom__cu_launch(o, max2_grad_k<T>, loom__cu_grid1d(nw), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
+                               loom__cu_ptr<T>(o, dy), loom__cu_ptr<T>(o, dx), nw, dx->dims[3], dx->dims[3] / 2);
     return loom__cu_launch(o, pool2d_grad_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
                            loom__cu_ptr<T>(o, dy), loom__cu_ptr<T>(o, dx), geom(dx, dx->dims, dy->dims), kind);
 }
