@@ -200,14 +200,29 @@
 #define LOOM_G_AUG_RSTEP 1
 #define LOOM_G_AUG_COL0 2    /* output column x reads source column COL0 + CSTEP x */
 #define LOOM_G_AUG_CSTEP 3
-#define LOOM_G_AUG_BRIGHT 4  /* 1: brightness, v = trunc(clamp(v * f, 0, 255)) in f32 before the lookup */
-#define LOOM_G_AUG_BFACTOR 5 /* the brightness factor f: the bits of an f32 */
+/* ColorJitter: the adjustments in the order they run, LOOM_K_AUG_BITS bits
+ * each from bit 0 (codes LOOM_K_AUG_*; 0 ends the list; each code once) */
+#define LOOM_G_AUG_JITTER 4
+#define LOOM_G_AUG_BFACTOR 5 /* brightness factor f (the bits of an f32) */
 /* the source window read: rows [Y0, Y1), columns [X0, X1) (within the image);
  * pixels outside it are the fill (the padding of a crop of a crop) */
 #define LOOM_G_AUG_Y0 6
 #define LOOM_G_AUG_Y1 7
 #define LOOM_G_AUG_X0 8
 #define LOOM_G_AUG_X1 9
-#define LOOM_G_AUG_COUNT 12  /* columns (10 and 11 are 0) */
+#define LOOM_G_AUG_CFACTOR 10 /* contrast f and g = (f32)(1 - f), f32 bits */
+#define LOOM_G_AUG_CGAIN 11
+#define LOOM_G_AUG_SFACTOR 12 /* saturation f and g = (f32)(1 - f), f32 bits */
+#define LOOM_G_AUG_SGAIN 13
+#define LOOM_G_AUG_HFACTOR 14 /* hue shift f in [-0.5, 0.5], f32 bits */
+#define LOOM_G_AUG_COUNT 16   /* columns (15 is 0) */
+/* the codes of LOOM_G_AUG_JITTER */
+#define LOOM_K_AUG_BITS 3
+#define LOOM_K_AUG_BRIGHT 1
+#define LOOM_K_AUG_CONTRAST 2
+#define LOOM_K_AUG_SAT 3
+#define LOOM_K_AUG_HUE 4
+/* the most output pixels per image (the contrast mean's u32 sum of u8 grays) */
+#define LOOM_K_AUG_MAX_PIXELS 16777216
 
 #endif

@@ -7,9 +7,11 @@
  * The device part composes crops and flips into one map per axis: output
  * (y, x) reads host-result pixel (ROW0 + RSTEP y, COL0 + CSTEP x), inside
  * the window [Y0, Y1) x [X0, X1) (the part of the host result that is not
- * padding of an earlier crop); elsewhere the fill. Brightness (a
- * ColorJitter with only brightness on) must come last: it also scales the
- * padding, as on the host.
+ * padding of an earlier crop); elsewhere the fill. A ColorJitter must
+ * come last: it also changes the padding, and contrast's mean is of the
+ * whole image, padding included, as on the host. Its adjustments go into
+ * the table in the sample's drawn order (LOOM_G_AUG_JITTER), with the f32
+ * factors the host's adjustments round theirs to (loader/transforms.c).
  */
 #include "device_aug.h"
 
@@ -18,7 +20,7 @@
 
 #include "pipeline_impl.h"
 
-_Static_assert(LOOM_G_AUG_COUNT == 12, "loom_loader_batch.prm documents 12 columns");
+_Static_assert(LOOM_G_AUG_COUNT == 16, "loom_loader_batch.prm documents 16 columns");
 
 bool loom_loader_device_capable(const loom_tf_step *steps, int n) {
     for (int i = 0; i < n; i++)
@@ -32,11 +34,14 @@ static int crop_fill(const loom_tf_step *s) {
     return pads ? s->fill : -1;
 }
 
-static bool brightness_only(const loom_tf_step *s) {
-    return s->kind == LOOM_TF_COLOR_JITTER && !s->jitter_on[1] && !s->jitter_on[2] && !s->jitter_on[3];
+/* a ColorJitter the device runs on images of c channels: brightness on
+ * any, contrast, saturation and hue on gray or RGB (as the host defines them) */
+static bool device_jitter(const loom_tf_step *s, int c) {
+    return s->kind == LOOM_TF_COLOR_JITTER &&
+           (c == 1 || c == 3 || (!s->jitter_on[1] && !s->jitter_on[2] && !s->jitter_on[3]));
 }
 
-loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__dev_split *out) {
+loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, loom__dev_split *out) {
     for (int i = 0; i < n; i++)
         if (steps[i].kind == LOOM_TF_RANDOM_ERASING)
             return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "loader: device augmentation: step %d (RandomErasing) acts on "
@@ -45,7 +50,7 @@ loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, loom
     while (split > 0) {
         const loom_tf_step *s = &steps[split - 1];
         bool ok = s->kind == LOOM_TF_RANDOM_HFLIP || s->kind == LOOM_TF_RANDOM_VFLIP || s->kind == LOOM_TF_CENTER_CROP ||
-                  (brightness_only(s) && split == n);
+                  (device_jitter(s, c) && split == n);
         if (s->kind == LOOM_TF_RANDOM_CROP && s->pad_mode == LOOM_PAD_CONSTANT) {
             int f = crop_fill(s);
             ok = f < 0 || fill < 0 || f == fill;
@@ -90,6 +95,8 @@ static void axis_flip(axis_map *a) {
     a->step = -a->step;
 }
 
+static void set_f32(int32_t *prm, int col, float f) { memcpy(&prm[col], &f, sizeof f); }
+
 void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng *rng, int64_t h, int64_t w,
                       int32_t *prm) {
     axis_map ax[2] = {{0, 1, h, 0, h}, {0, 1, w, 0, w}};
@@ -117,11 +124,14 @@ void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng
             int order[4];
             double f[4];
             loom__tf_jitter_params(s, rng, order, f);
-            if (s->jitter_on[0]) {
-                float ff = (float)f[0];
-                prm[LOOM_G_AUG_BRIGHT] = 1;
-                memcpy(&prm[LOOM_G_AUG_BFACTOR], &ff, sizeof ff);
-            }
+            uint32_t list = 0;
+            for (int k = 0, at = 0; k < 4; k++) /* codes LOOM_K_AUG_BRIGHT .. HUE are 1 + the host's index */
+                if (s->jitter_on[order[k]]) list |= (uint32_t)(order[k] + 1) << (LOOM_K_AUG_BITS * at++);
+            prm[LOOM_G_AUG_JITTER] = (int32_t)list;
+            set_f32(prm, LOOM_G_AUG_BFACTOR, (float)f[0]);
+            set_f32(prm, LOOM_G_AUG_CFACTOR, (float)f[1]), set_f32(prm, LOOM_G_AUG_CGAIN, (float)(1.0 - f[1]));
+            set_f32(prm, LOOM_G_AUG_SFACTOR, (float)f[2]), set_f32(prm, LOOM_G_AUG_SGAIN, (float)(1.0 - f[2]));
+            set_f32(prm, LOOM_G_AUG_HFACTOR, (float)f[3]);
             break;
         }
         default: break; /* loom__dev_plan keeps no other step */
@@ -135,7 +145,7 @@ void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng
 
 loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w,
                             loom__dev_split *out) {
-    loom_status st = loom__dev_plan(ctx, steps, n, out);
+    loom_status st = loom__dev_plan(ctx, steps, n, c, out);
     if (st != LOOM_OK) return st;
     size_t mb;
     if (h > 0) return loom__tf_plan(ctx, steps, out->split, c, h, w, &out->h, &out->w, &mb);

@@ -16,9 +16,10 @@ typedef struct loom__dev_split {
 } loom__dev_split;
 
 /* The longest tail of crops (constant padding, one fill), flips and a
- * final brightness-only ColorJitter that lies outside every RandomOrder;
- * an error when the pipeline has RandomErasing (it acts on the tensor). */
-loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__dev_split *out);
+ * final ColorJitter that lies outside every RandomOrder, for images of c
+ * channels (contrast, saturation and hue on 1 or 3 channels only); an error
+ * when the pipeline has RandomErasing (it acts on the tensor). */
+loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, loom__dev_split *out);
 
 /* The device steps' row of the parameter table (LOOM_G_AUG_*, core/params.h)
  * for a host result of (h, w): the draws of steps [split, n), from rng

@@ -3,10 +3,14 @@
  * vulkan under the validation layer, opencl; cuda where it runs), the same
  * epochs' batches loaded with the host pipeline and with the device one
  * (u8 images + per-sample table through loom_loader_device_input) agree:
- * bit for bit for the crops, flips and brightness (the arithmetic is
- * exact), and within one u8 step per pixel (before normalisation) in
- * general. Pipelines: padded crops and flips on the device alone; a
- * centre crop before a padded crop (the window), brightness last; a
+ * bit for bit for the crops, flips and ColorJitter (the arithmetic is
+ * exact where f32 division is correctly rounded, as on lavapipe and PoCL),
+ * and within one u8 step per pixel (before normalisation) in general.
+ * Pipelines: padded crops and flips on the device alone; a centre crop
+ * before a padded crop (the window), brightness last; the full ColorJitter
+ * last (the device runs it: the table lists contrast, saturation or hue)
+ * after padded crops and flips, on 3 and 1 channels and after a Resize of
+ * images of different sizes (the guide's pipeline up to its affine); a
  * RandomResizedCrop and a RandomAffine left on the host before device
  * steps; a RandomOrder (kept whole on the host); images of different
  * sizes (a decoding source) with Resize or RandomResizedCrop on the host;
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/params.h"
 #include "loom/loader.h"
 #include "testutil.h"
 
@@ -28,20 +33,29 @@ typedef struct pcase {
     int c, h, w;
     bool exact; /* bit for bit (else within one u8 step) */
     bool var;   /* images of different sizes (a decoding source: get_image) */
+    bool full;  /* the device runs a ColorJitter with contrast, saturation or hue */
 } pcase;
 
 static const pcase cases[] = {
-    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false},
+    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false, false},
     {"CenterCrop(18); RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); RandomHorizontalFlip(p=0.7); "
-     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false},
+     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false, false},
     {"RandomResizedCrop(16); RandomHorizontalFlip(); RandomCrop((14, 12), padding=(2, 3), pad_if_needed=True)", 1, 21,
-     19, true, false},
-    {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true, false},
+     19, true, false, false},
+    {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true, false,
+     false},
     {"RandomAffine(10, translate=(0.1, 0.1)); RandomCrop(18, padding=2, fill=3); RandomHorizontalFlip()", 3, 20, 20,
-     false, false},
-    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false},
-    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true},
-    {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true},
+     false, false, false},
+    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false, false},
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true, false},
+    {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true, false},
+    {"RandomCrop(20, padding=4, fill=40); RandomHorizontalFlip(); ColorJitter(0.4, 0.5, 0.6, 0.25)", 3, 22, 21, true,
+     false, true},
+    {"CenterCrop(17); RandomVerticalFlip(); ColorJitter(brightness=0.2, contrast=0.6, saturation=0.5, hue=0.1)", 1, 20,
+     19, true, false, true},
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2)", 3, 0, 0, true,
+     true, true},
+    {"RandomCrop(18, padding=3); ColorJitter(contrast=(0.2, 1.8), hue=(-0.5, 0.5))", 3, 18, 18, true, false, true},
 };
 
 /* a decoding source: image i is (17 + 7i mod 13) x (15 + 5i mod 11), pixels from i */
@@ -99,7 +113,7 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     if (host) loom_loader_shape(host, &c, &oh, &ow);
     size_t per = host ? (size_t)c * (size_t)oh * (size_t)ow : 0;
     float *out = malloc(8 * per * sizeof *out + 1);
-    int64_t batches = 0, exact_px = 0, px = 0;
+    int64_t batches = 0, exact_px = 0, px = 0, full_rows = 0;
     double worst = 0; /* in u8 steps */
     for (int e = 0; plan && host && dev && e < 2; e++) {
         loom_loader_begin(host, e, 0, 0), loom_loader_begin(dev, e, 0, 0);
@@ -113,6 +127,8 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
             }
             CHECK(db.x == NULL && db.u8 && db.prm && hb.u8 == NULL, "batch fields");
             CHECK(!memcmp(hb.y, db.y, (size_t)hb.count * sizeof *hb.y), "labels differ");
+            for (int r = 0; r < db.count; r++) /* a list with a code above brightness's */
+                full_rows += (uint32_t)db.prm[r * LOOM_G_AUG_COUNT + LOOM_G_AUG_JITTER] > LOOM_K_AUG_BRIGHT;
             CHECK_OK(ctx, loom_plan_write(plan, u8, db.u8, (size_t)8 * (size_t)loom_tensor_numel(u8) / 8));
             CHECK_OK(ctx, loom_plan_write(plan, prm, db.prm, (size_t)loom_tensor_numel(prm) * sizeof(int32_t)));
             CHECK_OK(ctx, loom_plan_run(plan));
@@ -129,6 +145,8 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     CHECK(batches == 10, "%s on %s: %lld batches compared (expected 2 epochs of 5)", pc->spec, loom_backend_name(be),
           (long long)batches);
     CHECK(worst <= 1.0001, "%s on %s: a pixel differs by %.3f u8 steps", pc->spec, loom_backend_name(be), worst);
+    CHECK(pc->full ? full_rows > 0 : full_rows == 0, "%s on %s: %lld samples with a full ColorJitter on the device",
+          pc->spec, loom_backend_name(be), (long long)full_rows);
     if (pc->exact)
         CHECK(exact_px == px, "%s on %s: %lld of %lld values differ (expected bit for bit)", pc->spec,
               loom_backend_name(be), (long long)(px - exact_px), (long long)px);

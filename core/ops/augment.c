@@ -1,5 +1,5 @@
 /* core/ops/augment.c — augment_u8: the loader's per-sample crops, flips,
- * brightness and ToTensor + Normalize run on the training backend (device
+ * ColorJitter and ToTensor + Normalize run on the training backend (device
  * augmentation, loader/device_aug.c). A data op: no gradient (its inputs are
  * data, never parameters).
  *
@@ -8,15 +8,31 @@
  *     source pixel (r, s) = (ROW0 + RSTEP y, COL0 + CSTEP x) of sample n (its
  *     row of prm, columns in core/params.h); outside the window rows
  *     [Y0, Y1), columns [X0, X1) of prm (clipped to the image) the value is
- *     p[LOOM_P_AUG_FILL] in every channel. With BRIGHT set, the value v
- *     becomes trunc(clamp((float)v * f, 0, 255)) (f32, one rounding: what
- *     the loader's adjust_brightness computes). Then y[n, k, y, x] =
- *     lut[k][v], converted to y's dtype (round to nearest even).
+ *     p[LOOM_P_AUG_FILL] in every channel. Then the colour adjustments listed
+ *     in JITTER run in that order on the pixel's C values v (f32, every
+ *     product and sum rounded on its own; T(r) = trunc(clamp(r, 0, 255))),
+ *     as the loader's ColorJitter computes them (loader/transforms.c):
+ *       brightness  v = T(v f)
+ *       contrast    v = T(v f + mean g), mean: the gray of the whole OH x OW
+ *                   image as it stands before contrast (fill pixels too),
+ *                   floored per pixel, summed exactly, divided in double and
+ *                   rounded to f32
+ *       saturation  v = T(v f + gray g), gray = floor of the pixel's gray
+ *       hue         the RGB -> HSV -> RGB round trip of adjust_hue
+ *     where gray = floor(0.2989 r + 0.587 g + 0.114 b) for C = 3 and the
+ *     first channel otherwise; saturation and hue leave C != 3 alone. Then
+ *     y[n, k, y, x] = lut[k][v_k], converted to y's dtype (round to nearest
+ *     even).
  *
- * Every step is exact (integer indexing, one correctly rounded product, a
- * table lookup), so every backend gives the CPU's bits (LOOM__OPF_REPRO).
- * Indices are computed in 32 bits on the GPUs: the table's values must keep
- * |ROW0| + |RSTEP| OH and |COL0| + |CSTEP| OW below 2^31. */
+ * Integer indexing, correctly rounded f32 operations and a table lookup:
+ * every backend gives the CPU's bits (LOOM__OPF_REPRO) where its f32
+ * division is correctly rounded (hue divides; OpenCL builds with
+ * -cl-fp32-correctly-rounded-divide-sqrt where the device has it; a Vulkan
+ * device may divide within 2.5 ulp, then hue may move a value by one u8
+ * step). The GPUs form the contrast mean from the u32 sum by an integer
+ * long division (no doubles there): the same f32. Indices are computed in 32
+ * bits on the GPUs: the table's values must keep |ROW0| + |RSTEP| OH and
+ * |COL0| + |CSTEP| OW below 2^31; OH OW is at most LOOM_K_AUG_MAX_PIXELS. */
 #include "../impl.h"
 #include "../params.h"
 
@@ -38,9 +54,11 @@ loom_tensor *loom_augment_u8(loom_graph *g, loom_tensor *x, loom_tensor *prm, lo
     if (!loom_dtype_is_float(dt))
         return loom__fail(g, LOOM_ERR_DTYPE, "augment_u8: output dtype %s, a float dtype is required",
                           loom_dtype_name(dt));
-    if (oh < 1 || ow < 1 || oh > INT32_MAX || ow > INT32_MAX || fill < 0 || fill > 255)
-        return loom__fail(g, LOOM_ERR_INVALID_ARG, "augment_u8: output %lldx%lld, fill %d (expected sizes >= 1 and a "
-                          "fill in 0..255)", (long long)oh, (long long)ow, fill);
+    if (oh < 1 || ow < 1 || oh > LOOM_K_AUG_MAX_PIXELS || ow > LOOM_K_AUG_MAX_PIXELS ||
+        oh * ow > LOOM_K_AUG_MAX_PIXELS || fill < 0 || fill > 255)
+        return loom__fail(g, LOOM_ERR_INVALID_ARG,
+                          "augment_u8: output %lldx%lld, fill %d (expected sizes >= 1, at most %d pixels, and a fill "
+                          "in 0..255)", (long long)oh, (long long)ow, fill, LOOM_K_AUG_MAX_PIXELS);
     loom_tensor *src[3] = {x, prm, lut};
     loom_tensor *y = loom__node(g, LOOM_OP_AUGMENT_U8, dt, 4, (int64_t[]){n, c, oh, ow}, 3, src);
     if (y) y->p[LOOM_P_AUG_FILL] = fill;

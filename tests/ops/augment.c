@@ -1,8 +1,13 @@
 /* tests/ops/augment.c — op cases of augment_u8 (device augmentation): u8
  * images of 3 and 1 channels, per-sample tables with padded crops (reads
- * outside the image or the window take the fill), horizontal and vertical flips and
- * brightness on and off, into the normalising table of the loader. Exact
- * by construction on every backend; a data op: no gradient check. */
+ * outside the image or the window take the fill), horizontal and vertical
+ * flips, and brightness alone or the full ColorJitter (brightness,
+ * contrast, saturation, hue in a different order per sample: contrast
+ * first, in the middle and last, so its mean is of images adjusted in
+ * different ways, padding included), into the normalising table of the
+ * loader. The CPU's bits on every backend (a pixel one u8 step off is an
+ * f32 NMSE near 1e-6, far above the tolerance); a data op: no gradient
+ * check. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +15,18 @@
 
 #include "../../core/params.h"
 
-/* variant: bit 0: 1 channel (else 3) */
+static void set_f32(int32_t *row, int col, float f) { memcpy(&row[col], &f, sizeof f); }
+
+/* the codes a, b, c, d (LOOM_K_AUG_*, 0 ends) as LOOM_G_AUG_JITTER lists them */
+static int32_t order(int a, int b, int c, int d) {
+    return a | b << LOOM_K_AUG_BITS | c << 2 * LOOM_K_AUG_BITS | d << 3 * LOOM_K_AUG_BITS;
+}
+
+/* variant: bit 0: 1 channel (else 3); bit 1: the full ColorJitter, larger images */
 static loom_tensor *augment(loom_graph *g, loom_dtype dt, int v) {
+    bool jit = v & 2;
     int64_t c = v & 1 ? 1 : 3, n = 3, h = v & 1 ? 9 : 7, w = v & 1 ? 5 : 6, oh = 5, ow = 4;
+    if (jit) h = 23, w = 19, oh = 17, ow = 21;
     uint8_t *px = malloc((size_t)(n * h * w * c));
     if (!px) return NULL;
     for (int64_t i = 0; i < n * h * w * c; i++) {
@@ -25,11 +39,26 @@ static loom_tensor *augment(loom_graph *g, loom_dtype dt, int v) {
     float f1 = 1.3f, f2 = 0.6f;
     int32_t p[3][LOOM_G_AUG_COUNT] = {
         {-2, 1, -1, 1, 0, 0, 0, 99, -5, 99},                            /* a crop of the padded image */
-        {(int32_t)h - 1, -1, (int32_t)w - 1, -1, 1, 0, 1, 5, 0, 4, 0, 0}, /* both flips, brighter, a window */
-        {3, 1, (int32_t)w + 1, -1, 1, 0, 0, (int32_t)h, 0, (int32_t)w, 0, 0}, /* a flip with padding, darker */
+        {(int32_t)h - 1, -1, (int32_t)w - 1, -1, 1, 0, 1, 5, 0, 4},       /* both flips, brighter, a window */
+        {3, 1, (int32_t)w + 1, -1, 1, 0, 0, (int32_t)h, 0, (int32_t)w},   /* a flip with padding, darker */
     };
     memcpy(&p[1][LOOM_G_AUG_BFACTOR], &f1, sizeof f1);
     memcpy(&p[2][LOOM_G_AUG_BFACTOR], &f2, sizeof f2);
+    if (jit) {
+        enum { B = LOOM_K_AUG_BRIGHT, C = LOOM_K_AUG_CONTRAST, S = LOOM_K_AUG_SAT, H = LOOM_K_AUG_HUE };
+        p[0][LOOM_G_AUG_JITTER] = order(H, S, C, B), p[1][LOOM_G_AUG_JITTER] = order(C, B, H, S);
+        p[2][LOOM_G_AUG_JITTER] = order(S, C, 0, 0);
+        p[1][LOOM_G_AUG_ROW0] = (int32_t)h - 3, p[1][LOOM_G_AUG_COL0] = (int32_t)w + 1;
+        p[1][LOOM_G_AUG_Y1] = 20, p[1][LOOM_G_AUG_X1] = (int32_t)w - 2;
+        /* brightness, contrast, saturation, hue */
+        const float fs[3][4] = {{1.2f, 0.6f, 1.7f, -0.3f}, {0.8f, 1.4f, 0.3f, 0.45f}, {1.0f, 0.75f, 0.0f, 0.1f}};
+        for (int i = 0; i < 3; i++) {
+            set_f32(p[i], LOOM_G_AUG_BFACTOR, fs[i][0]);
+            set_f32(p[i], LOOM_G_AUG_CFACTOR, fs[i][1]), set_f32(p[i], LOOM_G_AUG_CGAIN, (float)(1.0 - fs[i][1]));
+            set_f32(p[i], LOOM_G_AUG_SFACTOR, fs[i][2]), set_f32(p[i], LOOM_G_AUG_SGAIN, (float)(1.0 - fs[i][2]));
+            set_f32(p[i], LOOM_G_AUG_HFACTOR, fs[i][3]);
+        }
+    }
     loom_tensor *prm = loom_constant(g, "prm", LOOM_I32, 2, (int64_t[]){n, LOOM_G_AUG_COUNT}, p);
     float lut[3][256];
     const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
@@ -42,5 +71,7 @@ static loom_tensor *augment(loom_graph *g, loom_dtype dt, int v) {
 const loom_op_case loom_cases_augment[] = {
     {"augment_u8 3 channels: padded crop, flips, brightness", augment, 0, 0, TC_NO_GRADCHECK, 0},
     {"augment_u8 1 channel: padded crop, flips, brightness", augment, 1, 0, TC_NO_GRADCHECK, 0},
+    {"augment_u8 3 channels: crops, flips, full ColorJitter", augment, 2, 0, TC_NO_GRADCHECK, 0},
+    {"augment_u8 1 channel: crops, flips, full ColorJitter", augment, 3, 0, TC_NO_GRADCHECK, 0},
     {0},
 };

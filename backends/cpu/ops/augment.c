@@ -1,6 +1,13 @@
 /* backends/cpu/ops/augment.c — CPU kernel of augment_u8 (core/ops/augment.c),
- * the reference of the device augmentation: one output row of one channel
- * per work item, split across the thread pool. */
+ * the reference of the device augmentation. Two passes: the contrast mean of
+ * each sample that has one (one sample per work item), then one output row
+ * (all channels) per work item, split across the thread pool.
+ *
+ * Built with -ffp-contract=off (CMakeLists.txt): every product and sum is
+ * its own f32 rounding, as in the loader's ColorJitter (loader/transforms.c),
+ * whose arithmetic the adjustments below repeat line for line. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../cpu_impl.h"
@@ -10,69 +17,160 @@ typedef struct aug_job {
     const int32_t *prm;
     const float *lut;
     void *y;
-    int64_t c, h, w, oh, ow;
+    float *mean; /* (N) the contrast mean of each sample (unused where it has none) */
+    int c; /* 1..4 */
+    int64_t h, w, oh, ow;
     uint8_t fill;
 } aug_job;
 
-/* the brightness of core/ops/augment.c: trunc(clamp(v * f, 0, 255)) in f32 */
-static uint8_t bright(uint8_t v, float f) {
-    float r = (float)v * f;
-    r = r > 0.0f ? r : 0.0f;
-    r = r < 255.0f ? r : 255.0f;
-    return (uint8_t)(int32_t)r;
+static float f32_at(const int32_t *p, int col) {
+    float f;
+    memcpy(&f, &p[col], sizeof f);
+    return f;
 }
 
-/* columns [c0, c0 + cnt) of output row r of the (N, C, OH) rows: the u8
- * values before the lookup */
-static void aug_row(const aug_job *j, int64_t r, int64_t c0, int64_t cnt, uint8_t *u) {
-    int64_t oy = r % j->oh, k = (r / j->oh) % j->c, n = r / (j->oh * j->c);
-    const int32_t *p = j->prm + n * LOOM_G_AUG_COUNT;
-    const uint8_t *img = j->x + n * j->h * j->w * j->c;
-    int64_t y0 = p[LOOM_G_AUG_Y0] > 0 ? p[LOOM_G_AUG_Y0] : 0, y1 = p[LOOM_G_AUG_Y1] < j->h ? p[LOOM_G_AUG_Y1] : j->h;
-    int64_t x0 = p[LOOM_G_AUG_X0] > 0 ? p[LOOM_G_AUG_X0] : 0, x1 = p[LOOM_G_AUG_X1] < j->w ? p[LOOM_G_AUG_X1] : j->w;
-    int64_t sy = (int64_t)p[LOOM_G_AUG_ROW0] + (int64_t)p[LOOM_G_AUG_RSTEP] * oy;
-    float f;
-    memcpy(&f, &p[LOOM_G_AUG_BFACTOR], sizeof f);
-    for (int64_t ox = c0; ox < c0 + cnt; ox++) {
-        int64_t sx = (int64_t)p[LOOM_G_AUG_COL0] + (int64_t)p[LOOM_G_AUG_CSTEP] * ox;
-        uint8_t v = sy >= y0 && sy < y1 && sx >= x0 && sx < x1 ? img[(sy * j->w + sx) * j->c + k] : j->fill;
-        u[ox - c0] = p[LOOM_G_AUG_BRIGHT] ? bright(v, f) : v;
+/* torch: the float result clamped to [0, 255], then .to(uint8) truncates */
+static uint8_t trunc_u8(float v) {
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    return (uint8_t)(int32_t)v;
+}
+
+/* floor of rgb_to_grayscale: the (weighted) gray of one pixel, an integer */
+static int32_t gray_floor(const uint8_t *v, int c) {
+    if (c != 3) return v[0];
+    return (int32_t)((float)v[0] * 0.2989f + (float)v[1] * 0.587f + (float)v[2] * 0.114f);
+}
+
+static float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
+
+/* adjust_hue of one RGB pixel (loader/transforms.c loom__hue_span) */
+static void hue(float f, uint8_t *v) {
+    const float inv = (float)(1.0 / 255.0);
+    float r = (float)v[0] * inv, g = (float)v[1] * inv, b = (float)v[2] * inv;
+    float maxc = fmaxf(r, fmaxf(g, b)), minc = fminf(r, fminf(g, b));
+    bool eqc = maxc == minc;
+    float range = maxc - minc;
+    float s = range / (eqc ? 1.0f : maxc);
+    float dv = eqc ? 1.0f : range;
+    float rc = (maxc - r) / dv, gc = (maxc - g) / dv, bc = (maxc - b) / dv;
+    float hr = maxc == r ? bc - gc : 0.0f;
+    float hg = (maxc == g && maxc != r) ? 2.0f + rc - bc : 0.0f;
+    float hb = (maxc != g && maxc != r) ? 4.0f + gc - rc : 0.0f;
+    float h = fmodf((hr + hg + hb) * (1.0f / 6.0f) + 1.0f, 1.0f);
+    h += f;
+    h = h - floorf(h);
+    if (h >= 1.0f) h = 0.0f;
+    float h6 = h * 6.0f, fi = floorf(h6), fr = h6 - fi;
+    int sect = ((int)fi % 6 + 6) % 6;
+    float sxf = s * fr;
+    float q = clamp01((1.0f - sxf) * maxc), t = clamp01((sxf + (1.0f - s)) * maxc), pp = clamp01((1.0f - s) * maxc);
+    float vpqt[4] = {maxc, pp, q, t};
+    static const int sel[3][6] = {{0, 2, 1, 1, 3, 0}, {3, 0, 0, 2, 1, 1}, {1, 1, 3, 0, 0, 2}};
+    for (int k = 0; k < 3; k++) v[k] = trunc_u8(vpqt[sel[k][sect]] * (255.0f + 1.0f - 1e-3f));
+}
+
+/* one adjustment (code LOOM_K_AUG_*) on the c values of one pixel of the
+ * sample whose row of the table is p; mean: its contrast mean. Brightness
+ * and contrast run on all four lanes (those past c are unused). */
+static void adjust(int code, const int32_t *p, float mean, int c, uint8_t v[4]) {
+    if (code == LOOM_K_AUG_BRIGHT) {
+        float f = f32_at(p, LOOM_G_AUG_BFACTOR);
+        for (int k = 0; k < 4; k++) v[k] = trunc_u8((float)v[k] * f);
+    } else if (code == LOOM_K_AUG_CONTRAST) {
+        float f = f32_at(p, LOOM_G_AUG_CFACTOR), add = mean * f32_at(p, LOOM_G_AUG_CGAIN);
+        for (int k = 0; k < 4; k++) v[k] = trunc_u8((float)v[k] * f + add);
+    } else if (code == LOOM_K_AUG_SAT && c == 3) {
+        float f = f32_at(p, LOOM_G_AUG_SFACTOR), add = (float)gray_floor(v, c) * f32_at(p, LOOM_G_AUG_SGAIN);
+        for (int k = 0; k < 3; k++) v[k] = trunc_u8((float)v[k] * f + add);
+    } else if (code == LOOM_K_AUG_HUE && c == 3) {
+        hue(f32_at(p, LOOM_G_AUG_HFACTOR), v);
     }
 }
 
-/* rows [r0, r1) of the (N, C, OH) output rows */
-#define AUGMENT(T)                                                                 \
-    static void aug_##T(void *v, int64_t r0, int64_t r1) {                         \
-        const aug_job *j = v;                                                      \
-        uint8_t u[256];                                                            \
-        for (int64_t r = r0; r < r1; r++) {                                        \
-            const float *lut = j->lut + ((r / j->oh) % j->c) * 256;                \
-            T *o = (T *)j->y + r * j->ow;                                          \
-            for (int64_t c0 = 0; c0 < j->ow; c0 += 256) {                          \
-                int64_t n = j->ow - c0 < 256 ? j->ow - c0 : 256;                   \
-                aug_row(j, r, c0, n, u);                                           \
-                for (int64_t i = 0; i < n; i++) o[c0 + i] = (T)lut[u[i]];          \
-            }                                                                      \
-        }                                                                          \
+static int code_at(const int32_t *p, int i) {
+    return (int)(((uint32_t)p[LOOM_G_AUG_JITTER] >> (LOOM_K_AUG_BITS * i)) & ((1u << LOOM_K_AUG_BITS) - 1));
+}
+
+/* the c values of output pixel (oy, ox) of sample n before the adjustments
+ * (then zeros up to four) */
+static void fetch(const aug_job *j, int64_t n, int64_t oy, int64_t ox, uint8_t v[4]) {
+    const int32_t *p = j->prm + n * LOOM_G_AUG_COUNT;
+    int64_t y0 = p[LOOM_G_AUG_Y0] > 0 ? p[LOOM_G_AUG_Y0] : 0, y1 = p[LOOM_G_AUG_Y1] < j->h ? p[LOOM_G_AUG_Y1] : j->h;
+    int64_t x0 = p[LOOM_G_AUG_X0] > 0 ? p[LOOM_G_AUG_X0] : 0, x1 = p[LOOM_G_AUG_X1] < j->w ? p[LOOM_G_AUG_X1] : j->w;
+    int64_t sy = (int64_t)p[LOOM_G_AUG_ROW0] + (int64_t)p[LOOM_G_AUG_RSTEP] * oy;
+    int64_t sx = (int64_t)p[LOOM_G_AUG_COL0] + (int64_t)p[LOOM_G_AUG_CSTEP] * ox;
+    bool in = sy >= y0 && sy < y1 && sx >= x0 && sx < x1;
+    memset(v, 0, 4);
+    for (int k = 0; k < j->c; k++) v[k] = in ? j->x[((n * j->h + sy) * j->w + sx) * j->c + k] : j->fill;
+}
+
+/* samples [n0, n1): the mean of the gray (floored) of the image as it
+ * stands before contrast, over all oh x ow pixels, in double and rounded to
+ * f32 (loader/transforms.c loom__gray_mean) */
+static void aug_means(void *v, int64_t n0, int64_t n1) {
+    const aug_job *j = v;
+    for (int64_t n = n0; n < n1; n++) {
+        const int32_t *p = j->prm + n * LOOM_G_AUG_COUNT;
+        int before = 0; /* the adjustments ahead of contrast */
+        while (before < 4 && code_at(p, before) != 0 && code_at(p, before) != LOOM_K_AUG_CONTRAST) before++;
+        j->mean[n] = 0.0f;
+        if (before == 4 || code_at(p, before) != LOOM_K_AUG_CONTRAST) continue;
+        int64_t sum = 0;
+        for (int64_t oy = 0; oy < j->oh; oy++)
+            for (int64_t ox = 0; ox < j->ow; ox++) {
+                uint8_t px[4];
+                fetch(j, n, oy, ox, px);
+                for (int i = 0; i < before; i++) adjust(code_at(p, i), p, 0.0f, j->c, px);
+                sum += gray_floor(px, j->c);
+            }
+        j->mean[n] = (float)((double)sum / (double)(j->oh * j->ow));
+    }
+}
+
+/* rows [r0, r1) of the (N, OH) output rows, every channel: the adjustments
+ * in the table's order, then y[n, k, oy, ox] = lut[k][v[k]] */
+#define AUGMENT(T)                                                                    \
+    static void aug_##T(void *v, int64_t r0, int64_t r1) {                            \
+        const aug_job *j = v;                                                         \
+        for (int64_t r = r0; r < r1; r++) {                                           \
+            int64_t n = r / j->oh, oy = r % j->oh;                                    \
+            const int32_t *p = j->prm + n * LOOM_G_AUG_COUNT;                         \
+            for (int64_t ox = 0; ox < j->ow; ox++) {                                  \
+                uint8_t px[4];                                                        \
+                fetch(j, n, oy, ox, px);                                              \
+                for (int i = 0; i < 4 && code_at(p, i) != 0; i++)                     \
+                    adjust(code_at(p, i), p, j->mean[n], j->c, px);                   \
+                for (int k = 0; k < j->c; k++)                                        \
+                    ((T *)j->y)[((n * j->c + k) * j->oh + oy) * j->ow + ox] =         \
+                        (T)j->lut[k * 256 + px[k]];                                   \
+            }                                                                         \
+        }                                                                             \
     }
 AUGMENT(float)
 AUGMENT(double)
 
 loom_status loom__cpu_augment_u8(const loom__cpu_args *a) {
     const loom_tensor *t = a->node, *x = t->src[0];
+    int64_t n = t->dims[0];
     aug_job j = {
         .x = a->x[0],
         .prm = a->x[1],
         .lut = a->x[2],
         .y = a->y,
-        .c = x->dims[3],
+        .mean = malloc((size_t)(n > 0 ? n : 1) * sizeof(float)),
+        .c = (int)x->dims[3],
         .h = x->dims[1],
         .w = x->dims[2],
         .oh = t->dims[2],
         .ow = t->dims[3],
         .fill = (uint8_t)t->p[LOOM_P_AUG_FILL],
     };
-    int64_t rows = t->dims[0] * j.c * j.oh;
-    loom__cpu_parallel(a->cpu, rows, 16, a->dt == LOOM_F64 ? aug_double : aug_float, &j);
+    if (!j.mean)
+        return loom__err(t->g->ctx, LOOM_ERR_OOM, "augment_u8: cannot allocate %lld contrast means (node '%s')",
+                         (long long)n, t->name);
+    loom__cpu_parallel(a->cpu, n, 1, aug_means, &j);
+    loom__cpu_parallel(a->cpu, n * j.oh, 4, a->dt == LOOM_F64 ? aug_double : aug_float, &j);
+    free(j.mean);
     return LOOM_OK;
 }
