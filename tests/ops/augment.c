@@ -5,9 +5,9 @@
  * contrast, saturation, hue in a different order per sample: contrast
  * first, in the middle and last, so its mean is of images adjusted in
  * different ways, padding included), into the normalising table of the
- * loader. The CPU's bits on every backend (a pixel one u8 step off is an
- * f32 NMSE near 1e-6, far above the tolerance); a data op: no gradient
- * check. */
+ * loader; and a contrast mean that a truncating division would get wrong.
+ * The CPU's bits on every backend (a pixel one u8 step off is an f32 NMSE
+ * near 1e-6, far above the tolerance); a data op: no gradient check. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,10 +68,26 @@ static loom_tensor *augment(loom_graph *g, loom_dtype dt, int v) {
     return loom_augment_u8(g, x, prm, l, dt, oh, ow, v & 1 ? 0 : 128);
 }
 
+/* contrast's mean rounded: one image pixel of 254 in 400 x 400 pixels of
+ * fill 255, contrast factor 0: every output is T(mean); the mean
+ * 255 - 1/160000 rounds to 255 in f32 (truncating it gives 254) */
+static loom_tensor *augment_mean(loom_graph *g, loom_dtype dt, int v) {
+    (void)v;
+    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){1, 1, 1, 1}, (uint8_t[]){254});
+    int32_t p[LOOM_G_AUG_COUNT] = {0, 1, 0, 1, LOOM_K_AUG_CONTRAST, 0, 0, 1, 0, 1};
+    set_f32(p, LOOM_G_AUG_CFACTOR, 0.0f), set_f32(p, LOOM_G_AUG_CGAIN, 1.0f);
+    loom_tensor *prm = loom_constant(g, "prm", LOOM_I32, 2, (int64_t[]){1, LOOM_G_AUG_COUNT}, p);
+    float lut[256];
+    for (int i = 0; i < 256; i++) lut[i] = ((float)i / 255.0f - 0.5f) / 0.25f;
+    loom_tensor *l = loom_constant(g, "lut", LOOM_F32, 2, (int64_t[]){1, 256}, lut);
+    return loom_augment_u8(g, x, prm, l, dt, 400, 400, 255);
+}
+
 const loom_op_case loom_cases_augment[] = {
     {"augment_u8 3 channels: padded crop, flips, brightness", augment, 0, 0, TC_NO_GRADCHECK, 0},
     {"augment_u8 1 channel: padded crop, flips, brightness", augment, 1, 0, TC_NO_GRADCHECK, 0},
     {"augment_u8 3 channels: crops, flips, full ColorJitter", augment, 2, 0, TC_NO_GRADCHECK, 0},
     {"augment_u8 1 channel: crops, flips, full ColorJitter", augment, 3, 0, TC_NO_GRADCHECK, 0},
+    {"augment_u8 contrast mean rounded to nearest", augment_mean, 0, 0, TC_NO_GRADCHECK, 0},
     {0},
 };
