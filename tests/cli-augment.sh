@@ -3,7 +3,9 @@
 # value is a usage error naming it; --help lists the option; the same short
 # training run gives the same checkpoint bytes with the augmentation on the
 # host and on the device (the batches are bit for bit the same), on the cpu
-# backend and on vulkan / opencl when present (reproducible mode). Usage:
+# backend and on vulkan / opencl when present (reproducible mode), with the
+# default pipeline and with crops, a flip and a ColorJitter with contrast
+# (on the device after the upload). Usage:
 # tests/cli-augment.sh LOOM
 set -uo pipefail
 loom=$(readlink -f "${1:?usage: tests/cli-augment.sh LOOM}")
@@ -20,17 +22,24 @@ check "a bad value is named" "grep -q \"bad value 'gpu' for --augment-on (device
 check "--help lists --augment-on" "grep -q -- '--augment-on device|host' '$work/help.log'"
 
 common=(train --model cnn --max-eval 64 --seed 3 --quiet)
+jitter='RandomCrop(28, padding=2); RandomHorizontalFlip(); ColorJitter(0.3, 0.3)'
 for b in cpu vulkan opencl; do
     args=(--backend "$b" --max-steps 20)
     [ "$b" = cpu ] || args=(--backend "$b" --reproducible --max-steps 4)
-    for m in host device; do
-        if ! "$loom" "${common[@]}" "${args[@]}" --augment-on "$m" --save "$work/$b-$m.st" > "$work/$b-$m.log" 2>&1; then
-            if [ "$b" != cpu ] && grep -qi "not available\|cannot run\|no device\|not built" "$work/$b-$m.log"; then
-                echo "skip: $b not here"; continue 2
+    for t in default jitter; do
+        tf=()
+        [ "$t" = jitter ] && tf=(--transform "$jitter")
+        for m in host device; do
+            out="$work/$b-$t-$m"
+            if ! "$loom" "${common[@]}" "${args[@]}" "${tf[@]}" --augment-on "$m" --save "$out.st" > "$out.log" 2>&1; then
+                if [ "$b" != cpu ] && grep -qi "not available\|cannot run\|no device\|not built" "$out.log"; then
+                    echo "skip: $b not here"; continue 3
+                fi
+                echo "FAIL: $b $t --augment-on $m:"; tail -3 "$out.log"; fail=1; continue 2
             fi
-            echo "FAIL: $b --augment-on $m:"; tail -3 "$work/$b-$m.log"; fail=1; continue 2
-        fi
+        done
+        check "$b, $t pipeline: host and device checkpoints are the same bytes" \
+            "cmp -s '$work/$b-$t-host.st' '$work/$b-$t-device.st'"
     done
-    check "$b: host and device checkpoints are the same bytes" "cmp -s '$work/$b-host.st' '$work/$b-device.st'"
 done
 exit $fail
