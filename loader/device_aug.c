@@ -21,6 +21,8 @@
 #include "pipeline_impl.h"
 
 _Static_assert(LOOM_G_AUG_COUNT == 16, "loom_loader_batch.prm documents 16 columns");
+_Static_assert(LOOM_K_AUG_BRIGHT == 1 && LOOM_K_AUG_CONTRAST == 2 && LOOM_K_AUG_SAT == 3 && LOOM_K_AUG_HUE == 4,
+               "the jitter codes are 1 + the host's adjustment index (loom__tf_jitter_params)");
 
 bool loom_loader_device_capable(const loom_tf_step *steps, int n) {
     for (int i = 0; i < n; i++)
