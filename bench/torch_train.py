@@ -224,7 +224,11 @@ def main():
     xtr, ytr = load("train")
     if args.model == "resnet20":
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-        from gen_resnet_fixtures import make
+        try:
+            from gen_resnet_fixtures import make
+        except ImportError as e:  # the fixture script saves with safetensors
+            sys.exit(f"torch_train.py: --model resnet20 builds its model with tests/gen_resnet_fixtures.py, "
+                     f"which needs {e.name} in this Python: pip install {e.name}")
         model = make("resnet20", 16, True, 1, 10).to(args.device)
     else:
         model = (MLP() if args.model == "mlp" else CNN()).to(args.device)
