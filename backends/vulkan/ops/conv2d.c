@@ -94,15 +94,15 @@ static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, l
     loom__buffer *gm;
     loom_status st = geom_table(o, q, &gm);
     if (st != LOOM_OK) return st;
-    int64_t total = q->N * q->G * q->K * q->P;
+    int64_t rows = q->N * q->G * q->K * q->OH; /* one invocation per column row */
     loom__vk_call c;
     /* bindings g, x, col: push {xo, n} */
     loom__vk_begin(o, &c, "conv_im2col", x->dtype);
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_in(&c, x);
     loom__vk_buf(&c, col, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)total);
-    return loom__vk_run_1d(&c, total);
+    loom__vk_u32(&c, (uint32_t)rows);
+    return loom__vk_run_1d(&c, rows);
 }
 
 static bool is_1x1(const geom *q) {
@@ -180,15 +180,15 @@ static loom_status conv2d_grad_input(loom__vk_op *o, bool repro) {
     d.c = loom__vk_mat_b(col), d.sc[1] = q.G * q.K * q.P, d.sc[2] = q.K * q.P;
     if ((st = loom__vk_gemm(o, dx->dtype, &d)) != LOOM_OK) return st;
     if ((st = geom_table(o, &q, &gm)) != LOOM_OK) return st;
-    int64_t total = loom_tensor_numel(dx);
+    int64_t rows = q.N * q.C * q.H; /* one invocation per dx row */
     loom__vk_call c;
     /* bindings g, col, dx: push {dxo, n} */
     loom__vk_begin(o, &c, "conv_col2im", dx->dtype);
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_buf(&c, col, LOOM__VK_R);
     loom__vk_out(&c, dx);
-    loom__vk_u32(&c, (uint32_t)total);
-    return loom__vk_run_1d(&c, total);
+    loom__vk_u32(&c, (uint32_t)rows);
+    return loom__vk_run_1d(&c, rows);
 }
 
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
