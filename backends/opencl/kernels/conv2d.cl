@@ -15,46 +15,53 @@
  * Rows k = (c*KH + kh)*KW + kw, K = C/groups*KH*KW, as backends/cpu/ops/conv2d.c. */
 
 /* col[n*g16 + gr*g17 + k*g18 + p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 in the padding;
- * one item per (n, gr, k, p), p fastest */
-__kernel void conv_im2col(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long total) {
+ * one item per column row (n, gr, k, i): its OW positions j. The index arithmetic (64-bit divisions) is done
+ * once per row, not per element. */
+__kernel void conv_im2col(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long rows) {
     long id = get_global_id(0);
-    if (id >= total) return;
-    long KH = g[4], KW = g[5], OW = g[7], P = g[6] * OW, K = g[15] * KH * KW;
-    long p = id % P, r = id / P, k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
-    long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW, i = p / OW, j = p % OW;
-    long ih = i * g[8] - g[10] + kh * g[12], iw = j * g[9] - g[11] + kw * g[13];
-    float v = 0.0f;
-    if (ih >= 0 && ih < g[2] && iw >= 0 && iw < g[3])
-        v = LD(x, xo + ((n * g[1] + gr * g[15] + c) * g[2] + ih) * g[3] + iw);
-    ST(col, colo + n * g[16] + gr * g[17] + k * g[18] + p, v);
+    if (id >= rows) return; /* rows: N*G*K*OH */
+    long KH = g[4], KW = g[5], OH = g[6], OW = g[7], W = g[3], K = g[15] * KH * KW;
+    long i = id % OH, r = id / OH, k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
+    long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    long ih = i * g[8] - g[10] + kh * g[12], sw = g[9], iw0 = kw * g[13] - g[11];
+    long dst = colo + n * g[16] + gr * g[17] + k * g[18] + i * OW;
+    if (ih < 0 || ih >= g[2]) {
+        for (long j = 0; j < OW; j++) ST(col, dst + j, 0.0f);
+        return;
+    }
+    __global const T *row = x + xo + ((n * g[1] + gr * g[15] + c) * g[2] + ih) * W;
+    long iw = iw0;
+    for (long j = 0; j < OW; j++, iw += sw) ST(col, dst + j, iw >= 0 && iw < W ? LD(row, iw) : 0.0f);
 }
 
 /* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the output
  * of col[n*g16 + gr*g17 + k*g18 + i*OW + j] (float), k from (ci % Cg, kh, kw), gr = ci / Cg;
- * one item per dx element */
+ * one item per dx row (n, ci, ih): its W elements, each summed in (kh, kw) order; stride 1 divides nothing */
 __kernel void conv_col2im(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
-                          long total) {
+                          long rows) {
     long id = get_global_id(0);
-    if (id >= total) return;
+    if (id >= rows) return; /* rows: N*C*H */
     long H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
-    long iw = id % W, ih = id / W % H, r = id / (W * H), ci = r % g[1], n = r / g[1];
+    long ih = id % H, r = id / H, ci = r % g[1], n = r / g[1];
     long gr = ci / g[15], c = ci % g[15];
     __global const float *cp = col + colo + n * g[16] + gr * g[17];
-    float acc = 0.0f;
-    for (long kh = 0; kh < KH; kh++) {
-        long th = ih + g[10] - kh * g[12];
-        if (th < 0 || th % sh) continue;
-        long i = th / sh;
-        if (i >= OH) continue;
-        for (long kw = 0; kw < KW; kw++) {
-            long tw = iw + g[11] - kw * g[13];
-            if (tw < 0 || tw % sw) continue;
-            long j = tw / sw;
-            if (j >= OW) continue;
-            acc += cp[((c * KH + kh) * KW + kw) * g[18] + i * OW + j];
+    for (long iw = 0; iw < W; iw++) {
+        float acc = 0.0f;
+        for (long kh = 0; kh < KH; kh++) {
+            long th = ih + g[10] - kh * g[12];
+            if (th < 0 || (sh != 1 && th % sh)) continue;
+            long i = sh == 1 ? th : th / sh;
+            if (i >= OH) continue;
+            for (long kw = 0; kw < KW; kw++) {
+                long tw = iw + g[11] - kw * g[13];
+                if (tw < 0 || (sw != 1 && tw % sw)) continue;
+                long j = sw == 1 ? tw : tw / sw;
+                if (j >= OW) continue;
+                acc += cp[((c * KH + kh) * KW + kw) * g[18] + i * OW + j];
+            }
         }
+        ST(dx, dxo + id * W + iw, acc);
     }
-    ST(dx, dxo + id, acc);
 }
 
 /* dyp (O, N, P) = dy (N, O, P) permuted (a copy in the storage type) */

@@ -39,12 +39,12 @@ static loom_status im2col(loom__cl_op *o, const geom *q, const loom_tensor *x, c
     loom_status st;
     if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, x->dtype, "conv_im2col", &k)) != LOOM_OK) return st;
-    int64_t total = q->N * q->G * q->K * q->P;
+    int64_t rows = q->N * q->G * q->K * q->OH; /* one item per column row */
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, x), loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_mem(&ar, gm);
-    loom__cl_arg_i64(&ar, total);
+    loom__cl_arg_i64(&ar, rows);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, total);
+    return loom__cl_launch_1d(o, k, rows);
 }
 
 static bool is_1x1(const geom *q) {
@@ -92,12 +92,12 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dx->dtype, "conv_col2im", &k)) != LOOM_OK) return st;
-    int64_t total = loom_tensor_numel(dx);
+    int64_t rows = q.N * q.C * q.H; /* one item per dx row */
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dx), loom__cl_arg_mem(&ar, gm);
-    loom__cl_arg_i64(&ar, total);
+    loom__cl_arg_i64(&ar, rows);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, total);
+    return loom__cl_launch_1d(o, k, rows);
 }
 
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
