@@ -1,10 +1,13 @@
 /* shaders/conv2d.comp — the data-movement kernels of the conv2d family
  * (backends/vulkan/ops/conv2d.c runs the products on gemm.comp):
  *   K_IM2COL      x (N,C,H,W) -> columns (N, G, K, P) in the storage type,
- *                 one invocation per column row
+ *                 one invocation per element (GPUs: adjacent invocations
+ *                 write adjacent elements)
  *   K_COL2IM      float columns (N, G, K, P) -> dx (N,C,H,W), a gather: each
- *                 dx element sums its contributions (no atomics), one
- *                 invocation per dx row
+ *                 dx element sums its contributions (no atomics)
+ *   K_IM2COL_ROWS, K_COL2IM_ROWS  the same, one invocation per row (CPU
+ *                 devices such as lavapipe, which run integer divisions lane
+ *                 by lane: a row's indices are computed once)
  *   K_SUM_PARTS   dw = the sum over images of grad_weight's per-image float
  *                 products (N, O*K), in image order
  * Matches backends/opencl/kernels/conv2d.cl.
@@ -20,6 +23,62 @@
 #include "common.glsl"
 
 #if defined(K_IM2COL)
+/* col[n, gr, k, p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw], 0 in the padding;
+ * one invocation per column element, p fastest */
+TENSOR_IN(0, int, g);
+TENSOR_IN(1, T, x);
+TENSOR_OUT(2, T, col);
+PUSH { uint xo, n; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return;
+    int KH = g[4], KW = g[5], OW = g[7], P = g[6] * OW, K = g[15] * KH * KW;
+    int p = int(id % uint(P)), r = int(id / uint(P));
+    int k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
+    int c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW, i = p / OW, j = p % OW;
+    int ih = i * g[8] - g[10] + kh * g[12], iw = j * g[9] - g[11] + kw * g[13];
+    float v = 0.0;
+    if (ih >= 0 && ih < g[2] && iw >= 0 && iw < g[3])
+        v = LD(x, pc.xo + uint(((n * g[1] + gr * g[15] + c) * g[2] + ih) * g[3] + iw));
+    ST(col, id, v); /* exact: the value is already in the storage type */
+}
+
+#elif defined(K_COL2IM)
+/* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the
+ * output of col[n, gr, (c*KH + kh)*KW + kw, i*OW + j] (float), gr = ci / Cg, c = ci % Cg;
+ * one invocation per dx element */
+TENSOR_IN(0, int, g);
+TENSOR_IN(1, float, col);
+TENSOR_OUT(2, T, dx);
+PUSH { uint dxo, n; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return;
+    int H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
+    int iw = int(id % uint(W)), ih = int((id / uint(W)) % uint(H)), r = int(id / uint(W * H));
+    int ci = r % g[1], n = r / g[1];
+    int gr = ci / g[15], c = ci % g[15];
+    uint cb = uint((n * g[14] + gr) * g[15] * KH * KW) * uint(OH * OW);
+    float acc = 0.0;
+    for (int kh = 0; kh < KH; kh++) {
+        int th = ih + g[10] - kh * g[12];
+        if (th < 0 || th % sh != 0) continue;
+        int i = th / sh;
+        if (i >= OH) continue;
+        for (int kw = 0; kw < KW; kw++) {
+            int tw = iw + g[11] - kw * g[13];
+            if (tw < 0 || tw % sw != 0) continue;
+            int j = tw / sw;
+            if (j >= OW) continue;
+            acc += col[cb + uint((c * KH + kh) * KW + kw) * uint(OH * OW) + uint(i * OW + j)];
+        }
+    }
+    ST(dx, pc.dxo + id, acc);
+}
+
+#elif defined(K_IM2COL_ROWS)
 /* col[n, gr, k, p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw], 0 in the padding;
  * one invocation per column row (n, gr, k, i): its OW elements j. The index arithmetic (integer
  * divisions, which a CPU-hosted driver runs lane by lane) is done once per row, not per element. */
@@ -49,7 +108,7 @@ void main() {
     }
 }
 
-#elif defined(K_COL2IM)
+#elif defined(K_COL2IM_ROWS)
 /* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the
  * output of col[n, gr, (c*KH + kh)*KW + kw, i*OW + j] (float), gr = ci / Cg, c = ci % Cg;
  * one invocation per dx row (n, ci, ih): its W elements, each summed in (kh, kw) order. The row's
@@ -102,5 +161,5 @@ void main() {
 }
 
 #else
-#error "conv2d.comp: define one of K_IM2COL, K_COL2IM, K_SUM_PARTS"
+#error "conv2d.comp: define one of K_IM2COL, K_COL2IM, K_IM2COL_ROWS, K_COL2IM_ROWS, K_SUM_PARTS"
 #endif

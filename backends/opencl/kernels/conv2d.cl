@@ -3,6 +3,10 @@
  *   conv_im2col   x (N,C,H,W) -> columns, layout chosen by strides
  *   conv_col2im   float columns -> dx (N,C,H,W), a gather: each dx element
  *                 sums its contributions (no atomics)
+ *   conv_im2col_rows, conv_col2im_rows  the same, one work-item per row (CPU
+ *                 devices such as PoCL: a row's 64-bit index divisions once,
+ *                 not per element; GPUs keep the per-element kernels, whose
+ *                 neighbouring work-items write neighbouring elements)
  *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's per-image GEMMs
  *   conv_sum_parts  dw = the sum of grad_weight's per-image float products
  *
@@ -15,9 +19,52 @@
  * Rows k = (c*KH + kh)*KW + kw, K = C/groups*KH*KW, as backends/cpu/ops/conv2d.c. */
 
 /* col[n*g16 + gr*g17 + k*g18 + p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 in the padding;
+ * one item per (n, gr, k, p), p fastest */
+__kernel void conv_im2col(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long total) {
+    long id = get_global_id(0);
+    if (id >= total) return;
+    long KH = g[4], KW = g[5], OW = g[7], P = g[6] * OW, K = g[15] * KH * KW;
+    long p = id % P, r = id / P, k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
+    long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW, i = p / OW, j = p % OW;
+    long ih = i * g[8] - g[10] + kh * g[12], iw = j * g[9] - g[11] + kw * g[13];
+    float v = 0.0f;
+    if (ih >= 0 && ih < g[2] && iw >= 0 && iw < g[3])
+        v = LD(x, xo + ((n * g[1] + gr * g[15] + c) * g[2] + ih) * g[3] + iw);
+    ST(col, colo + n * g[16] + gr * g[17] + k * g[18] + p, v);
+}
+
+/* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the output
+ * of col[n*g16 + gr*g17 + k*g18 + i*OW + j] (float), k from (ci % Cg, kh, kw), gr = ci / Cg;
+ * one item per dx element */
+__kernel void conv_col2im(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
+                          long total) {
+    long id = get_global_id(0);
+    if (id >= total) return;
+    long H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
+    long iw = id % W, ih = id / W % H, r = id / (W * H), ci = r % g[1], n = r / g[1];
+    long gr = ci / g[15], c = ci % g[15];
+    __global const float *cp = col + colo + n * g[16] + gr * g[17];
+    float acc = 0.0f;
+    for (long kh = 0; kh < KH; kh++) {
+        long th = ih + g[10] - kh * g[12];
+        if (th < 0 || th % sh) continue;
+        long i = th / sh;
+        if (i >= OH) continue;
+        for (long kw = 0; kw < KW; kw++) {
+            long tw = iw + g[11] - kw * g[13];
+            if (tw < 0 || tw % sw) continue;
+            long j = tw / sw;
+            if (j >= OW) continue;
+            acc += cp[((c * KH + kh) * KW + kw) * g[18] + i * OW + j];
+        }
+    }
+    ST(dx, dxo + id, acc);
+}
+
+/* col[n*g16 + gr*g17 + k*g18 + p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 in the padding;
  * one item per column row (n, gr, k, i): its OW positions j. The index arithmetic (64-bit divisions) is done
  * once per row, not per element. */
-__kernel void conv_im2col(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long rows) {
+__kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long rows) {
     long id = get_global_id(0);
     if (id >= rows) return; /* rows: N*G*K*OH */
     long KH = g[4], KW = g[5], OH = g[6], OW = g[7], W = g[3], K = g[15] * KH * KW;
@@ -37,7 +84,7 @@ __kernel void conv_im2col(__global const T *x, ulong xo, __global T *col, ulong 
 /* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the output
  * of col[n*g16 + gr*g17 + k*g18 + i*OW + j] (float), k from (ci % Cg, kh, kw), gr = ci / Cg;
  * one item per dx row (n, ci, ih): its W elements, each summed in (kh, kw) order; stride 1 divides nothing */
-__kernel void conv_col2im(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
+__kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
                           long rows) {
     long id = get_global_id(0);
     if (id >= rows) return; /* rows: N*C*H */

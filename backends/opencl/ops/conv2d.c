@@ -15,6 +15,9 @@
  * the plan): N*C*KH*KW*P elements of the storage type (float for
  * grad_input), plus N*O*P for grad_weight's permuted dy. LOOM_ERR_OOM when
  * one exceeds the device's largest allocation. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "gemm.h"
 
 typedef loom__conv_geom geom;
@@ -29,6 +32,16 @@ static loom_status workspace(loom__cl_op *o, int64_t n, size_t es, const char *w
     return loom__cl_scratch(o, bytes, out);
 }
 
+/* im2col / col2im one work-item per row rather than per element on a CPU
+ * device (PoCL runs the per-element 64-bit index divisions lane by lane);
+ * a GPU keeps the per-element kernels (neighbouring work-items write
+ * neighbouring elements). LOOM_OPENCL_CONV_ROWS=0|1 forces either (tests). */
+static bool by_rows(const loom__cl_op *o) {
+    const char *e = getenv("LOOM_OPENCL_CONV_ROWS");
+    if (e && *e) return strcmp(e, "0") != 0;
+    return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
+}
+
 /* conv_im2col of x into col with column strides (image, group, row) */
 static loom_status im2col(loom__cl_op *o, const geom *q, const loom_tensor *x, cl_mem col, int64_t sn, int64_t sg,
                           int64_t sk) {
@@ -38,13 +51,13 @@ static loom_status im2col(loom__cl_op *o, const geom *q, const loom_tensor *x, c
     cl_kernel k;
     loom_status st;
     if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
-    if ((st = loom__cl_kernel(o, x->dtype, "conv_im2col", &k)) != LOOM_OK) return st;
-    int64_t rows = q->N * q->G * q->K * q->OH; /* one item per column row */
+    if ((st = loom__cl_kernel(o, x->dtype, by_rows(o) ? "conv_im2col_rows" : "conv_im2col", &k)) != LOOM_OK) return st;
+    int64_t n = by_rows(o) ? q->N * q->G * q->K * q->OH : q->N * q->G * q->K * q->P;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, x), loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_mem(&ar, gm);
-    loom__cl_arg_i64(&ar, rows);
+    loom__cl_arg_i64(&ar, n);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, rows);
+    return loom__cl_launch_1d(o, k, n);
 }
 
 static bool is_1x1(const geom *q) {
@@ -91,13 +104,13 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     cl_mem gm;
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
-    if ((st = loom__cl_kernel(o, dx->dtype, "conv_col2im", &k)) != LOOM_OK) return st;
-    int64_t rows = q.N * q.C * q.H; /* one item per dx row */
+    if ((st = loom__cl_kernel(o, dx->dtype, by_rows(o) ? "conv_col2im_rows" : "conv_col2im", &k)) != LOOM_OK) return st;
+    int64_t n = by_rows(o) ? q.N * q.C * q.H : loom_tensor_numel(dx);
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dx), loom__cl_arg_mem(&ar, gm);
-    loom__cl_arg_i64(&ar, rows);
+    loom__cl_arg_i64(&ar, n);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, rows);
+    return loom__cl_launch_1d(o, k, n);
 }
 
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */

@@ -38,6 +38,7 @@
  * spends its time on the column buffer (LOOM_VULKAN_CONV_DIRECT_K=0 and
  * bench-gemm_conv compare the two). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "gemm.h"
 
@@ -89,20 +90,33 @@ static loom_status geom_table(loom__vk_op *o, const geom *q, loom__buffer **out)
     return loom__vk_meta(o, g, 16, out);
 }
 
+/* im2col / col2im one invocation per row rather than per element: on a CPU
+ * device (lavapipe runs invocations as SIMD lanes and integer divisions lane
+ * by lane, so per-element index arithmetic cost more than the copy); a GPU
+ * keeps the per-element kernels, whose neighbouring invocations write
+ * neighbouring elements. LOOM_VULKAN_CONV_ROWS=0|1 forces either (tests). */
+static bool by_rows(const loom__vk_op *o) {
+    const char *e = getenv("LOOM_VULKAN_CONV_ROWS");
+    if (e && *e) return strcmp(e, "0") != 0;
+    return o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
 /* col (N, G, K, P) = im2col(x) in x's storage type */
 static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__buffer *col) {
     loom__buffer *gm;
     loom_status st = geom_table(o, q, &gm);
     if (st != LOOM_OK) return st;
-    int64_t rows = q->N * q->G * q->K * q->OH; /* one invocation per column row */
+    /* one invocation per element, or per column row on a CPU device (by_rows) */
+    bool rows = by_rows(o);
+    int64_t n = rows ? q->N * q->G * q->K * q->OH : q->N * q->G * q->K * q->P;
     loom__vk_call c;
     /* bindings g, x, col: push {xo, n} */
-    loom__vk_begin(o, &c, "conv_im2col", x->dtype);
+    loom__vk_begin(o, &c, rows ? "conv_im2col_rows" : "conv_im2col", x->dtype);
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_in(&c, x);
     loom__vk_buf(&c, col, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)rows);
-    return loom__vk_run_1d(&c, rows);
+    loom__vk_u32(&c, (uint32_t)n);
+    return loom__vk_run_1d(&c, n);
 }
 
 static bool is_1x1(const geom *q) {
@@ -180,15 +194,16 @@ static loom_status conv2d_grad_input(loom__vk_op *o, bool repro) {
     d.c = loom__vk_mat_b(col), d.sc[1] = q.G * q.K * q.P, d.sc[2] = q.K * q.P;
     if ((st = loom__vk_gemm(o, dx->dtype, &d)) != LOOM_OK) return st;
     if ((st = geom_table(o, &q, &gm)) != LOOM_OK) return st;
-    int64_t rows = q.N * q.C * q.H; /* one invocation per dx row */
+    bool rows = by_rows(o); /* one invocation per dx element, or per dx row on a CPU device */
+    int64_t n = rows ? q.N * q.C * q.H : loom_tensor_numel(dx);
     loom__vk_call c;
     /* bindings g, col, dx: push {dxo, n} */
-    loom__vk_begin(o, &c, "conv_col2im", dx->dtype);
+    loom__vk_begin(o, &c, rows ? "conv_col2im_rows" : "conv_col2im", dx->dtype);
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_buf(&c, col, LOOM__VK_R);
     loom__vk_out(&c, dx);
-    loom__vk_u32(&c, (uint32_t)rows);
-    return loom__vk_run_1d(&c, rows);
+    loom__vk_u32(&c, (uint32_t)n);
+    return loom__vk_run_1d(&c, n);
 }
 
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
