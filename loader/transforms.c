@@ -16,6 +16,7 @@
  */
 #include <math.h>
 
+#include "../core/color.h"
 #include "loader_impl.h"
 
 static loom_status check_image(loom_ctx *ctx, const char *tf, const char *which, const loom_image *im) {
@@ -235,12 +236,6 @@ loom_status loom_tf_resized_crop(loom_ctx *ctx, const loom_image *src, int64_t t
  * (loader/tail.c) applies row by row and the image functions below apply
  * to the whole image: the same arithmetic either way. */
 
-/* torch: float result clamped to [0, 255], then .to(uint8) truncates */
-static inline uint8_t trunc_u8(float v) {
-    v = v > 0.0f ? v : 0.0f; /* branch-free (maxss, minss) */
-    v = v < 255.0f ? v : 255.0f;
-    return (uint8_t)(int32_t)v;
-}
 
 static inline float gray_of(const uint8_t *p) { return (float)p[0] * 0.2989f + (float)p[1] * 0.587f + (float)p[2] * 0.114f; }
 
@@ -261,13 +256,13 @@ void loom__lut_span(const uint8_t lut[256], const uint8_t *src, uint8_t *dst, si
 
 void loom__brightness_lut(double f, uint8_t lut[256]) {
     float ff = (float)f;
-    for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff);
+    for (int u = 0; u < 256; u++) lut[u] = loom__trunc_u8((float)u * ff);
 }
 
 /* _blend(img, other, f): img * f + other * (1 - f) in f32 (other * (1 - f) is the same for every value) */
 void loom__contrast_lut(double f, float mean, uint8_t lut[256]) {
     float ff = (float)f, g = (float)(1.0 - f), add = mean * g;
-    for (int u = 0; u < 256; u++) lut[u] = trunc_u8((float)u * ff + add);
+    for (int u = 0; u < 256; u++) lut[u] = loom__trunc_u8((float)u * ff + add);
 }
 
 int64_t loom__gray_sum(const uint8_t *p, int64_t npx, int c) {
@@ -295,44 +290,15 @@ void loom__sat_span(const loom__sat_tables *t, const uint8_t *src, uint8_t *dst,
         const uint8_t *p = src + i * 3;
         int gr = (int)(t->gr[0][p[0]] + t->gr[1][p[1]] + t->gr[2][p[2]]); /* floor(gray_of(p)) */
         float add = t->gg[gr];
-        uint8_t o0 = trunc_u8(t->uf[p[0]] + add), o1 = trunc_u8(t->uf[p[1]] + add), o2 = trunc_u8(t->uf[p[2]] + add);
+        uint8_t o0 = loom__trunc_u8(t->uf[p[0]] + add), o1 = loom__trunc_u8(t->uf[p[1]] + add),
+                o2 = loom__trunc_u8(t->uf[p[2]] + add);
         dst[i * 3] = o0, dst[i * 3 + 1] = o1, dst[i * 3 + 2] = o2;
     }
 }
 
-static inline float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
-
 void loom__hue_span(double f, const uint8_t *src, uint8_t *dst, int64_t npx) {
-    const float inv = (float)(1.0 / 255.0), ff = (float)f;
-    for (int64_t i = 0; i < npx; i++) {
-        const uint8_t *p = src + i * 3;
-        float r = (float)p[0] * inv, g = (float)p[1] * inv, b = (float)p[2] * inv;
-        /* _rgb_to_hsv (Pillow's formulas) */
-        float maxc = fmaxf(r, fmaxf(g, b)), minc = fminf(r, fminf(g, b));
-        bool eqc = maxc == minc;
-        float range = maxc - minc;
-        float s = range / (eqc ? 1.0f : maxc);
-        float div = eqc ? 1.0f : range;
-        float rc = (maxc - r) / div, gc = (maxc - g) / div, bc = (maxc - b) / div;
-        float hr = maxc == r ? bc - gc : 0.0f;
-        float hg = (maxc == g && maxc != r) ? 2.0f + rc - bc : 0.0f;
-        float hb = (maxc != g && maxc != r) ? 4.0f + gc - rc : 0.0f;
-        float h = fmodf((hr + hg + hb) * (1.0f / 6.0f) + 1.0f, 1.0f), v = maxc;
-        /* h.add_(f).remainder_(1.0): Python's modulo, result in [0, 1) */
-        h += ff;
-        h = h - floorf(h);
-        if (h >= 1.0f) h = 0.0f;
-        /* _hsv_to_rgb */
-        float h6 = h * 6.0f, fi = floorf(h6), fr = h6 - fi;
-        int sect = ((int)fi % 6 + 6) % 6;
-        float sxf = s * fr;
-        float q = clamp01((1.0f - sxf) * v), t = clamp01((sxf + (1.0f - s)) * v), pp = clamp01((1.0f - s) * v);
-        float vpqt[4] = {v, pp, q, t};
-        static const int sel[3][6] = {{0, 2, 1, 1, 3, 0}, {3, 0, 0, 2, 1, 1}, {1, 1, 3, 0, 0, 2}};
-        uint8_t o[3];
-        for (int k = 0; k < 3; k++) o[k] = trunc_u8(vpqt[sel[k][sect]] * (255.0f + 1.0f - 1e-3f));
-        dst[i * 3] = o[0], dst[i * 3 + 1] = o[1], dst[i * 3 + 2] = o[2];
-    }
+    const float ff = (float)f;
+    for (int64_t i = 0; i < npx; i++) loom__hue_px(ff, src + i * 3, dst + i * 3);
 }
 
 loom_status loom_tf_adjust_brightness(loom_ctx *ctx, const loom_image *src, const loom_image *dst, double f) {

@@ -4,12 +4,15 @@
  * (all channels) per work item, split across the thread pool.
  *
  * Built with -ffp-contract=off (CMakeLists.txt): every product and sum is
- * its own f32 rounding, as in the loader's ColorJitter (loader/transforms.c),
- * whose arithmetic the adjustments below repeat line for line. */
+ * its own f32 rounding, as in the loader's ColorJitter (loader/transforms.c):
+ * hue and the u8 truncation are the same functions (core/color.h); brightness,
+ * contrast and saturation repeat the expressions the host's lookup tables
+ * are built from. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../../core/color.h"
 #include "../cpu_impl.h"
 
 typedef struct aug_job {
@@ -29,45 +32,10 @@ static float f32_at(const int32_t *p, int col) {
     return f;
 }
 
-/* torch: the float result clamped to [0, 255], then .to(uint8) truncates */
-static uint8_t trunc_u8(float v) {
-    v = v > 0.0f ? v : 0.0f;
-    v = v < 255.0f ? v : 255.0f;
-    return (uint8_t)(int32_t)v;
-}
-
 /* floor of rgb_to_grayscale: the (weighted) gray of one pixel, an integer */
 static int32_t gray_floor(const uint8_t *v, int c) {
     if (c != 3) return v[0];
     return (int32_t)((float)v[0] * 0.2989f + (float)v[1] * 0.587f + (float)v[2] * 0.114f);
-}
-
-static float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
-
-/* adjust_hue of one RGB pixel (loader/transforms.c loom__hue_span) */
-static void hue(float f, uint8_t *v) {
-    const float inv = (float)(1.0 / 255.0);
-    float r = (float)v[0] * inv, g = (float)v[1] * inv, b = (float)v[2] * inv;
-    float maxc = fmaxf(r, fmaxf(g, b)), minc = fminf(r, fminf(g, b));
-    bool eqc = maxc == minc;
-    float range = maxc - minc;
-    float s = range / (eqc ? 1.0f : maxc);
-    float dv = eqc ? 1.0f : range;
-    float rc = (maxc - r) / dv, gc = (maxc - g) / dv, bc = (maxc - b) / dv;
-    float hr = maxc == r ? bc - gc : 0.0f;
-    float hg = (maxc == g && maxc != r) ? 2.0f + rc - bc : 0.0f;
-    float hb = (maxc != g && maxc != r) ? 4.0f + gc - rc : 0.0f;
-    float h = fmodf((hr + hg + hb) * (1.0f / 6.0f) + 1.0f, 1.0f);
-    h += f;
-    h = h - floorf(h);
-    if (h >= 1.0f) h = 0.0f;
-    float h6 = h * 6.0f, fi = floorf(h6), fr = h6 - fi;
-    int sect = ((int)fi % 6 + 6) % 6;
-    float sxf = s * fr;
-    float q = clamp01((1.0f - sxf) * maxc), t = clamp01((sxf + (1.0f - s)) * maxc), pp = clamp01((1.0f - s) * maxc);
-    float vpqt[4] = {maxc, pp, q, t};
-    static const int sel[3][6] = {{0, 2, 1, 1, 3, 0}, {3, 0, 0, 2, 1, 1}, {1, 1, 3, 0, 0, 2}};
-    for (int k = 0; k < 3; k++) v[k] = trunc_u8(vpqt[sel[k][sect]] * (255.0f + 1.0f - 1e-3f));
 }
 
 /* one adjustment (code LOOM_K_AUG_*) on the c values of one pixel of the
@@ -76,15 +44,15 @@ static void hue(float f, uint8_t *v) {
 static void adjust(int code, const int32_t *p, float mean, int c, uint8_t v[4]) {
     if (code == LOOM_K_AUG_BRIGHT) {
         float f = f32_at(p, LOOM_G_AUG_BFACTOR);
-        for (int k = 0; k < 4; k++) v[k] = trunc_u8((float)v[k] * f);
+        for (int k = 0; k < 4; k++) v[k] = loom__trunc_u8((float)v[k] * f);
     } else if (code == LOOM_K_AUG_CONTRAST) {
         float f = f32_at(p, LOOM_G_AUG_CFACTOR), add = mean * f32_at(p, LOOM_G_AUG_CGAIN);
-        for (int k = 0; k < 4; k++) v[k] = trunc_u8((float)v[k] * f + add);
+        for (int k = 0; k < 4; k++) v[k] = loom__trunc_u8((float)v[k] * f + add);
     } else if (code == LOOM_K_AUG_SAT && c == 3) {
         float f = f32_at(p, LOOM_G_AUG_SFACTOR), add = (float)gray_floor(v, c) * f32_at(p, LOOM_G_AUG_SGAIN);
-        for (int k = 0; k < 3; k++) v[k] = trunc_u8((float)v[k] * f + add);
+        for (int k = 0; k < 3; k++) v[k] = loom__trunc_u8((float)v[k] * f + add);
     } else if (code == LOOM_K_AUG_HUE && c == 3) {
-        hue(f32_at(p, LOOM_G_AUG_HFACTOR), v);
+        loom__hue_px(f32_at(p, LOOM_G_AUG_HFACTOR), v, v);
     }
 }
 
