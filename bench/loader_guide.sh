@@ -44,7 +44,7 @@ unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 # the data, regenerated when the count differs
 gen() { # DIR COUNT SCRIPT
     local have
-    have=$(find "$1/train" -name '*.jpg' 2>/dev/null | wc -l)
+    have=$( (find "$1/train" -name '*.jpg' 2>/dev/null || true) | wc -l)
     if [ "$have" != "$2" ]; then rm -rf "$1"; "$py" "$here/$3" "$1" --count "$2" --classes 10 > /dev/null; fi
 }
 gen /tmp/loom-bench-jpegs "$count" gen_jpegs.py

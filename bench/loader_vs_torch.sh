@@ -54,7 +54,7 @@ done
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 
 # the data: count JPEGs, regenerated when the count differs
-have=$(find "$data/train" -name '*.jpg' 2>/dev/null | wc -l)
+have=$( (find "$data/train" -name '*.jpg' 2>/dev/null || true) | wc -l)
 if [ "$have" != "$count" ]; then
     rm -rf "$data"
     "$py" "$here/gen_jpegs.py" "$data" --count "$count" --classes 10 --seed 0
