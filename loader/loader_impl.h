@@ -80,6 +80,11 @@ typedef struct loom__tail {
     bool on[4];
     double p[6];     /* RandomAffine (nearest): angle, tx, ty, scale, shear x, y */
     uint8_t fill[3]; /* per channel */
+    /* with the affine, the crops and flips after it (oview.h > 0): the output
+     * is oview.h x oview.w, its pixel (y, x) the affine result's pixel
+     * (oview.roff + oview.rstep y, oview.coff + oview.cstep x); the affine is
+     * evaluated there only */
+    loom__tail_view oview;
 } loom__tail;
 /* Run t on *img (in a, b or the caller's buffer): into out->x when out
  * has x with img's channel count (out->done set), else into a or b
@@ -158,6 +163,8 @@ typedef struct loom__tail_rows {
     int c;
     bool affine, want_gray;
     double m[6], hx, hy;
+    /* the affine's result is aw x ah; output pixel (y, x) is its pixel (ay0 + ays y, ax0 + axs x) */
+    int64_t aw, ah, ay0, ays, ax0, axs;
     uint8_t fill[3];
     const loom__tail_stage *st;
     int ns;

@@ -145,21 +145,36 @@ static loom_status run_one(loom_ctx *ctx, const loom_tf_step *steps, int i, loom
     return LOOM_OK;
 }
 
+/* The crops (unpadded RandomCrop) and flips from step k on, whose pixels an
+ * affine's result gives through a view (loom__tail.oview): their end. */
+static int fold_end(const loom_tf_step *steps, int n, int k) {
+    for (; k < n; k++) {
+        const loom_tf_step *s = &steps[k];
+        bool crop = s->kind == LOOM_TF_RANDOM_CROP && !s->pad_if_needed && !s->pad[0] && !s->pad[1] && !s->pad[2] &&
+                    !s->pad[3];
+        if (!crop && s->kind != LOOM_TF_RANDOM_HFLIP && s->kind != LOOM_TF_RANDOM_VFLIP) break;
+    }
+    return k;
+}
+
 /* The fused tail at step i (loader/tail.c): a ColorJitter, a nearest
- * RandomAffine, or the two in that order; into the tensor when only
- * RandomErasing (applied to the tensor) follows. Returns the steps it
- * covers, 0 when there is no tail here or it would not pay (a lone affine
- * whose result stays u8 is loom_tf_affine's one pass already). */
-static int tail_len(const loom_tf_step *steps, int n, int i, const loom__tensor_out *out, bool *to_tensor) {
+ * RandomAffine, or the two in that order, the affine followed by the crops
+ * and flips up to *fold (evaluated in their window only); into the tensor
+ * when only RandomErasing (applied to the tensor) follows. Returns the
+ * jitter and affine steps it covers, 0 when there is no tail here or it
+ * would not pay (a lone affine whose whole result stays u8 is loom_tf_affine's
+ * one pass already). */
+static int tail_len(const loom_tf_step *steps, int n, int i, const loom__tensor_out *out, bool *to_tensor, int *fold) {
     int j = i;
     bool jit = steps[j].kind == LOOM_TF_COLOR_JITTER;
     if (jit) j++;
     bool aff = j < n && steps[j].kind == LOOM_TF_RANDOM_AFFINE && steps[j].nearest;
     if (aff) j++;
+    *fold = aff ? fold_end(steps, n, j) : j;
     bool last = true;
-    for (int k = j; k < n; k++) last = last && steps[k].kind == LOOM_TF_RANDOM_ERASING;
+    for (int k = *fold; k < n; k++) last = last && steps[k].kind == LOOM_TF_RANDOM_ERASING;
     *to_tensor = last && out && out->x;
-    if (!jit && !(aff && *to_tensor)) return 0;
+    if (!jit && !(aff && (*to_tensor || *fold > j))) return 0;
     return j - i;
 }
 
@@ -169,9 +184,10 @@ static bool empty_tail_pays(const loom__tensor_out *out, const loom_image *img) 
     return out && out->x && out->c == img->c && img->c == 3 && loom__simd_avx2();
 }
 
-/* The tail at steps i..i+len-1; view (may be NULL): the crops and flips
- * before it, read through instead of copied (tail.view). */
-static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int len, loom__aug_rng *rng,
+/* The tail at steps i..i+len-1 and the crops and flips after it up to fold;
+ * view (may be NULL): the crops and flips before it, read through instead
+ * of copied (tail.view). */
+static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int len, int fold, loom__aug_rng *rng,
                             loom_image *img, uint8_t *a, uint8_t *b, loom__tensor_out *out, const loom__tail_view *view) {
     loom__tail t = {0};
     if (view) t.view = *view;
@@ -188,6 +204,17 @@ static loom_status run_tail(loom_ctx *ctx, const loom_tf_step *steps, int i, int
         t.affine = true;
         loom__tf_affine_params(s, rng, t.view.h, t.view.w, t.p);
         for (int q = 0; q < 3; q++) t.fill[q] = s->afill[img->c == 3 ? q : 0];
+        if (fold > i + len) { /* the crops and flips after it: drawn now, as one by one */
+            loom__geo g;
+            int64_t off[2], step[2];
+            const loom_image res = {NULL, t.view.h, t.view.w, img->c};
+            loom_status st = loom__geo_build(ctx, steps, i + len, fold, rng, &res, &g);
+            if (st != LOOM_OK) return st;
+            if (!loom__geo_copy(&g, off, step))
+                return loom__err(ctx, LOOM_ERR_STATE, "loader: steps %d..%d after RandomAffine (step %d) do not "
+                                 "compose into a crop (internal)", i + len + 1, fold, k + 1);
+            t.oview = (loom__tail_view){g.n[0], g.n[1], off[0], step[0], off[1], step[1]};
+        }
     }
     return loom__tail_run(ctx, &t, img, a, b, out);
 }
@@ -225,21 +252,24 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
     }
     for (int i = 0; i < n; i++) {
         bool to_tensor = false;
-        int t = fuse ? tail_len(steps, n, i, out, &to_tensor) : 0;
+        int fold;
+        int t = fuse ? tail_len(steps, n, i, out, &to_tensor, &fold) : 0;
         if (t > 0) {
-            loom_status st = run_tail(ctx, steps, i, t, rng, img, a, b, to_tensor ? out : NULL, NULL);
+            loom_status st = run_tail(ctx, steps, i, t, fold, rng, img, a, b, to_tensor ? out : NULL, NULL);
             if (st != LOOM_OK) return st;
-            i += t - 1;
+            i = fold - 1;
             continue;
         }
         int j = fuse ? loom__tf_fuse_end(ctx, steps, n, i, img->h, img->w) : i;
         if (ordered && j > i) j = order_cut(steps, ord, i, j);
-        /* a nearest RandomAffine that can be a tail ends the run: the tail
-         * (exact, and a small fraction of the cost) instead of a bilinear
-         * warp of the whole run */
+        /* a nearest RandomAffine stays out of runs (and a tail ends one): it
+         * runs as the tail's row pass, exact and a small fraction of the
+         * cost of a bilinear warp of the whole run */
+        if (j > i + 1 && steps[i].kind == LOOM_TF_RANDOM_AFFINE && steps[i].nearest) j = i + 1;
         for (int k = i + 1; k < j; k++) {
             bool tt;
-            if (tail_len(steps, n, k, out, &tt) > 0) {
+            int kf;
+            if ((steps[k].kind == LOOM_TF_RANDOM_AFFINE && steps[k].nearest) || tail_len(steps, n, k, out, &tt, &kf) > 0) {
                 j = k;
                 break;
             }
@@ -247,7 +277,8 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
         /* crops and flips (no resampling) right before a tail: the tail reads
          * through them; also right before the end (nothing but RandomErasing
          * follows), where an empty tail does ToTensor + Normalize through them */
-        int t2 = j > i && j < n ? tail_len(steps, n, j, out, &to_tensor) : 0;
+        int fold2 = j;
+        int t2 = j > i && j < n ? tail_len(steps, n, j, out, &to_tensor, &fold2) : 0;
         bool to_end = j > i && t2 == 0 && empty_tail_pays(out, img);
         for (int k = j; k < n && to_end; k++) to_end = steps[k].kind == LOOM_TF_RANDOM_ERASING;
         if (to_end) to_tensor = true;
@@ -259,9 +290,9 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
             if (st != LOOM_OK) return st;
             if (loom__geo_copy(&g, off, step)) {
                 loom__tail_view v = {g.n[0], g.n[1], off[0], step[0], off[1], step[1]};
-                st = run_tail(ctx, steps, j, t2, rng, img, a, b, to_tensor ? out : NULL, &v);
+                st = run_tail(ctx, steps, j, t2, fold2, rng, img, a, b, to_tensor ? out : NULL, &v);
                 if (st != LOOM_OK) return st;
-                i = j + t2 - 1;
+                i = (t2 > 0 ? fold2 : j) - 1;
                 continue;
             }
             *rng = saved; /* resampling: the usual fused pass below draws again */
@@ -274,7 +305,7 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
         }
         /* a nearest RandomAffine on its own: the tail's vector row pass (exact, as loom_tf_affine) */
         if (fuse && steps[i].kind == LOOM_TF_RANDOM_AFFINE && steps[i].nearest) {
-            loom_status st = run_tail(ctx, steps, i, 1, rng, img, a, b, NULL, NULL);
+            loom_status st = run_tail(ctx, steps, i, 1, i + 1, rng, img, a, b, NULL, NULL);
             if (st != LOOM_OK) return st;
             continue;
         }

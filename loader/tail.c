@@ -62,9 +62,9 @@ static loom_status rows_scalar(loom_ctx *ctx, loom__tail_rows *r, int64_t x0, in
             for (int64_t i = 0; i < n; i++) {
                 double fx, fy;
                 int64_t at;
-                loom__affine_point(r->m, r->hx, r->hy, x0 + i, oy, &fx, &fy);
-                inside[i] = loom__nearest_at(fx, fy, W, r->H, &at);
-                const uint8_t *p = inside[i] ? r->base + loom__tail_px_at(r, at / W, at % W) * c : r->fill;
+                loom__affine_point(r->m, r->hx, r->hy, r->ax0 + r->axs * (x0 + i), r->ay0 + r->ays * oy, &fx, &fy);
+                inside[i] = loom__nearest_at(fx, fy, r->aw, r->ah, &at);
+                const uint8_t *p = inside[i] ? r->base + loom__tail_px_at(r, at / r->aw, at % r->aw) * c : r->fill;
                 for (int k = 0; k < c; k++) row[i * c + k] = p[k];
             }
             from = row;
@@ -149,7 +149,7 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
     }
     loom__tail_rows r = {.base = img->data, .H = H, .W = W, .c = c, .st = st, .sat = &sat, .pitch = img->w,
                          .roff = t->view.roff, .rstep = t->view.rstep, .coff = t->view.coff, .cstep = t->view.cstep,
-                         .npx = img->h * img->w};
+                         .npx = img->h * img->w, .aw = W, .ah = H, .ays = 1, .axs = 1};
     loom_status s = LOOM_OK;
     int ns = 0, start = 0;
     float mean = 0;
@@ -180,6 +180,11 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
         r.hx = 0.5 * (double)(W - 1), r.hy = 0.5 * (double)(H - 1);
         memcpy(r.fill, t->fill, 3);
     }
+    int64_t OH = H, OW = W; /* the output: the affine's crops and flips, if any */
+    if (t->affine && t->oview.h > 0) {
+        OH = r.H = t->oview.h, OW = r.W = t->oview.w;
+        r.ay0 = t->oview.roff, r.ays = t->oview.rstep, r.ax0 = t->oview.coff, r.axs = t->oview.cstep;
+    }
     /* the u8 result's buffer: whichever of a, b the pass no longer reads */
     uint8_t *dst8 = r.base == img->data ? spare : in_ab ? in_ab : (spare == a ? b : a);
     if (tensor) r.lut = out->lut, r.norm = out->norm, r.x = out->x;
@@ -189,7 +194,7 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
     if (tensor) {
         out->done = true;
     } else {
-        img->data = dst8, img->h = H, img->w = W;
+        img->data = dst8, img->h = OH, img->w = OW;
     }
     return LOOM_OK;
 }

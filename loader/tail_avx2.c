@@ -135,7 +135,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     const __m256i fill_r = _mm256_set1_epi32(r->fill[0]), fill_g = _mm256_set1_epi32(r->fill[1]),
                   fill_b = _mm256_set1_epi32(r->fill[2]);
     const __m256d m2 = _mm256_set1_pd(r->m[2]), m5 = _mm256_set1_pd(r->m[5]), hx = _mm256_set1_pd(r->hx), hy = _mm256_set1_pd(r->hy),
-                  zero = _mm256_setzero_pd(), Wd = _mm256_set1_pd((double)W), Hd = _mm256_set1_pd((double)H);
+                  zero = _mm256_setzero_pd(), Wd = _mm256_set1_pd((double)r->aw), Hd = _mm256_set1_pd((double)r->ah);
     __m256 fillv[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     if (r->x)
         for (int ch = 0; ch < 3; ch++) fillv[ch] = _mm256_set1_ps(r->lut[ch][r->fill[ch]]);
@@ -151,7 +151,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
         cx3 = cx0 + W8;
         fx0 = (float *)(void *)(cx3 + W8), fy0 = fx0 + W8;
         for (int64_t ox = 0; ox < W8; ox++) {
-            double x = (double)ox - r->hx;
+            double x = (double)(r->ax0 + r->axs * ox) - r->hx;
             cx0[ox] = r->m[0] * x, cx3[ox] = r->m[3] * x;
             fx0[ox] = (float)cx0[ox], fy0[ox] = (float)cx3[ox];
         }
@@ -159,7 +159,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     const double M = fmax(fabs(r->m[0]) * r->hx + fabs(r->m[1]) * r->hy + fabs(r->m[2]) + fabs(r->hx),
                           fabs(r->m[3]) * r->hx + fabs(r->m[4]) * r->hy + fabs(r->m[5]) + fabs(r->hy)) + 1.0;
     const __m256 tie = _mm256_set1_ps((float)(0.5 - M * 0x1p-20)), sign = _mm256_set1_ps(-0.0f), zerof = _mm256_setzero_ps(),
-                 Wf = _mm256_set1_ps((float)W), Hf = _mm256_set1_ps((float)H), m2f = _mm256_set1_ps((float)r->m[2]),
+                 Wf = _mm256_set1_ps((float)r->aw), Hf = _mm256_set1_ps((float)r->ah), m2f = _mm256_set1_ps((float)r->m[2]),
                  m5f = _mm256_set1_ps((float)r->m[5]), hxf = _mm256_set1_ps((float)r->hx), hyf = _mm256_set1_ps((float)r->hy);
     const __m256i roffi = _mm256_set1_epi32((int32_t)r->roff), rstepi = _mm256_set1_epi32((int32_t)r->rstep),
                   pitchi = _mm256_set1_epi32((int32_t)r->pitch), coffi = _mm256_set1_epi32((int32_t)r->coff);
@@ -168,7 +168,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
     int64_t gray = 0;
     for (int64_t oy = 0; oy < H; oy++) {
-        double y = (double)oy - r->hy;
+        double y = (double)(r->ay0 + r->ays * oy) - r->hy;
         const __m256d m1y = _mm256_set1_pd(r->m[1] * y), m4y = _mm256_set1_pd(r->m[4] * y);
         const __m256 m1yf = _mm256_set1_ps((float)(r->m[1] * y)), m4yf = _mm256_set1_ps((float)(r->m[4] * y));
         __m256i acc = _mm256_setzero_si256();

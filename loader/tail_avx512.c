@@ -136,7 +136,7 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
         if (!(fx0 = malloc(2 * (size_t)W16 * sizeof *fx0))) return 0; /* the next path does it all */
         fy0 = fx0 + W16;
         for (int64_t ox = 0; ox < W16; ox++) {
-            double x = (double)ox - r->hx;
+            double x = (double)(r->ax0 + r->axs * ox) - r->hx;
             fx0[ox] = (float)(r->m[0] * x), fy0[ox] = (float)(r->m[3] * x);
         }
     }
@@ -144,8 +144,8 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
                           fabs(r->m[3]) * r->hx + fabs(r->m[4]) * r->hy + fabs(r->m[5]) + fabs(r->hy)) + 1.0;
     /* tie: tail_avx2.c's bound (eight roundings of at most 2^-24 M, twice
      * over); here there are three (m0 x, the row's part, their sum) */
-    const __m512 tie = _mm512_set1_ps((float)(0.5 - M * 0x1p-20)), zerof = _mm512_setzero_ps(), Wf = _mm512_set1_ps((float)W),
-                 Hf = _mm512_set1_ps((float)H);
+    const __m512 tie = _mm512_set1_ps((float)(0.5 - M * 0x1p-20)), zerof = _mm512_setzero_ps(),
+                 Wf = _mm512_set1_ps((float)r->aw), Hf = _mm512_set1_ps((float)r->ah);
     /* loom__tail_px_at(y, x) = at0 + rowi y + cstep x (all within int32: npx * 3 + 8 fits) */
     const __m512i at0 = _mm512_set1_epi32((int32_t)(r->roff * r->pitch + r->coff)),
                   rowi = _mm512_set1_epi32((int32_t)(r->rstep * r->pitch));
@@ -155,8 +155,9 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
     int64_t gray = 0;
     for (int64_t oy = 0; oy < H; oy++) {
         /* the row's part of the source point, rounded once (fx = m0 x + this: two roundings) */
-        const __m512 cxf = _mm512_set1_ps((float)(r->m[1] * ((double)oy - r->hy) + r->m[2] + r->hx)),
-                     cyf = _mm512_set1_ps((float)(r->m[4] * ((double)oy - r->hy) + r->m[5] + r->hy));
+        const double y = (double)(r->ay0 + r->ays * oy) - r->hy;
+        const __m512 cxf = _mm512_set1_ps((float)(r->m[1] * y + r->m[2] + r->hx)),
+                     cyf = _mm512_set1_ps((float)(r->m[4] * y + r->m[5] + r->hy));
         __m512i acc = _mm512_setzero_si512();
         for (int64_t ox = 0; ox < W16; ox += 16) {
             __mmask16 in = 0xffff;
@@ -184,9 +185,10 @@ AVX512 static inline __attribute__((always_inline)) int64_t rows_body(loom__tail
                             const int l = __builtin_ctz(m);
                             double fxd, fyd;
                             int64_t q;
-                            loom__affine_point(r->m, r->hx, r->hy, ox + l, oy, &fxd, &fyd);
-                            bool ok = loom__nearest_at(fxd, fyd, W, H, &q);
-                            a[l] = ok ? (int32_t)loom__tail_px_at(r, q / W, q % W) : 0;
+                            loom__affine_point(r->m, r->hx, r->hy, r->ax0 + r->axs * (ox + l), r->ay0 + r->ays * oy, &fxd,
+                                               &fyd);
+                            bool ok = loom__nearest_at(fxd, fyd, r->aw, r->ah, &q);
+                            a[l] = ok ? (int32_t)loom__tail_px_at(r, q / r->aw, q % r->aw) : 0;
                             in = ok ? (__mmask16)(in | (1u << l)) : (__mmask16)(in & ~(1u << l));
                         }
                         at = _mm512_loadu_si512(a);

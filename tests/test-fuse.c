@@ -16,7 +16,9 @@
  *       RandomAffine's edge in the second resampling (99.9th percentile
  *       printed);
  *   (a') the fused tail (loader/tail.c: ColorJitter + nearest RandomAffine
- *       in one pass, u8 out): bit-exact, 3 and 1 channels;
+ *       in one pass, u8 out, the crops and flips right after the affine
+ *       evaluated in their window; a nearest affine never in a warp):
+ *       bit-exact, 3 and 1 channels;
  *   (c) the loader on the guide's whole pipeline and variants (the tail
  *       writing ToTensor + Normalize itself): batches bitwise equal with
  *       fusion on and off (loom_loader_desc.no_fuse);
@@ -165,7 +167,10 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
         "Resize((123, 77))", "Resize((420, 533))", "hflip; RandomResizedCrop((100, 150)); vflip; ColorJitter(0.3, 0.6, 0.5)",
         "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", "ColorJitter(0.5, 0.5, 0.5, 0.5)",
         "RandomCrop(300); hflip; ColorJitter(0.3, 0.4, 0.5, 0.1); RandomAffine(25, fill=(1, 2, 3))",
-        "vflip; CenterCrop((201, 333)); hflip; ColorJitter(0.2, 0.7)"};
+        "vflip; CenterCrop((201, 333)); hflip; ColorJitter(0.2, 0.7)",
+        "Resize((256, 256)); ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)); "
+        "RandomCrop(224); hflip",
+        "RandomAffine(20, shear=5, fill=(0, 128, 255)); RandomCrop((200, 301)); vflip; ColorJitter(0.3, 0.3)"};
     loom_tf_step steps[8];
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
         int ns = 0;
@@ -359,7 +364,14 @@ int main(void) {
         "RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
         "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30)); vflip",
         "ColorJitter(0.3, 0.5); Resize((100, 120))", "CenterCrop(200); ColorJitter(0, 0.5, 0, 0.2); hflip",
-        "RandomCrop(160); ColorJitter(0.5, 0, 0.5, 0.3); RandomAffine(30, fill=200); CenterCrop(150)"};
+        "RandomCrop(160); ColorJitter(0.5, 0, 0.5, 0.3); RandomAffine(30, fill=200); CenterCrop(150)",
+        /* the crops and flips after a nearest affine, evaluated in their window;
+         * a nearest affine in a geometric run splits it (no warp) */
+        "Resize((300, 400)); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)); RandomCrop(224); hflip; "
+        "ColorJitter(0.2, 0.2, 0.2)",
+        "ColorJitter(0.4, 0.4, 0.4); RandomAffine(20, shear=5, fill=(0, 128, 255)); RandomCrop((200, 300)); vflip; hflip",
+        "hflip; RandomAffine(10, fill=9); ColorJitter(0.3, 0.3); RandomCrop(150); hflip",
+        "RandomCrop((301, 399)); RandomAffine(25, translate=(0.2, 0.1)); RandomCrop((120, 97)); Resize((50, 60))"};
     for (size_t k = 0; k < sizeof tail_specs / sizeof *tail_specs; k++) {
         CHECK_OK(ctx, loom_tf_parse(ctx, tail_specs[k], s, 8, &ns));
         exact_n(tail_specs[k], s, ns, rgb, 3, 3);
@@ -384,6 +396,10 @@ int main(void) {
     /* no ColorJitter: the nearest affine still a tail after the resampling (not fused into a warp) */
     loader_guide(rgb, NULL, "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))");
     loader_guide(rgb, "RandomCrop((300, 400)); hflip; RandomCrop(224)", "RandomAffine(20, shear=5, fill=(0, 128, 255))");
+    /* crops and flips after the affine: evaluated in their window, into the tensor */
+    loader_guide(rgb, "Resize((256, 256))", "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)); RandomCrop(224); hflip");
+    loader_guide(rgb, "Resize((256, 256))",
+                 "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, shear=5, fill=(1, 2, 3)); RandomCrop(224); vflip");
     /* crops and flips only before the tail (a packed shard's guide): the tail reads through them */
     loader_guide(rgb, "RandomCrop((300, 400)); hflip; vflip; RandomCrop(224)",
                  "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255))");
