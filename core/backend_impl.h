@@ -139,6 +139,10 @@ loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *
 /* The pool geometry table (LOOM_G_POOL_LEN values, layout LOOM_G_POOL_*) of
  * pool node t or its gradient, from x's dims xd and y's dims yd (core/ops/pool2d.c). */
 void loom__pool_geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd, int64_t *g);
+/* Whether pool node t (or its gradient) on x dims xd is a 2x2 stride-2
+ * unpadded pooling of even planes (the GPU backends' one-window-per-thread
+ * max kernels), with fewer than 2^31 windows; *windows: (N*C) * OH * OW. */
+bool loom__pool_max2(const loom_tensor *t, const int64_t *xd, int64_t *windows);
 
 /* The backends compiled in, NULL-terminated: defined by backends/registry.c,
  * where each backend that is built adds its table. The core reads the list

@@ -48,6 +48,20 @@ void loom_clear_error(loom_ctx *ctx) {
     ctx->last_error[0] = 0;
 }
 
+int loom__env_switch(const char *name) {
+    const char *e = getenv(name);
+    if (!e || !*e) return -1;
+    return !strcmp(e, "0") ? 0 : !strcmp(e, "1") ? 1 : -2;
+}
+
+loom_status loom__env_switches_check(loom_ctx *ctx, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (loom__env_switch(names[i]) == -2)
+            return loom__err(ctx, LOOM_ERR_INVALID_ARG, "%s='%s': expected 0 or 1 (or unset: the default)", names[i],
+                             getenv(names[i]));
+    return LOOM_OK;
+}
+
 loom_status loom__err(loom_ctx *ctx, loom_status st, const char *fmt, ...) {
     if (!ctx) return st;
     ctx->last_status = st;

@@ -55,6 +55,13 @@ struct loom_ctx {
     char last_error[1024];
 };
 
+/* An on/off switch in the environment (LOOM_CPU_FUSE, LOOM_VULKAN_STAGING, ...):
+ * 1 for "1", 0 for "0", -1 unset or empty (the default), -2 anything else.
+ * loom__env_switches_check: LOOM_ERR_INVALID_ARG naming the first of names[n]
+ * set to anything else (backends check theirs when created). */
+int loom__env_switch(const char *name);
+loom_status loom__env_switches_check(loom_ctx *ctx, const char *const *names, int n);
+
 /* Record a failure on ctx and return st. fmt may be NULL. */
 loom_status loom__err(loom_ctx *ctx, loom_status st, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -174,7 +174,48 @@ static void test_host_memory(void) {
     loom_ctx_destroy(ctx);
 }
 
+/* A backend's on/off environment switches take 0 or 1 (or unset); anything
+ * else fails the backend's creation with a message naming the variable. */
+static void test_env_switches(void) {
+    static const struct {
+        const char *backend, *var;
+    } sw[] = {{"cpu", "LOOM_CPU_FUSE"},           {"cpu", "LOOM_CPU_POOL_AVX512"},
+              {"vulkan", "LOOM_VULKAN_STAGING"}, {"vulkan", "LOOM_VULKAN_CONV_ROWS"},
+              {"opencl", "LOOM_OPENCL_CONV_ROWS"}};
+    loom_ctx *ctx = NULL;
+    loom_ctx_create(NULL, &ctx);
+    for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
+        const char *why = NULL;
+        if (!loom_backend_available(ctx, sw[i].backend, &why)) {
+            printf("env switch %s: skipped (%s unavailable: %s)\n", sw[i].var, sw[i].backend, why ? why : "?");
+            continue;
+        }
+        const char *had = getenv(sw[i].var);
+        char keep[64];
+        snprintf(keep, sizeof keep, "%s", had ? had : "");
+        setenv(sw[i].var, "yes", 1);
+        loom_backend *be = NULL;
+        loom_status st = loom_backend_create(ctx, sw[i].backend, NULL, &be);
+        CHECK(st == LOOM_ERR_INVALID_ARG && !be && strstr(loom_last_error(ctx), sw[i].var) &&
+                  strstr(loom_last_error(ctx), "yes"),
+              "%s=yes: %s refuses it naming it (%s: '%s')", sw[i].var, sw[i].backend, loom_status_str(st),
+              loom_last_error(ctx));
+        if (be) loom_backend_destroy(be);
+        for (int v = 0; v < 2; v++) {
+            setenv(sw[i].var, v ? "1" : "0", 1);
+            be = NULL;
+            CHECK(loom_backend_create(ctx, sw[i].backend, NULL, &be) == LOOM_OK && be, "%s=%d: %s starts", sw[i].var, v,
+                  sw[i].backend);
+            if (be) loom_backend_destroy(be);
+        }
+        if (had) setenv(sw[i].var, keep, 1);
+        else unsetenv(sw[i].var);
+    }
+    loom_ctx_destroy(ctx);
+}
+
 int main(void) {
+    test_env_switches();
     test_unsupported();
     test_registry();
     test_threads();

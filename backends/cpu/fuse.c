@@ -142,8 +142,7 @@ static bool memory_ok(const loom_plan *p, const loom__cpu_group *g, int first, i
 }
 
 static bool fusion_enabled(const loom__cpu *cpu) {
-    const char *env = getenv("LOOM_CPU_FUSE");
-    return !cpu->reproducible && !(env && !strcmp(env, "0"));
+    return !cpu->reproducible && loom__env_switch("LOOM_CPU_FUSE") != 0;
 }
 
 loom_status loom__cpu_fusion_plan(loom__cpu *cpu, const loom_plan *p, loom__cpu_fusion **out) {

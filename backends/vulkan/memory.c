@@ -64,8 +64,7 @@ loom_status loom__vk_pick_memory(loom__vk *vk) {
         if ((t->propertyFlags & (DL | HV | HC)) == (DL | HV | HC) && vk->mem.memoryHeaps[t->heapIndex].size == big)
             dev = (int)i;
     }
-    const char *e = getenv("LOOM_VULKAN_STAGING");
-    vk->direct = dev >= 0 && !(e && *e && strcmp(e, "0") != 0);
+    vk->direct = dev >= 0 && loom__env_switch("LOOM_VULKAN_STAGING") != 1;
     if (dev < 0)
         for (uint32_t i = 0; i < vk->mem.memoryTypeCount && dev < 0; i++) {
             const VkMemoryType *t = &vk->mem.memoryTypes[i];

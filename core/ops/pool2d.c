@@ -122,6 +122,14 @@ void loom__pool_geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd,
     g[LOOM_G_POOL_INCL] = p[LOOM_P_POOL_INCL];
 }
 
+bool loom__pool_max2(const loom_tensor *t, const int64_t *xd, int64_t *windows) {
+    const int64_t *p = t->p;
+    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
+    return p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
+           p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0 &&
+           *windows < ((int64_t)1 << 31);
+}
+
 loom_status loom__bw_max_pool2d(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom_tensor **dx) {
     loom_tensor *src[2] = {y->src[0], dy};
     dx[0] = grad_node(g, LOOM_OP_MAX_POOL2D_GRAD, y, 2, src);

@@ -18,8 +18,7 @@
 bool loom__max2_avx512_ok(void) {
     static int ok = -1;
     if (ok < 0) {
-        const char *e = getenv("LOOM_CPU_POOL_AVX512");
-        ok = LOOM__X86 && LOOM__HAS("avx512f") && !(e && !strcmp(e, "0"));
+        ok = LOOM__X86 && LOOM__HAS("avx512f") && loom__env_switch("LOOM_CPU_POOL_AVX512") != 0;
     }
     return ok;
 }

@@ -160,14 +160,6 @@ __global__ void max2_grad_k(const T *x, const T *dy, T *dx, int64_t windows, int
     dx[top + W + 1] = q == 3 ? g : z;
 }
 
-/* 2x2 stride-2 unpadded max pooling of even planes x (.., H, W); *windows: (N*C) * OH * OW */
-static bool max2(const loom_tensor *pool, const int64_t *xd, int64_t *windows) {
-    const int64_t *p = pool->p;
-    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
-    return p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
-           p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0;
-}
-
 /* geometry table from x's and y's shapes */
 static pgeom geom(const loom_tensor *t, const int64_t *xd, const int64_t *yd) {
     pgeom g;
@@ -179,7 +171,7 @@ template <typename T>
 static loom_status forward(loom__cu_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t n = loom_tensor_numel(y), nw;
-    if (kind == LOOM_K_POOL_MAX && max2(y, x->dims, &nw))
+    if (kind == LOOM_K_POOL_MAX && loom__pool_max2(y, x->dims, &nw))
         return loom__cu_launch(o, max2_k<T>, loom__cu_grid1d(nw), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
                                loom__cu_ptr<T>(o, y), nw, x->dims[3], x->dims[3] / 2);
     return loom__cu_launch(o, pool2d_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
@@ -191,7 +183,7 @@ template <typename T>
 static loom_status backward(loom__cu_op *o, int kind) {
     const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == LOOM_K_POOL_MAX ? o->t->src[1] : o->t->src[0];
     int64_t n = loom_tensor_numel(dx), nw;
-    if (kind == LOOM_K_POOL_MAX && max2(dx, dx->dims, &nw))
+    if (kind == LOOM_K_POOL_MAX && loom__pool_max2(dx, dx->dims, &nw))
         return loom__cu_launch(o, max2_grad_k<T>, loom__cu_grid1d(nw), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),
                                loom__cu_ptr<T>(o, dy), loom__cu_ptr<T>(o, dx), nw, dx->dims[3], dx->dims[3] / 2);
     return loom__cu_launch(o, pool2d_grad_k<T>, loom__cu_grid1d(n), LOOM__CU_THREADS, 0, loom__cu_ptr<T>(o, x),

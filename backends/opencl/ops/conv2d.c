@@ -37,8 +37,8 @@ static loom_status workspace(loom__cl_op *o, int64_t n, size_t es, const char *w
  * a GPU keeps the per-element kernels (neighbouring work-items write
  * neighbouring elements). LOOM_OPENCL_CONV_ROWS=0|1 forces either (tests). */
 static bool by_rows(const loom__cl_op *o) {
-    const char *e = getenv("LOOM_OPENCL_CONV_ROWS");
-    if (e && *e) return strcmp(e, "0") != 0;
+    int e = loom__env_switch("LOOM_OPENCL_CONV_ROWS"); /* checked when the backend was made */
+    if (e >= 0) return e == 1;
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 

@@ -12,22 +12,13 @@ static loom_status geom(loom__cl_op *o, const int64_t *xd, const int64_t *yd, cl
     return loom__cl_meta(o, g, LOOM_G_POOL_LEN, out);
 }
 
-/* 2x2 stride-2 unpadded max pooling of even planes x (.., H, W): the
- * window-per-item kernels; *windows: (N*C) * OH * OW */
-static bool max2(const loom_tensor *pool, const int64_t *xd, int64_t *windows) {
-    const int64_t *p = pool->p;
-    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
-    return p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
-           p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0;
-}
-
 static loom_status forward(loom__cl_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
     cl_mem g;
     cl_kernel k;
     loom_status st;
     int64_t nw;
-    if (kind == LOOM_K_POOL_MAX && max2(y, x->dims, &nw)) {
+    if (kind == LOOM_K_POOL_MAX && loom__pool_max2(y, x->dims, &nw)) {
         if ((st = loom__cl_kernel(o, y->dtype, "max2", &k)) != LOOM_OK) return st;
         loom__cl_args a = loom__cl_args_begin(o, k);
         loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, y);
@@ -50,7 +41,7 @@ static loom_status backward(loom__cl_op *o, int kind) {
     cl_kernel k;
     loom_status st;
     int64_t nw;
-    if (kind == LOOM_K_POOL_MAX && max2(dx, dx->dims, &nw)) {
+    if (kind == LOOM_K_POOL_MAX && loom__pool_max2(dx, dx->dims, &nw)) {
         if ((st = loom__cl_kernel(o, dx->dtype, "max2_grad", &k)) != LOOM_OK) return st;
         loom__cl_args a = loom__cl_args_begin(o, k);
         loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, dy), loom__cl_arg_t(&a, dx);

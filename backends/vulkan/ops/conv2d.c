@@ -96,8 +96,8 @@ static loom_status geom_table(loom__vk_op *o, const geom *q, loom__buffer **out)
  * keeps the per-element kernels, whose neighbouring invocations write
  * neighbouring elements. LOOM_VULKAN_CONV_ROWS=0|1 forces either (tests). */
 static bool by_rows(const loom__vk_op *o) {
-    const char *e = getenv("LOOM_VULKAN_CONV_ROWS");
-    if (e && *e) return strcmp(e, "0") != 0;
+    int e = loom__env_switch("LOOM_VULKAN_CONV_ROWS"); /* checked when the device was made */
+    if (e >= 0) return e == 1;
     return o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 

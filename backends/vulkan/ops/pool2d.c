@@ -13,20 +13,10 @@ static loom_status geom(loom__vk_op *o, const int64_t *xd, const int64_t *yd, lo
     return loom__vk_meta(o, g, LOOM_G_POOL_LEN, out);
 }
 
-/* 2x2 stride-2 unpadded max pooling of even planes x (.., H, W): the
- * window-per-invocation kernels (K_MAX2*); *windows: (N*C) * OH * OW */
-static bool max2(const loom_tensor *pool, const int64_t *xd, int64_t *windows) {
-    const int64_t *p = pool->p;
-    bool ok = p[LOOM_P_POOL_KH] == 2 && p[LOOM_P_POOL_KW] == 2 && p[LOOM_P_POOL_SH] == 2 && p[LOOM_P_POOL_SW] == 2 &&
-              p[LOOM_P_POOL_PH] == 0 && p[LOOM_P_POOL_PW] == 0 && xd[2] % 2 == 0 && xd[3] % 2 == 0;
-    *windows = xd[0] * xd[1] * (xd[2] / 2) * (xd[3] / 2);
-    return ok && *windows < ((int64_t)1 << 31);
-}
-
 static loom_status forward(loom__vk_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t nw;
-    if (kind == LOOM_K_POOL_MAX && max2(y, x->dims, &nw)) {
+    if (kind == LOOM_K_POOL_MAX && loom__pool_max2(y, x->dims, &nw)) {
         loom__vk_call c;
         loom__vk_begin(o, &c, "max2", y->dtype);
         loom__vk_in(&c, x), loom__vk_out(&c, y);
@@ -47,7 +37,7 @@ static loom_status forward(loom__vk_op *o, int kind) {
 static loom_status backward(loom__vk_op *o, int kind) {
     const loom_tensor *dx = o->t, *x = o->t->src[0], *dy = kind == LOOM_K_POOL_MAX ? o->t->src[1] : o->t->src[0];
     int64_t nw;
-    if (kind == LOOM_K_POOL_MAX && max2(dx, dx->dims, &nw)) {
+    if (kind == LOOM_K_POOL_MAX && loom__pool_max2(dx, dx->dims, &nw)) {
         loom__vk_call c;
         loom__vk_begin(o, &c, "max2_grad", dx->dtype);
         loom__vk_in(&c, x), loom__vk_in(&c, dy), loom__vk_out(&c, dx);
