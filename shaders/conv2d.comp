@@ -8,6 +8,8 @@
  *   K_IM2COL_ROWS, K_COL2IM_ROWS  the same, one invocation per row (CPU
  *                 devices such as lavapipe, which run integer divisions lane
  *                 by lane: a row's indices are computed once)
+ *   K_WFLIP       w (O,C,KH,KW) -> (C,O,KH,KW) with both kernel axes reversed:
+ *                 a stride-1 grad_input as the forward convolution of dy
  *   K_SUM_PARTS   dw = the sum over images of grad_weight's per-image float
  *                 products (N, O*K), in image order
  * Matches backends/opencl/kernels/conv2d.cl.
@@ -144,6 +146,20 @@ void main() {
         }
         ST(dx, dst + uint(iw), acc);
     }
+}
+
+#elif defined(K_WFLIP)
+/* wt[c, o, t] = w[o, c, KH*KW - 1 - t] (t = kh*KW + kw: both kernel axes reversed): the weights of a
+ * stride-1 convolution's input gradient as a forward convolution of dy; one invocation per element */
+TENSOR_IN(0, T, w);
+TENSOR_OUT(1, T, wt);
+PUSH { uint wo, O, C, KHW, n; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return;
+    uint t = id % pc.KHW, r = id / pc.KHW, o = r % pc.O, c = r / pc.O;
+    ST(wt, id, LD(w, pc.wo + (o * pc.C + c) * pc.KHW + (pc.KHW - 1u - t))); /* exact: a storage-type value */
 }
 
 #elif defined(K_SUM_PARTS)

@@ -44,6 +44,12 @@ static const conv_spec specs[] = {
      * planes, C*KH*KW = 72): the Vulkan backend's wide-load GEMM forms */
     {{2, 8, 6, 6}, {8, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
     {{2, 8, 8, 8}, {16, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 0},
+    /* 15, 16: stride-1 convolutions with C*KH*KW > 32 whose input gradient the
+     * Vulkan backend runs as a forward convolution of dy (flipped weights,
+     * padding KH-1-ph, KW-1-pw): a 3x5 kernel padded (0, 2), and a 3x3 one
+     * padded 2 (the full convolution: the gradient's padding is 0) */
+    {{2, 12, 7, 9}, {5, 12, 3, 5}, {1, 1, 0, 2, 1, 1, 1}, 1},
+    {{1, 6, 5, 6}, {4, 6, 3, 3}, {1, 1, 2, 2, 1, 1, 1}, 0},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -81,6 +87,8 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d 32x33 planes groups 2 + bias", conv, 12, 0, 0, 0},
     {"conv2d 8->8 on 6x6 pad 1 + bias (GEMM sizes multiples of 4)", conv, 13, 0, 0, 0},
     {"conv2d 8->16 on 8x8 pad 1 (GEMM sizes multiples of 8)", conv, 14, 0, 0, 0},
+    {"conv2d 12->5 3x5 kernel pad (0, 2) + bias", conv, 15, 0, 0, 0},
+    {"conv2d 6->4 3x3 pad 2 (full)", conv, 16, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

@@ -111,6 +111,15 @@ __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T
     }
 }
 
+/* wt[c, o, t] = w[o, c, KHW - 1 - t] (t = kh*KW + kw: both kernel axes reversed): the weights of a
+ * stride-1 convolution's input gradient as a forward convolution of dy (a copy in the storage type) */
+__kernel void conv_wflip(__global const T *w, ulong wo, __global T *wt, ulong wto, long O, long C, long KHW) {
+    long id = get_global_id(0);
+    if (id >= O * C * KHW) return;
+    long t = id % KHW, r = id / KHW, o = r % O, c = r / O;
+    ST(wt, wto + id, LD(w, wo + (o * C + c) * KHW + (KHW - 1 - t)));
+}
+
 /* dyp (O, N, P) = dy (N, O, P) permuted (a copy in the storage type) */
 __kernel void conv_dy_perm(__global const T *dy, ulong dyo, __global T *dyp, ulong dypo, long N, long O, long P) {
     long id = get_global_id(0);
