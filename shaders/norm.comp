@@ -14,7 +14,136 @@
 
 /* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
 
-#if defined(K_BATCH_NORM) || defined(K_BATCH_NORM_GRAD_PARAMS)
+#if defined(V4) && (defined(K_BATCH_NORM) || defined(K_BATCH_NORM_GRAD_PARAMS))
+/* the same statistics one vec4 (four elements of a plane) per load: S % 4 == 0
+ * and x's pushed offset a multiple of 4 (ops/norm.c checks both); M4 = N S / 4 */
+#define BN_STATS4(x, xo4, M4, C, S4, c, mean, var)                                                \
+    {                                                                                             \
+        uint l_ = gl_LocalInvocationID.x, nl_ = gl_WorkGroupSize.x;                               \
+        float sum_ = 0.0;                                                                         \
+        for (uint e = l_; e < (M4); e += nl_) {                                                   \
+            vec4 v_ = x[(xo4) + ((e / (S4)) * (C) + (c)) * (S4) + e % (S4)];                      \
+            sum_ += (v_.x + v_.y) + (v_.z + v_.w);                                                \
+        }                                                                                         \
+        float m_ = group_sum(sum_) / float(4u * (M4));                                            \
+        float q_ = 0.0;                                                                           \
+        for (uint e = l_; e < (M4); e += nl_) {                                                   \
+            vec4 d_ = x[(xo4) + ((e / (S4)) * (C) + (c)) * (S4) + e % (S4)] - m_;                 \
+            q_ += (d_.x * d_.x + d_.y * d_.y) + (d_.z * d_.z + d_.w * d_.w);                      \
+        }                                                                                         \
+        mean = m_;                                                                                \
+        var = group_sum(q_) / float(4u * (M4));                                                   \
+    }
+#endif
+
+#if defined(V4) && defined(K_BATCH_NORM)
+/* K_BATCH_NORM in f32, one vec4 per load and store (x and y offsets multiples of 4) */
+TENSOR_IN(0, vec4, x);
+TENSOR_IN(1, T, gm);
+TENSOR_IN(2, T, bt);
+TENSOR_OUT(3, float, rm);
+TENSOR_OUT(4, float, rv);
+TENSOR_OUT(5, vec4, y);
+PUSH {
+    uint xo, gmo, bto, rmo, rvo, yo, N, C, S;
+    int train, has_g, has_b, has_run;
+    float eps, momentum;
+} pc;
+
+void main() {
+    uint c = loom_group();
+    if (c >= pc.C) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x;
+    uint S4 = pc.S / 4u, M4 = pc.N * S4, C = pc.C, xo4 = pc.xo / 4u, yo4 = pc.yo / 4u;
+    float mean, var;
+    BN_STATS4(x, xo4, (pc.train != 0 ? M4 : 0u), C, S4, c, mean, var);
+    if (pc.train != 0) {
+        if (pc.has_run != 0 && l == 0u) {
+            float mf = float(4u * M4);
+            precise float a = (1.0 - pc.momentum) * rm[pc.rmo + c] + pc.momentum * mean;
+            precise float b = (1.0 - pc.momentum) * rv[pc.rvo + c] + pc.momentum * (var * mf / (mf - 1.0));
+            rm[pc.rmo + c] = a;
+            rv[pc.rvo + c] = b;
+        }
+    } else {
+        mean = rm[pc.rmo + c], var = rv[pc.rvo + c];
+    }
+    float invstd = 1.0 / sqrt(var + pc.eps);
+    float g = pc.has_g != 0 ? LD(gm, pc.gmo + c) : 1.0, b = pc.has_b != 0 ? LD(bt, pc.bto + c) : 0.0;
+    for (uint e = l; e < M4; e += nl) {
+        uint k = ((e / S4) * C + c) * S4 + e % S4;
+        precise vec4 v = (x[xo4 + k] - mean) * invstd * g + b;
+        y[yo4 + k] = v;
+    }
+}
+
+#elif defined(V4) && defined(K_BATCH_NORM_GRAD_PARAMS)
+/* K_BATCH_NORM_GRAD_PARAMS in f32, one vec4 of x and of dy per load */
+TENSOR_IN(0, vec4, x);
+TENSOR_IN(1, vec4, dy);
+TENSOR_IN(2, float, rm);
+TENSOR_IN(3, float, rv);
+TENSOR_OUT(4, float, outp);
+PUSH {
+    uint xo, dyo, rmo, rvo, outo, N, C, S;
+    int train;
+    float eps;
+} pc;
+
+void main() {
+    uint c = loom_group();
+    if (c >= pc.C) return;
+    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x;
+    uint S4 = pc.S / 4u, M4 = pc.N * S4, C = pc.C, xo4 = pc.xo / 4u, dyo4 = pc.dyo / 4u;
+    float mean, var;
+    BN_STATS4(x, xo4, (pc.train != 0 ? M4 : 0u), C, S4, c, mean, var);
+    if (pc.train == 0) mean = rm[pc.rmo + c], var = rv[pc.rvo + c];
+    float invstd = 1.0 / sqrt(var + pc.eps);
+    float sd = 0.0, sdx = 0.0;
+    for (uint e = l; e < M4; e += nl) {
+        uint k = ((e / S4) * C + c) * S4 + e % S4;
+        vec4 gv = dy[dyo4 + k], p = gv * (x[xo4 + k] - mean);
+        sd += (gv.x + gv.y) + (gv.z + gv.w);
+        sdx += (p.x + p.y) + (p.z + p.w);
+    }
+    sd = group_sum(sd);
+    sdx = group_sum(sdx);
+    if (l == 0u) {
+        outp[pc.outo + c] = sdx * invstd;
+        outp[pc.outo + C + c] = sd;
+        outp[pc.outo + 2u * C + c] = mean;
+        outp[pc.outo + 3u * C + c] = invstd;
+    }
+}
+
+#elif defined(V4) && defined(K_BATCH_NORM_GRAD)
+/* K_BATCH_NORM_GRAD in f32, one invocation per four elements of a plane */
+TENSOR_IN(0, vec4, x);
+TENSOR_IN(1, T, gm);
+TENSOR_IN(2, vec4, dy);
+TENSOR_IN(3, float, st);
+TENSOR_OUT(4, vec4, dx);
+PUSH {
+    uint xo, gmo, dyo, sto, dxo, N, C, S;
+    int train, has_g;
+} pc;
+
+void main() {
+    uint k = loom_gid(), S4 = pc.S / 4u;
+    if (k >= pc.N * pc.C * S4) return;
+    uint C = pc.C, c = (k / S4) % C;
+    float M = float(pc.N * pc.S);
+    float sdx = st[pc.sto + c] / M, sd = st[pc.sto + C + c] / M;
+    float mean = st[pc.sto + 2u * C + c], invstd = st[pc.sto + 3u * C + c];
+    float g = pc.has_g != 0 ? LD(gm, pc.gmo + c) : 1.0;
+    vec4 d = dy[pc.dyo / 4u + k], xh = (x[pc.xo / 4u + k] - mean) * invstd;
+    precise vec4 v = pc.train != 0 ? g * invstd * (d - sd - xh * sdx) : g * invstd * d;
+    dx[pc.dxo / 4u + k] = v;
+}
+
+#endif
+
+#if !defined(V4) && (defined(K_BATCH_NORM) || defined(K_BATCH_NORM_GRAD_PARAMS))
 /* batch mean and biased variance of channel c over its first M elements
  * (N S, or 0 to skip) of x (at element offset xo) */
 #define BN_STATS(x, xo, M, C, S, c, mean, var)                                                    \
@@ -33,7 +162,9 @@
     }
 #endif
 
-#if defined(K_BATCH_NORM)
+#if defined(V4)
+/* (the f32 vec4 batch-norm kernels above) */
+#elif defined(K_BATCH_NORM)
 /* y = (x - mean) invstd gamma + beta per channel; train: batch statistics,
  * and (has_run) running = (1 - momentum) running + momentum stat, with the
  * unbiased variance; eval: the running statistics. One group per channel. */

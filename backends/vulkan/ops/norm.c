@@ -7,6 +7,8 @@
  * gradients). Every kernel runs in the variant of x's dtype; running
  * statistics, the (4, C) batch-norm statistics and the layer-norm row
  * statistics are f32. */
+#include <string.h>
+
 #include "../vulkan.h"
 
 /* src[idx], or x when absent (idx < 0) */
@@ -18,19 +20,38 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     for (int d = 2; d < x->ndim; d++) *S *= x->dims[d];
 }
 
+/* The f32 batch-norm kernels' vec4 variants (<name>_v4: one vec4 of a plane
+ * per load, which lavapipe runs as one load loop over its lanes instead of
+ * four) serve f32 tensors whose planes hold a multiple of 4 elements; v4
+ * says which the call begins with, and v4_fits whether the offsets the
+ * binding pushed (push words w[0..n)) allow it. */
+static bool v4_wanted(loom_dtype dt, int64_t S) { return dt == LOOM_F32 && S % 4 == 0; }
+
+static bool v4_fits(const loom__vk_call *c, const int *w, int n) {
+    uint32_t v[16];
+    memcpy(v, c->push, sizeof v < c->npush ? sizeof v : c->npush);
+    for (int i = 0; i < n; i++)
+        if ((size_t)(w[i] + 1) * sizeof(uint32_t) > c->npush || v[w[i]] % 4u) return false;
+    return true;
+}
+
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
     loom__vk_call c;
-    loom__vk_begin(o, &c, "batch_norm", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_BETA]));
-    if (train && run) /* updated in place */
-        loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
-    else
-        loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
-    loom__vk_out(&c, y);
+    static const int words[] = {0, 5}; /* xo, yo */
+    for (bool v4 = v4_wanted(x->dtype, S);; v4 = false) {
+        loom__vk_begin(o, &c, v4 ? "batch_norm_v4" : "batch_norm", x->dtype);
+        loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_BETA]));
+        if (train && run) /* updated in place */
+            loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_inout(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
+        else
+            loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
+        loom__vk_out(&c, y);
+        if (!v4 || v4_fits(&c, words, 2)) break;
+    }
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, train), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_BN_BETA] >= 0);
     loom__vk_i32(&c, run), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]),
@@ -43,9 +64,13 @@ loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     loom__vk_call c;
-    loom__vk_begin(o, &c, "batch_norm_grad_params", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
-    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
+    static const int words[] = {0, 1}; /* xo, dyo */
+    for (bool v4 = v4_wanted(x->dtype, S);; v4 = false) {
+        loom__vk_begin(o, &c, v4 ? "batch_norm_grad_params_v4" : "batch_norm_grad_params", x->dtype);
+        loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+        loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
+        if (!v4 || v4_fits(&c, words, 2)) break;
+    }
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]);
     return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, N * S));
@@ -56,12 +81,17 @@ loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     loom__vk_call c;
-    loom__vk_begin(o, &c, "batch_norm_grad", x->dtype);
-    loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
-    loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
+    static const int words[] = {0, 2, 4}; /* xo, dyo, dxo */
+    bool v4 = v4_wanted(x->dtype, S);
+    for (;; v4 = false) {
+        loom__vk_begin(o, &c, v4 ? "batch_norm_grad_v4" : "batch_norm_grad", x->dtype);
+        loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
+        loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
+        if (!v4 || v4_fits(&c, words, 3)) break;
+    }
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
-    return loom__vk_run_1d(&c, N * C * S);
+    return loom__vk_run_1d(&c, v4 ? N * C * (S / 4) : N * C * S);
 }
 
 /* x viewed as (R, D), D = the last norm_dims dims */
