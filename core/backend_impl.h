@@ -67,6 +67,9 @@ typedef struct loom__backend_vtbl {
     loom_status (*plan_run_read)(loom_backend *be, loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n);
     void (*plan_release)(loom_backend *be, loom_plan *p);
     loom_status (*synchronize)(loom_backend *be);
+    /* Do the device's kernels compute in IEEE binary64 (augment_u8's
+     * RandomAffine needs it)? NULL = yes (the CPU, CUDA). */
+    bool (*f64)(const loom_backend *be);
     bool can_profile; /* plan_run fills p->node_seconds when it is set */
     bool reproducible; /* implements reproducible mode (core/repro.h) for every op flagged LOOM__OPF_REPRO */
 
@@ -80,6 +83,9 @@ struct loom_backend {
     bool reproducible; /* loom_backend_desc.reproducible (core/repro.h) */
     loom_backend_stats stats; /* host round trips (loom/backend.h): each backend adds its own events */
 };
+
+/* The vtable's f64: whether be's kernels have 64-bit floats. */
+static inline bool loom__backend_f64(const loom_backend *be) { return !be->vt->f64 || be->vt->f64(be); }
 
 /* Count one transfer of `bytes` (up: host to device, else device to host)
  * into the counters s points at (NULL: nothing counted). */

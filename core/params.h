@@ -195,6 +195,7 @@
 
 /* ---- augment_u8 (core/ops/augment.c) ---- */
 #define LOOM_P_AUG_FILL 0 /* the u8 value of pixels outside the source (constant padding) */
+#define LOOM_P_AUG_AFFINE 1 /* 1: rows may apply a nearest RandomAffine (columns AFFINE..AFILL; 64-bit floats) */
 /* columns of the per-sample table prm (N, LOOM_G_AUG_COUNT) i32 */
 #define LOOM_G_AUG_ROW0 0    /* output row y reads source row ROW0 + RSTEP y */
 #define LOOM_G_AUG_RSTEP 1
@@ -215,7 +216,15 @@
 #define LOOM_G_AUG_SFACTOR 12 /* saturation f and g = (f32)(1 - f), f32 bits */
 #define LOOM_G_AUG_SGAIN 13
 #define LOOM_G_AUG_HFACTOR 14 /* hue shift f in [-0.5, 0.5], f32 bits */
-#define LOOM_G_AUG_COUNT 16   /* columns (15 is 0) */
+/* a nearest RandomAffine after the ColorJitter (read only when the node's
+ * LOOM_P_AUG_AFFINE is 1): AFFINE 1 applies it (0: none); its inverse
+ * matrix m[0..5] (loom_tf_affine_inverse) as six doubles, double k in
+ * columns M + 2k (the low 32 bits of its IEEE bits) and M + 2k + 1 (the
+ * high 32); AFILL: its fill, channel k's u8 in bits 8k */
+#define LOOM_G_AUG_AFFINE 15
+#define LOOM_G_AUG_M 16
+#define LOOM_G_AUG_AFILL 28
+#define LOOM_G_AUG_COUNT 32 /* columns (29..31 are 0) */
 /* the codes of LOOM_G_AUG_JITTER */
 #define LOOM_K_AUG_BITS 3
 #define LOOM_K_AUG_BRIGHT 1

@@ -12,15 +12,22 @@
  * whole image, padding included, as on the host. Its adjustments go into
  * the table in the sample's drawn order (LOOM_G_AUG_JITTER), with the f32
  * factors the host's adjustments round theirs to (loader/transforms.c).
+ * A nearest RandomAffine may follow as the very last step (after the
+ * jitter, if any): the table holds its inverse matrix (the host's
+ * loom_tf_affine_inverse of the same draws, as doubles) and fill, and the
+ * op picks the source pixel with the host's double arithmetic; on a
+ * backend without 64-bit floats it stays on the host.
  */
 #include "device_aug.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/backend_impl.h"
 #include "pipeline_impl.h"
 
-_Static_assert(LOOM_G_AUG_COUNT == 16, "loom_loader_batch.prm documents 16 columns");
+_Static_assert(LOOM_G_AUG_COUNT == 32, "loom_loader_batch.prm documents 32 columns");
+_Static_assert(LOOM_G_AUG_M + 12 <= LOOM_G_AUG_AFILL && LOOM_G_AUG_AFILL < LOOM_G_AUG_COUNT, "the affine's columns");
 _Static_assert(LOOM_K_AUG_BRIGHT == 1 && LOOM_K_AUG_CONTRAST == 2 && LOOM_K_AUG_SAT == 3 && LOOM_K_AUG_HUE == 4,
                "the jitter codes are 1 + the host's adjustment index (loom__tf_jitter_params)");
 
@@ -43,16 +50,28 @@ static bool device_jitter(const loom_tf_step *s, int c) {
            (c == 1 || c == 3 || (!s->jitter_on[1] && !s->jitter_on[2] && !s->jitter_on[3]));
 }
 
-loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, loom__dev_split *out) {
+/* a RandomAffine the device runs on images of c channels: nearest (bilinear
+ * stays on the host), 1..3 channels (the host's fill has three) */
+static bool device_affine(const loom_tf_step *s, int c) {
+    return s->kind == LOOM_TF_RANDOM_AFFINE && s->nearest && c <= 3;
+}
+
+loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, bool f64, loom__dev_split *out) {
     for (int i = 0; i < n; i++)
         if (steps[i].kind == LOOM_TF_RANDOM_ERASING)
             return loom__err(ctx, LOOM_ERR_UNSUPPORTED, "loader: device augmentation: step %d (RandomErasing) acts on "
                              "the normalised tensor, which the device part does not run (augment on the host)", i + 1);
     int split = n, fill = -1;
-    while (split > 0) {
+    out->affine = out->affine_host = false;
+    if (n > 0 && device_affine(&steps[n - 1], c)) {
+        if (f64) split = n - 1, out->affine = true;
+        else out->affine_host = true;
+    }
+    int last = split; /* a ColorJitter runs on the device only right before it (or the end) */
+    while (split > 0 && !out->affine_host) {
         const loom_tf_step *s = &steps[split - 1];
         bool ok = s->kind == LOOM_TF_RANDOM_HFLIP || s->kind == LOOM_TF_RANDOM_VFLIP || s->kind == LOOM_TF_CENTER_CROP ||
-                  (device_jitter(s, c) && split == n);
+                  (device_jitter(s, c) && split == last);
         if (s->kind == LOOM_TF_RANDOM_CROP && s->pad_mode == LOOM_PAD_CONSTANT) {
             int f = crop_fill(s);
             ok = f < 0 || fill < 0 || f == fill;
@@ -64,6 +83,7 @@ loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int 
     for (int i = 0; i < n; i++) /* never inside a RandomOrder: its steps stay together on the host */
         if (steps[i].kind == LOOM_TF_RANDOM_ORDER && split <= i + steps[i].count) split = i + steps[i].count + 1;
     if (split > n) split = n;
+    if (split == n) out->affine = false; /* inside a RandomOrder */
     out->split = split;
     out->fill = 0;
     for (int i = split; i < n; i++) /* the fill of the crops that stayed */
@@ -99,7 +119,7 @@ static void axis_flip(axis_map *a) {
 
 static void set_f32(int32_t *prm, int col, float f) { memcpy(&prm[col], &f, sizeof f); }
 
-void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng *rng, int64_t h, int64_t w,
+void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng *rng, int64_t h, int64_t w, int c,
                       int32_t *prm) {
     axis_map ax[2] = {{0, 1, h, 0, h}, {0, 1, w, 0, w}};
     memset(prm, 0, LOOM_G_AUG_COUNT * sizeof *prm);
@@ -136,6 +156,22 @@ void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng
             set_f32(prm, LOOM_G_AUG_HFACTOR, (float)f[3]);
             break;
         }
+        case LOOM_TF_RANDOM_AFFINE: { /* the last step (loom__dev_plan), on the image as it now stands */
+            double a[6], m[6];
+            loom__tf_affine_params(s, rng, ax[0].n, ax[1].n, a);
+            loom_tf_affine_inverse(a[0], a[1], a[2], a[3], a[4], a[5], m);
+            prm[LOOM_G_AUG_AFFINE] = 1;
+            for (int k = 0; k < 6; k++) {
+                uint64_t bits;
+                memcpy(&bits, &m[k], sizeof bits);
+                prm[LOOM_G_AUG_M + 2 * k] = (int32_t)(uint32_t)bits;
+                prm[LOOM_G_AUG_M + 2 * k + 1] = (int32_t)(uint32_t)(bits >> 32);
+            }
+            uint32_t fill = 0; /* per channel as the host's (loader/pipeline.c run_tail): afill[k] for 3, else afill[0] */
+            for (int k = 0; k < 3; k++) fill |= (uint32_t)s->afill[c == 3 ? k : 0] << (8 * k);
+            prm[LOOM_G_AUG_AFILL] = (int32_t)fill;
+            break;
+        }
         default: break; /* loom__dev_plan keeps no other step */
         }
     }
@@ -146,8 +182,8 @@ void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng
 }
 
 loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w,
-                            loom__dev_split *out) {
-    loom_status st = loom__dev_plan(ctx, steps, n, c, out);
+                            const loom_backend *be, loom__dev_split *out) {
+    loom_status st = loom__dev_plan(ctx, steps, n, c, !be || loom__backend_f64(be), out);
     if (st != LOOM_OK) return st;
     size_t mb;
     if (h > 0) return loom__tf_plan(ctx, steps, out->split, c, h, w, &out->h, &out->w, &mb);
@@ -171,7 +207,7 @@ loom_status loom__dev_sample(loom_ctx *ctx, const loom_tf_step *steps, int n, co
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation: the host part made a %lldx%lld image, "
                          "not %lldx%lld", (long long)img.h, (long long)img.w, (long long)sp->h, (long long)sp->w);
     memcpy(u8, img.data, (size_t)(img.h * img.w * img.c));
-    loom__dev_params(steps, n, sp->split, rng, img.h, img.w, prm);
+    loom__dev_params(steps, n, sp->split, rng, img.h, img.w, img.c, prm);
     return LOOM_OK;
 }
 
@@ -187,7 +223,10 @@ loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, 
     loom__dev_split sp;
     int64_t oh, ow;
     size_t mb;
-    loom_status st = loom__dev_setup(g->ctx, d->steps, d->nsteps, src->c, src->h, src->w, &sp);
+    loom_status st = loom__dev_setup(g->ctx, d->steps, d->nsteps, src->c, src->h, src->w, d->backend, &sp);
+    if (st == LOOM_OK && sp.affine_host)
+        loom__log(g->ctx, LOOM_LOG_WARN, "loader: device augmentation: the last step (RandomAffine) runs on the host: "
+                  "backend '%s' has no 64-bit floats for its source points", loom_backend_name(d->backend));
     if (st == LOOM_OK)
         st = loom__tf_plan(g->ctx, d->steps + sp.split, d->nsteps - sp.split, src->c, sp.h, sp.w, &oh, &ow, &mb);
     if (st != LOOM_OK) {
@@ -208,5 +247,5 @@ loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, 
     *prm = loom_input(g, nm, LOOM_I32, 2, (int64_t[]){d->batch, LOOM_G_AUG_COUNT});
     snprintf(nm, sizeof nm, "%s_lut", name);
     loom_tensor *t = loom_constant(g, nm, LOOM_F32, 2, (int64_t[]){src->c, 256}, lut);
-    return loom_augment_u8(g, *u8, *prm, t, dt, oh, ow, sp.fill);
+    return loom_augment_u8(g, *u8, *prm, t, dt, oh, ow, sp.fill, sp.affine);
 }

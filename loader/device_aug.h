@@ -13,24 +13,30 @@ typedef struct loom__dev_split {
     int split;
     int fill;
     int64_t h, w; /* the host part's output size: the u8 images uploaded */
+    bool affine;      /* the device part ends with a nearest RandomAffine */
+    bool affine_host; /* the pipeline ends with one that stays on the host: the backend lacks 64-bit floats */
 } loom__dev_split;
 
-/* The longest tail of crops (constant padding, one fill), flips and a
- * final ColorJitter that lies outside every RandomOrder, for images of c
- * channels (contrast, saturation and hue on 1 or 3 channels only); an error
- * when the pipeline has RandomErasing (it acts on the tensor). */
-loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, loom__dev_split *out);
+/* The longest tail of crops (constant padding, one fill), flips, a
+ * ColorJitter and a final nearest RandomAffine (in that order; the jitter
+ * last or right before the affine; the affine only where f64: the backend
+ * has 64-bit floats, and on 1..3 channels) that lies outside every
+ * RandomOrder, for images of c channels (contrast, saturation and hue on 1
+ * or 3 channels only); an error when the pipeline has RandomErasing (it
+ * acts on the tensor). */
+loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, bool f64, loom__dev_split *out);
 
 /* The device steps' row of the parameter table (LOOM_G_AUG_*, core/params.h)
  * for a host result of (h, w): the draws of steps [split, n), from rng
  * where the host part left it, as the host's steps draw them. */
-void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng *rng, int64_t h, int64_t w,
+void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng *rng, int64_t h, int64_t w, int c,
                       int32_t *prm);
 
-/* loom__dev_plan, then the host part's output size for images of h x w
- * (h = 0: of any size; then it must not depend on the size). */
+/* loom__dev_plan (f64 from be, the training backend; NULL: assumed), then
+ * the host part's output size for images of h x w (h = 0: of any size;
+ * then it must not depend on the size). */
 loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w,
-                            loom__dev_split *out);
+                            const loom_backend *be, loom__dev_split *out);
 /* One sample: the host part on img (buffers a, b), its result copied into
  * u8 (h, w, c) and the device part's parameters into prm. */
 loom_status loom__dev_sample(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__dev_split *sp,

@@ -5,6 +5,7 @@
 #ifndef LOOM_LOADER_IMPL_H
 #define LOOM_LOADER_IMPL_H
 
+#include "../core/affine.h"
 #include "../core/impl.h"
 #include "loom/loader.h"
 #include "loom/transforms.h"
@@ -119,29 +120,6 @@ typedef struct loom__sat_tables {
 void loom__sat_init(loom__sat_tables *t, double f);
 void loom__sat_span(const loom__sat_tables *t, const uint8_t *src, uint8_t *dst, int64_t npx); /* 3 channels */
 void loom__hue_span(double f, const uint8_t *src, uint8_t *dst, int64_t npx);                   /* 3 channels */
-
-/* nearbyint in the default rounding mode (half to even), inline */
-static inline double loom__round_even(double v) {
-    const double k = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
-    return (v < 0 ? -v : v) < 2251799813685248.0 ? (v + k) - k : v;
-}
-
-/* loom_tf_affine's source point of output pixel (ox, oy): m is the inverse
- * matrix about the centre (hx, hy) = ((W - 1) / 2, (H - 1) / 2). */
-static inline void loom__affine_point(const double m[6], double hx, double hy, int64_t ox, int64_t oy, double *fx,
-                                      double *fy) {
-    double x = (double)ox - hx, y = (double)oy - hy;
-    *fx = m[0] * x + m[1] * y + m[2] + hx, *fy = m[3] * x + m[4] * y + m[5] + hy;
-}
-
-/* Nearest sampling: the pixel index (y W + x) of source point (fx, fy), or
- * false when it falls outside (the fill). */
-static inline bool loom__nearest_at(double fx, double fy, int64_t W, int64_t H, int64_t *at) {
-    double rx = loom__round_even(fx), ry = loom__round_even(fy);
-    if (!(rx >= 0 && rx < (double)W && ry >= 0 && ry < (double)H)) return false;
-    *at = (int64_t)ry * W + (int64_t)rx;
-    return true;
-}
 
 /* The tail's passes (loader/tail.c): rows of base, optionally through the
  * nearest affine (m about the centre hx, hy; fill outside), through the

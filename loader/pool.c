@@ -447,7 +447,7 @@ loom_status loom_loader_create(loom_ctx *ctx, const loom_loader_desc *desc, loom
     }
     if (desc->device_augment && (src->kind != LOOM_SAMPLE_U8 ||
                                  (st = loom__dev_setup(ctx, desc->steps, desc->nsteps, src->c, var ? 0 : src->h,
-                                                       var ? 0 : src->w, &ld->dev)) != LOOM_OK)) {
+                                                       var ? 0 : src->w, desc->backend, &ld->dev)) != LOOM_OK)) {
         free(ld);
         return st != LOOM_OK ? st : loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation needs images (a "
                                               "U8 source), not '%s'", src->name);

@@ -148,6 +148,26 @@ void aug_fetch(uint xo, uint pb, uint n, uint c, uint h, uint w, uint oy, uint o
         for (uint k = 0u; k < c; k++) v[k] = uint(x[xo + ((n * h + uint(sy)) * w + uint(sx)) * c + k]);
 }
 
+#if defined(K_AUG_AFFINE)
+/* double k of the affine's inverse matrix: columns M + 2k (low word), M + 2k + 1 */
+double aug_m(uint pb, int k) {
+    return packDouble2x32(uvec2(uint(prm[pb + uint(LOOM_G_AUG_M + 2 * k)]), uint(prm[pb + uint(LOOM_G_AUG_M + 2 * k + 1)])));
+}
+
+/* the jittered pixel (sy, sx) that output (oy, ox) shows; false when outside (the affine's fill) */
+bool aug_affine(uint pb, uint oh, uint ow, uint oy, uint ox, out uint sy, out uint sx) {
+    precise double hx = 0.5LF * double(int(ow) - 1), hy = 0.5LF * double(int(oh) - 1);
+    precise double x = double(ox) - hx, y = double(oy) - hy;
+    precise double fx = aug_m(pb, 0) * x + aug_m(pb, 1) * y + aug_m(pb, 2) + hx;
+    precise double fy = aug_m(pb, 3) * x + aug_m(pb, 4) * y + aug_m(pb, 5) + hy;
+    double rx = roundEven(fx), ry = roundEven(fy);
+    sy = 0u, sx = 0u;
+    if (!(rx >= 0.0LF && rx < double(ow) && ry >= 0.0LF && ry < double(oh))) return false;
+    sx = uint(rx), sy = uint(ry);
+    return true;
+}
+#endif
+
 #if defined(K_AUG_ROWS)
 void main() {
     uint r = loom_gid();
@@ -173,8 +193,18 @@ void main() {
     uint ox = i % pc.ow, oy = (i / pc.ow) % pc.oh, n = i / (pc.ow * pc.oh);
     uint pb = pc.po + n * uint(LOOM_G_AUG_COUNT);
     uint v[4];
-    aug_fetch(pc.xo, pb, n, pc.c, pc.h, pc.w, oy, ox, pc.fill, v);
-    for (uint k = 0u; k < 4u && aug_code(pb, k) != 0u; k++) aug_adjust(aug_code(pb, k), pb, mean[n], pc.c, v);
+    uint sy = oy, sx = ox;
+    bool inside = true;
+#if defined(K_AUG_AFFINE)
+    if (prm[pb + uint(LOOM_G_AUG_AFFINE)] != 0) inside = aug_affine(pb, pc.oh, pc.ow, oy, ox, sy, sx);
+#endif
+    if (inside) {
+        aug_fetch(pc.xo, pb, n, pc.c, pc.h, pc.w, sy, sx, pc.fill, v);
+        for (uint k = 0u; k < 4u && aug_code(pb, k) != 0u; k++) aug_adjust(aug_code(pb, k), pb, mean[n], pc.c, v);
+    } else { /* the affine's fill, not adjusted */
+        uint f = uint(prm[pb + uint(LOOM_G_AUG_AFILL)]);
+        v = uint[4](f & 255u, (f >> 8) & 255u, (f >> 16) & 255u, f >> 24);
+    }
     for (uint k = 0u; k < pc.c; k++)
         ST(y, pc.yo + ((n * pc.c + k) * pc.oh + oy) * pc.ow + ox, lut[pc.lo + k * 256u + v[k]]);
 }

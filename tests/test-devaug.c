@@ -14,8 +14,18 @@
  * RandomResizedCrop and a RandomAffine left on the host before device
  * steps; a RandomOrder (kept whole on the host); images of different
  * sizes (a decoding source) with Resize or RandomResizedCrop on the host;
- * 1 and 3 channels; a partial last batch; workers 0 (sync) and 2. Errors: RandomErasing with
- * device_augment, a float source, device input of a host loader.
+ * 1 and 3 channels; a partial last batch; workers 0 (sync) and 2. A final
+ * nearest RandomAffine on the device (its source points in double, as the
+ * host's): the guide's whole pipeline (scaled down: Resize((40, 40));
+ * RandomCrop(32); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2);
+ * RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))), one with
+ * shear and a per-channel fill after padded crops, one on 1 channel with
+ * the full ColorJitter, two alone (no jitter) whose source points all or
+ * half lie on .5 (angle 0, integer translation, scale 2 on an odd size,
+ * 0.5 on an even one: half to even decides); a bilinear one stays on the
+ * host, and so does a nearest one where the backend has no 64-bit floats
+ * (the plan). Errors: RandomErasing with device_augment, a float source,
+ * device input of a host loader.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +33,7 @@
 #include <string.h>
 
 #include "../core/params.h"
+#include "../loader/device_aug.h"
 #include "loom/loader.h"
 #include "testutil.h"
 
@@ -34,28 +45,43 @@ typedef struct pcase {
     bool exact; /* bit for bit (else within one u8 step) */
     bool var;   /* images of different sizes (a decoding source: get_image) */
     bool full;  /* the device runs a ColorJitter with contrast, saturation or hue */
+    bool affine; /* the device runs a RandomAffine */
 } pcase;
 
 static const pcase cases[] = {
-    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false, false},
+    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false, false, false},
     {"CenterCrop(18); RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); RandomHorizontalFlip(p=0.7); "
-     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false, false},
+     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false, false, false},
     {"RandomResizedCrop(16); RandomHorizontalFlip(); RandomCrop((14, 12), padding=(2, 3), pad_if_needed=True)", 1, 21,
-     19, true, false, false},
+     19, true, false, false, false},
     {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true, false,
-     false},
+     false, false},
     {"RandomAffine(10, translate=(0.1, 0.1)); RandomCrop(18, padding=2, fill=3); RandomHorizontalFlip()", 3, 20, 20,
-     false, false, false},
-    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false, false},
-    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true, false},
-    {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true, false},
+     false, false, false, false},
+    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false, false, false},
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true, false, false},
+    {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true, false,
+     false},
     {"RandomCrop(20, padding=4, fill=40); RandomHorizontalFlip(); ColorJitter(0.4, 0.5, 0.6, 0.25)", 3, 22, 21, true,
-     false, true},
+     false, true, false},
     {"CenterCrop(17); RandomVerticalFlip(); ColorJitter(brightness=0.2, contrast=0.6, saturation=0.5, hue=0.1)", 1, 20,
-     19, true, false, true},
+     19, true, false, true, false},
     {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2)", 3, 0, 0, true,
-     true, true},
-    {"RandomCrop(18, padding=3); ColorJitter(contrast=(0.2, 1.8), hue=(-0.5, 0.5))", 3, 18, 18, true, false, true},
+     true, true, false},
+    {"RandomCrop(18, padding=3); ColorJitter(contrast=(0.2, 1.8), hue=(-0.5, 0.5))", 3, 18, 18, true, false, true,
+     false},
+    {"Resize((40, 40)); RandomCrop(32); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2); "
+     "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))", 3, 0, 0, true, true, true, true},
+    {"RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); ColorJitter(0.4, 0.5, 0.6, 0.25); "
+     "RandomAffine((-40, 40), translate=(0.2, 0.1), scale=(0.7, 1.3), shear=(-20, 20, -10, 10), fill=(250, 120, 7))",
+     3, 22, 21, true, false, true, true},
+    {"CenterCrop(17); RandomHorizontalFlip(); ColorJitter(0.3, 0.6, 0.5, 0.1); RandomAffine(30, shear=12, fill=77)", 1,
+     20, 19, true, false, true, true},
+    {"RandomCrop(15, padding=2); RandomAffine(0, translate=(0.3, 0.3), scale=(2, 2))", 3, 16, 16, true, false, false,
+     true},
+    {"RandomCrop(16, padding=2); RandomHorizontalFlip(); RandomAffine(0, translate=(0.2, 0.2), scale=(0.5, 0.5), "
+     "fill=33)", 3, 17, 18, true, false, false, true},
+    {"RandomCrop(16, padding=2); RandomAffine(20, interpolation=bilinear)", 3, 18, 18, false, false, false, false},
 };
 
 /* a decoding source: image i is (17 + 7i mod 13) x (15 + 5i mod 11), pixels from i */
@@ -113,7 +139,7 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     if (host) loom_loader_shape(host, &c, &oh, &ow);
     size_t per = host ? (size_t)c * (size_t)oh * (size_t)ow : 0;
     float *out = malloc(8 * per * sizeof *out + 1);
-    int64_t batches = 0, exact_px = 0, px = 0, full_rows = 0;
+    int64_t batches = 0, exact_px = 0, px = 0, full_rows = 0, aff_rows = 0;
     double worst = 0; /* in u8 steps */
     for (int e = 0; plan && host && dev && e < 2; e++) {
         loom_loader_begin(host, e, 0, 0), loom_loader_begin(dev, e, 0, 0);
@@ -128,7 +154,8 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
             CHECK(db.x == NULL && db.u8 && db.prm && hb.u8 == NULL, "batch fields");
             CHECK(!memcmp(hb.y, db.y, (size_t)hb.count * sizeof *hb.y), "labels differ");
             for (int r = 0; r < db.count; r++) /* a list with a code above brightness's */
-                full_rows += (uint32_t)db.prm[r * LOOM_G_AUG_COUNT + LOOM_G_AUG_JITTER] > LOOM_K_AUG_BRIGHT;
+                full_rows += (uint32_t)db.prm[r * LOOM_G_AUG_COUNT + LOOM_G_AUG_JITTER] > LOOM_K_AUG_BRIGHT,
+                aff_rows += db.prm[r * LOOM_G_AUG_COUNT + LOOM_G_AUG_AFFINE] != 0;
             CHECK_OK(ctx, loom_plan_write(plan, u8, db.u8, (size_t)8 * (size_t)loom_tensor_numel(u8) / 8));
             CHECK_OK(ctx, loom_plan_write(plan, prm, db.prm, (size_t)loom_tensor_numel(prm) * sizeof(int32_t)));
             CHECK_OK(ctx, loom_plan_run(plan));
@@ -147,6 +174,8 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     CHECK(worst <= 1.0001, "%s on %s: a pixel differs by %.3f u8 steps", pc->spec, loom_backend_name(be), worst);
     CHECK(pc->full ? full_rows > 0 : full_rows == 0, "%s on %s: %lld samples with a full ColorJitter on the device",
           pc->spec, loom_backend_name(be), (long long)full_rows);
+    CHECK(pc->affine ? aff_rows > 0 : aff_rows == 0, "%s on %s: %lld samples with a RandomAffine on the device",
+          pc->spec, loom_backend_name(be), (long long)aff_rows);
     if (pc->exact)
         CHECK(exact_px == px, "%s on %s: %lld of %lld values differ (expected bit for bit)", pc->spec,
               loom_backend_name(be), (long long)(px - exact_px), (long long)px);
@@ -158,6 +187,26 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     loom_loader_destroy(host), loom_loader_destroy(dev);
     if (!pc->var) loom_source_destroy(src);
     free(ds.pixels), free(ds.labels);
+}
+
+/* where the split falls for a pipeline ending with a nearest RandomAffine,
+ * with and without 64-bit floats on the backend */
+static void affine_plan(void) {
+    loom_tf_step steps[8];
+    int ns = 0;
+    CHECK_OK(ctx, loom_tf_parse(ctx, "Resize((40, 40)); RandomCrop(32); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, "
+                                     "0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))", steps, 8, &ns));
+    loom__dev_split sp;
+    CHECK_OK(ctx, loom__dev_plan(ctx, steps, ns, 3, true, &sp));
+    CHECK(sp.split == 1 && sp.affine && !sp.affine_host, "with f64: split %d (expected 1, after the Resize)", sp.split);
+    CHECK_OK(ctx, loom__dev_plan(ctx, steps, ns, 3, false, &sp));
+    CHECK(sp.split == ns && !sp.affine && sp.affine_host, "without f64: split %d (expected %d: all on the host)",
+          sp.split, ns);
+    CHECK_OK(ctx, loom__dev_plan(ctx, steps, ns, 4, true, &sp));
+    CHECK(sp.split == ns && !sp.affine, "4 channels: split %d (expected %d)", sp.split, ns);
+    CHECK_OK(ctx, loom_tf_parse(ctx, "RandomAffine(10); ColorJitter(0.2)", steps, 8, &ns));
+    CHECK_OK(ctx, loom__dev_plan(ctx, steps, ns, 3, true, &sp));
+    CHECK(sp.split == 1 && !sp.affine, "an affine before the jitter: split %d (expected 1)", sp.split);
 }
 
 static void errors(void) {
@@ -190,6 +239,7 @@ static void errors(void) {
 int main(void) {
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
     errors();
+    affine_plan();
     const char *names[] = {"cpu", "vulkan", "opencl", "cuda"};
     int ran = 0;
     for (int b = 0; b < 4; b++) {

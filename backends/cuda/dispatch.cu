@@ -381,6 +381,7 @@ extern "C" const loom__backend_vtbl loom__cuda_backend = {
     .plan_run_read = cu_plan_run_read,
     .plan_release = cu_plan_release,
     .synchronize = cu_synchronize,
+    .f64 = NULL, /* every CUDA GPU has IEEE doubles */
     .can_profile = true,
     .reproducible = false, /* no canonical kernels (core/repro.h) on this backend */
     .kernels = loom__cu_kernels,

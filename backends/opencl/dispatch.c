@@ -374,6 +374,8 @@ static void cl_destroy(loom_backend *be) {
     free(cl);
 }
 
+static bool cl_f64(const loom_backend *be) { return ((const loom__cl *)be->impl)->fp64; }
+
 const loom__backend_vtbl loom__opencl_backend = {
     .name = "opencl",
     .available = loom__cl_available,
@@ -392,6 +394,7 @@ const loom__backend_vtbl loom__opencl_backend = {
     .plan_run_read = cl_plan_run_read,
     .plan_release = cl_plan_release,
     .synchronize = cl_synchronize,
+    .f64 = cl_f64,
     .can_profile = true,
     .reproducible = true,
     .kernels = loom__cl_kernels,

@@ -292,6 +292,7 @@ static loom_status query_features(loom__vk *vk) {
     vk->int8 = f12.shaderInt8;
     vk->int16 = f2.features.shaderInt16;
     vk->int64 = f2.features.shaderInt64;
+    vk->float64 = f2.features.shaderFloat64; /* augment_u8's RandomAffine */
     uint32_t ne = 0;
     VKF(vkEnumerateDeviceExtensionProperties)(vk->phys, NULL, &ne, NULL);
     VkExtensionProperties *ext = calloc(ne ? ne : 1, sizeof *ext);
@@ -329,6 +330,7 @@ static loom_status create_device(loom__vk *vk) {
     e12.shaderInt8 = vk->int8;
     e2.features.shaderInt16 = vk->int16;
     e2.features.shaderInt64 = vk->int64;
+    e2.features.shaderFloat64 = vk->float64;
 
     uint32_t nq = 0;
     VKF(vkGetPhysicalDeviceQueueFamilyProperties)(vk->phys, &nq, NULL);
@@ -458,14 +460,16 @@ loom_status loom__vk_open(loom__vk *vk, const loom_backend_desc *desc) {
 
 /* Keep only the features the application enabled (its VkDeviceCreateInfo). */
 static void enabled_features(loom__vk *vk, const VkDeviceCreateInfo *ci) {
-    bool s16 = false, s8 = false, f16 = false, i8 = false, i16 = false, i64 = false;
-    if (ci->pEnabledFeatures) i16 = ci->pEnabledFeatures->shaderInt16, i64 = ci->pEnabledFeatures->shaderInt64;
+    bool s16 = false, s8 = false, f16 = false, i8 = false, i16 = false, i64 = false, f64 = false;
+    if (ci->pEnabledFeatures)
+        i16 = ci->pEnabledFeatures->shaderInt16, i64 = ci->pEnabledFeatures->shaderInt64,
+        f64 = ci->pEnabledFeatures->shaderFloat64;
     for (const VkBaseInStructure *s = ci->pNext; s; s = s->pNext) {
         const void *v = s;
         switch (s->sType) {
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2: {
             const VkPhysicalDeviceFeatures2 *f = v;
-            i16 |= f->features.shaderInt16, i64 |= f->features.shaderInt64;
+            i16 |= f->features.shaderInt16, i64 |= f->features.shaderInt64, f64 |= f->features.shaderFloat64;
             break;
         }
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
@@ -491,7 +495,7 @@ static void enabled_features(loom__vk *vk, const VkDeviceCreateInfo *ci) {
         }
     }
     vk->storage16 &= s16, vk->storage8 &= s8, vk->float16 &= f16;
-    vk->int8 &= i8, vk->int16 &= i16, vk->int64 &= i64;
+    vk->int8 &= i8, vk->int16 &= i16, vk->int64 &= i64, vk->float64 &= f64;
 }
 
 static void queue_flags_str(VkQueueFlags f, char *out, size_t n) {
@@ -618,10 +622,10 @@ void loom__vk_describe(const loom_backend *be, FILE *out) {
     fprintf(out, "  Vulkan %u.%u.%u, driver version 0x%08x%s\n", VK_API_VERSION_MAJOR(p->apiVersion),
             VK_API_VERSION_MINOR(p->apiVersion), VK_API_VERSION_PATCH(p->apiVersion), p->driverVersion,
             vk->validation ? "; validation layer on (LOOM_VULKAN_VALIDATION)" : "");
-    fprintf(out, "  16-bit storage %s, 8-bit storage %s, fp16 math %s, int64 %s, subgroup size %u, "
+    fprintf(out, "  16-bit storage %s, 8-bit storage %s, fp16 math %s, int64 %s, fp64 %s, subgroup size %u, "
                  "VK_KHR_cooperative_matrix %s\n",
             vk->storage16 ? "yes" : "no", vk->storage8 ? "yes" : "no", vk->float16 ? "yes" : "no",
-            vk->int64 ? "yes" : "no", vk->subgroup_size, vk->coopmat ? "yes" : "no");
+            vk->int64 ? "yes" : "no", vk->float64 ? "yes" : "no", vk->subgroup_size, vk->coopmat ? "yes" : "no");
     for (uint32_t h = 0; h < vk->mem.memoryHeapCount; h++)
         fprintf(out, "  memory heap %u: %.1f GiB%s\n", h, (double)vk->mem.memoryHeaps[h].size / (1u << 30),
                 vk->mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? " device-local" : "");

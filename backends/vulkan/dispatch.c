@@ -616,6 +616,8 @@ static void vk_destroy(loom_backend *be) {
     free(vk);
 }
 
+static bool vk_f64(const loom_backend *be) { return ((const loom__vk *)be->impl)->float64; }
+
 const loom__backend_vtbl loom__vulkan_backend = {
     .name = "vulkan",
     .available = loom__vk_available,
@@ -634,6 +636,7 @@ const loom__backend_vtbl loom__vulkan_backend = {
     .plan_run_read = vk_plan_run_read,
     .plan_release = vk_plan_release,
     .synchronize = vk_synchronize,
+    .f64 = vk_f64,
     .can_profile = true,
     .reproducible = true,
     .kernels = loom__vk_kernels,

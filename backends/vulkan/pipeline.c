@@ -138,7 +138,7 @@ static const char *missing_feature(const loom__vk *vk, const loom__vk_shader *s)
         if (op == 17 /* OpCapability */ && i + 1 < s->count) {
             switch (s->words[i + 1]) {
             case 9: if (!vk->float16) return "shaderFloat16"; break;
-            case 10: return "shaderFloat64 (loom never enables it)";
+            case 10: if (!vk->float64) return "shaderFloat64"; break;
             case 11: if (!vk->int64) return "shaderInt64"; break;
             case 22: if (!vk->int16) return "shaderInt16"; break;
             case 39: if (!vk->int8) return "shaderInt8"; break;

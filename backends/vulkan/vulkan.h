@@ -180,7 +180,7 @@ typedef struct loom__vk {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem;
     uint32_t subgroup_size;
-    bool storage16, storage8, float16, int16, int8, int64; /* enabled features (if present) */
+    bool storage16, storage8, float16, float64, int16, int8, int64; /* enabled features (if present) */
     bool coopmat;          /* VK_KHR_cooperative_matrix present (reported only) */
     bool reproducible;     /* loom_backend_desc.reproducible: the kernel table's repro variants (core/repro.h) */
     uint32_t timestamp_bits; /* of the queue family; 0 = no timestamps */

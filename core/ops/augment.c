@@ -20,9 +20,18 @@
  *       saturation  v = T(v f + gray g), gray = floor of the pixel's gray
  *       hue         the RGB -> HSV -> RGB round trip of adjust_hue
  *     where gray = floor(0.2989 r + 0.587 g + 0.114 b) for C = 3 and the
- *     first channel otherwise; saturation and hue leave C != 3 alone. Then
- *     y[n, k, y, x] = lut[k][v_k], converted to y's dtype (round to nearest
- *     even).
+ *     first channel otherwise; saturation and hue leave C != 3 alone. With
+ *     `affine` (p[LOOM_P_AUG_AFFINE]), a sample whose AFFINE column is 1
+ *     then moves that jittered OH x OW image by a nearest RandomAffine:
+ *     output (y, x) takes the jittered pixel at the source point of the
+ *     inverse matrix m (columns M..) about the centre hx = (OW - 1) / 2,
+ *     hy = (OH - 1) / 2, as loom_tf_affine computes it in double (core/
+ *     affine.h: fx = m0 (x - hx) + m1 (y - hy) + m2 + hx, each product and
+ *     sum rounded on its own, in that order; fy likewise with m3, m4, m5),
+ *     rounded half to even; outside the image the affine's fill (AFILL),
+ *     not adjusted (the host writes it after the jitter; contrast's mean
+ *     stays that of the image before the affine). Then y[n, k, y, x] =
+ *     lut[k][v_k], converted to y's dtype (round to nearest even).
  *
  * Integer indexing, correctly rounded f32 operations and a table lookup:
  * every backend gives the CPU's bits (LOOM__OPF_REPRO) where its f32
@@ -32,12 +41,17 @@
  * step). The GPUs form the contrast mean from the u32 sum by an integer
  * long division (no doubles there): the same f32. Indices are computed in 32
  * bits on the GPUs: the table's values must keep |ROW0| + |RSTEP| OH and
- * |COL0| + |CSTEP| OW below 2^31; OH OW is at most LOOM_K_AUG_MAX_PIXELS. */
+ * |COL0| + |CSTEP| OW below 2^31; OH OW is at most LOOM_K_AUG_MAX_PIXELS.
+ * The affine's point is the CPU's double arithmetic on every backend (no
+ * fused multiply-add: GLSL `precise`, OpenCL FP_CONTRACT OFF, CUDA
+ * __dmul_rn / __dadd_rn), so it needs 64-bit floats: a Vulkan device
+ * without shaderFloat64 or an OpenCL one without cl_khr_fp64 refuses an
+ * `affine` node (the loader keeps the affine on the host there). */
 #include "../impl.h"
 #include "../params.h"
 
 loom_tensor *loom_augment_u8(loom_graph *g, loom_tensor *x, loom_tensor *prm, loom_tensor *lut, loom_dtype dt,
-                             int64_t oh, int64_t ow, int fill) {
+                             int64_t oh, int64_t ow, int fill, bool affine) {
     if (!loom__ok(g, 3, x, prm, lut)) return NULL;
     char sx[96], sp[96], sl[96];
     if (x->dtype != LOOM_U8 || x->ndim != 4 || x->dims[3] < 1 || x->dims[3] > 4)
@@ -61,6 +75,6 @@ loom_tensor *loom_augment_u8(loom_graph *g, loom_tensor *x, loom_tensor *prm, lo
                           "in 0..255)", (long long)oh, (long long)ow, fill, LOOM_K_AUG_MAX_PIXELS);
     loom_tensor *src[3] = {x, prm, lut};
     loom_tensor *y = loom__node(g, LOOM_OP_AUGMENT_U8, dt, 4, (int64_t[]){n, c, oh, ow}, 3, src);
-    if (y) y->p[LOOM_P_AUG_FILL] = fill;
+    if (y) y->p[LOOM_P_AUG_FILL] = fill, y->p[LOOM_P_AUG_AFFINE] = affine;
     return y;
 }

@@ -205,15 +205,18 @@ loom_tensor *loom_dropout(loom_graph *g, loom_tensor *x, double p);
 /* weight (V, D), idx i32 (...) -> (..., D). */
 loom_tensor *loom_embedding(loom_graph *g, loom_tensor *weight, loom_tensor *idx);
 /* Device augmentation (the loader's --augment-on device): x u8 (N, H, W, C)
- * images, prm i32 (N, 16) per-sample parameters (source row / column offset
+ * images, prm i32 (N, 32) per-sample parameters (source row / column offset
  * and step of the crop and flips, the window read, the ColorJitter's
- * adjustments in their order and their factors; layout LOOM_G_AUG_* in
- * core/params.h), lut f32 (C, 256) ToTensor + Normalize per channel ->
- * (N, C, oh, ow) in dt (oh ow <= 2^24); pixels outside the source read
- * `fill` (0..255). The CPU's bits on every backend whose f32 division is
- * correctly rounded (hue divides); no gradient (a data op). */
+ * adjustments in their order and their factors, a nearest RandomAffine's
+ * inverse matrix and fill; layout LOOM_G_AUG_* in core/params.h), lut f32
+ * (C, 256) ToTensor + Normalize per channel -> (N, C, oh, ow) in dt
+ * (oh ow <= 2^24); pixels outside the source read `fill` (0..255). affine:
+ * the rows may apply the RandomAffine (computed in double: Vulkan needs
+ * shaderFloat64, OpenCL cl_khr_fp64, else LOOM_ERR_UNSUPPORTED). The CPU's
+ * bits on every backend whose f32 division is correctly rounded (hue
+ * divides); no gradient (a data op). */
 loom_tensor *loom_augment_u8(loom_graph *g, loom_tensor *x, loom_tensor *prm, loom_tensor *lut, loom_dtype dt,
-                             int64_t oh, int64_t ow, int fill);
+                             int64_t oh, int64_t ow, int fill, bool affine);
 
 /* ---- shape ---- */
 /* One dim may be -1 (inferred). The result shares x's memory. */

@@ -88,7 +88,7 @@ typedef struct loom_loader_batch {
     const int32_t *ids;      /* I32 sources (token sequences): (count, c, h, w) int32; else NULL */
     const int32_t *y;        /* count labels */
     const uint8_t *u8;       /* device_augment: (batch, h, w, c) u8 images (loom_loader_device_input), else NULL */
-    const int32_t *prm;      /* device_augment: (batch, 16) i32 per-sample parameters, else NULL */
+    const int32_t *prm;      /* device_augment: (batch, 32) i32 per-sample parameters, else NULL */
 } loom_loader_batch;
 
 /* Counters since the last loom_loader_begin (all times in seconds). */
@@ -134,7 +134,7 @@ void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out);
 /* Device augmentation's graph inputs for a loader created from desc (with
  * device_augment; only src, batch, steps, nsteps, mean, std and nstat are
  * read): *u8 = loom_input "<name>_u8" u8 (batch, h, w, c) and *prm =
- * loom_input "<name>_prm" i32 (batch, 16), to be written from each batch's
+ * loom_input "<name>_prm" i32 (batch, 32), to be written from each batch's
  * u8 and prm (loom_plan_write, every row, as x), and the returned
  * (batch, c, oh, ow) tensor of dtype dt: loom_augment_u8 of them with the
  * loader's normalisation table (a constant "<name>_lut"). NULL on error

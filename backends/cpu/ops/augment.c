@@ -7,11 +7,13 @@
  * its own f32 rounding, as in the loader's ColorJitter (loader/transforms.c):
  * hue and the u8 truncation are the same functions (core/color.h); brightness,
  * contrast and saturation repeat the expressions the host's lookup tables
- * are built from. */
+ * are built from; a RandomAffine's source point is the host's too
+ * (core/affine.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../../core/affine.h"
 #include "../../../core/color.h"
 #include "../cpu_impl.h"
 
@@ -24,6 +26,7 @@ typedef struct aug_job {
     int c; /* 1..4 */
     int64_t h, w, oh, ow;
     uint8_t fill;
+    bool affine; /* the node's LOOM_P_AUG_AFFINE: rows may apply a RandomAffine */
 } aug_job;
 
 static float f32_at(const int32_t *p, int col) {
@@ -54,6 +57,30 @@ static void adjust(int code, const int32_t *p, float mean, int c, uint8_t v[4]) 
     } else if (code == LOOM_K_AUG_HUE && c == 3) {
         loom__hue_px(f32_at(p, LOOM_G_AUG_HFACTOR), v, v);
     }
+}
+
+/* double k of a RandomAffine's inverse matrix (two columns from LOOM_G_AUG_M) */
+static double m_at(const int32_t *p, int k) {
+    uint64_t bits = (uint64_t)(uint32_t)p[LOOM_G_AUG_M + 2 * k] | (uint64_t)(uint32_t)p[LOOM_G_AUG_M + 2 * k + 1] << 32;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+/* Where output pixel (oy, ox) of the sample whose row is p reads the
+ * jittered image: itself without an affine; else the affine's nearest
+ * source point (*sy, *sx), false when outside (then the affine's fill,
+ * not jittered). The host's arithmetic (core/affine.h). */
+static bool affine_src(const aug_job *j, const int32_t *p, int64_t oy, int64_t ox, int64_t *sy, int64_t *sx) {
+    *sy = oy, *sx = ox;
+    if (!j->affine || p[LOOM_G_AUG_AFFINE] == 0) return true;
+    double m[6], fx, fy;
+    for (int k = 0; k < 6; k++) m[k] = m_at(p, k);
+    loom__affine_point(m, 0.5 * (double)(j->ow - 1), 0.5 * (double)(j->oh - 1), ox, oy, &fx, &fy);
+    int64_t at;
+    if (!loom__nearest_at(fx, fy, j->ow, j->oh, &at)) return false;
+    *sy = at / j->ow, *sx = at % j->ow;
+    return true;
 }
 
 static int code_at(const int32_t *p, int i) {
@@ -96,8 +123,9 @@ static void aug_means(void *v, int64_t n0, int64_t n1) {
     }
 }
 
-/* rows [r0, r1) of the (N, OH) output rows, every channel: the adjustments
- * in the table's order, then y[n, k, oy, ox] = lut[k][v[k]] */
+/* rows [r0, r1) of the (N, OH) output rows, every channel: the pixel the
+ * affine (if any) picks, the adjustments in the table's order (not on the
+ * affine's fill), then y[n, k, oy, ox] = lut[k][v[k]] */
 #define AUGMENT(T)                                                                    \
     static void aug_##T(void *v, int64_t r0, int64_t r1) {                            \
         const aug_job *j = v;                                                         \
@@ -106,9 +134,15 @@ static void aug_means(void *v, int64_t n0, int64_t n1) {
             const int32_t *p = j->prm + n * LOOM_G_AUG_COUNT;                         \
             for (int64_t ox = 0; ox < j->ow; ox++) {                                  \
                 uint8_t px[4];                                                        \
-                fetch(j, n, oy, ox, px);                                              \
-                for (int i = 0; i < 4 && code_at(p, i) != 0; i++)                     \
-                    adjust(code_at(p, i), p, j->mean[n], j->c, px);                   \
+                int64_t sy, sx;                                                       \
+                if (affine_src(j, p, oy, ox, &sy, &sx)) {                             \
+                    fetch(j, n, sy, sx, px);                                          \
+                    for (int i = 0; i < 4 && code_at(p, i) != 0; i++)                 \
+                        adjust(code_at(p, i), p, j->mean[n], j->c, px);               \
+                } else {                                                              \
+                    for (int k = 0; k < 4; k++)                                       \
+                        px[k] = (uint8_t)((uint32_t)p[LOOM_G_AUG_AFILL] >> (8 * k));  \
+                }                                                                     \
                 for (int k = 0; k < j->c; k++)                                        \
                     ((T *)j->y)[((n * j->c + k) * j->oh + oy) * j->ow + ox] =         \
                         (T)j->lut[k * 256 + px[k]];                                   \
@@ -133,6 +167,7 @@ loom_status loom__cpu_augment_u8(const loom__cpu_args *a) {
         .oh = t->dims[2],
         .ow = t->dims[3],
         .fill = (uint8_t)t->p[LOOM_P_AUG_FILL],
+        .affine = t->p[LOOM_P_AUG_AFFINE] != 0,
     };
     if (!j.mean)
         return loom__err(t->g->ctx, LOOM_ERR_OOM, "augment_u8: cannot allocate %lld contrast means (node '%s')",

@@ -3,7 +3,10 @@
  * bit: integer indexing, the ColorJitter adjustments in f32 (built with
  * --fmad=false and IEEE division), the table lookup). The row sums before
  * contrast (one thread per output row), the contrast means (one per
- * sample), then one thread per output pixel. */
+ * sample), then one thread per output pixel. A RandomAffine's source point
+ * in double as core/affine.h computes it, every product and sum rounded on
+ * its own (__dmul_rn / __dadd_rn: never contracted) and rint (half to
+ * even). */
 #include "../common.cuh"
 
 /* T(r) of core/ops/augment.c */
@@ -127,19 +130,42 @@ __global__ void augment_mean_k(const unsigned *rows, float *mean, int64_t n_tota
     mean[n] = out;
 }
 
+/* double k of the affine's inverse matrix: columns M + 2k (low word), M + 2k + 1 */
+__device__ static double aug_m(const int *p, int k) {
+    return __hiloint2double(p[LOOM_G_AUG_M + 2 * k + 1], p[LOOM_G_AUG_M + 2 * k]);
+}
+
+/* the jittered pixel (*sy, *sx) that output (oy, ox) shows; false when outside (the affine's fill) */
+__device__ static bool aug_affine(const int *p, int oh, int ow, int oy, int ox, int *sy, int *sx) {
+    double hx = __dmul_rn(0.5, (double)(ow - 1)), hy = __dmul_rn(0.5, (double)(oh - 1));
+    double x = __dsub_rn((double)ox, hx), y = __dsub_rn((double)oy, hy);
+    double fx = __dadd_rn(__dadd_rn(__dadd_rn(__dmul_rn(aug_m(p, 0), x), __dmul_rn(aug_m(p, 1), y)), aug_m(p, 2)), hx);
+    double fy = __dadd_rn(__dadd_rn(__dadd_rn(__dmul_rn(aug_m(p, 3), x), __dmul_rn(aug_m(p, 4), y)), aug_m(p, 5)), hy);
+    double rx = rint(fx), ry = rint(fy);
+    if (!(rx >= 0.0 && rx < (double)ow && ry >= 0.0 && ry < (double)oh)) return false;
+    *sx = (int)rx, *sy = (int)ry;
+    return true;
+}
+
 /* x (N, H, W, C) u8, prm (N, LOOM_G_AUG_COUNT) i32, lut (C, 256) f32,
- * mean (N) f32, y (N, C, OH, OW); total = N OH OW */
+ * mean (N) f32, y (N, C, OH, OW); total = N OH OW; affine: the node's
+ * LOOM_P_AUG_AFFINE */
 template <typename T>
 __global__ void augment_k(const uint8_t *x, const int *prm, const float *lut, const float *mean, T *y, int64_t total,
-                          int c, int h, int w, int oh, int ow, int fill) {
+                          int c, int h, int w, int oh, int ow, int fill, int affine) {
     int64_t i = gid1();
     if (i >= total) return;
     int ox = (int)(i % ow), oy = (int)((i / ow) % oh);
     int64_t n = i / ((int64_t)ow * oh);
     const int *p = prm + n * LOOM_G_AUG_COUNT;
     unsigned v[4];
-    aug_fetch(x + n * h * w * c, p, c, h, w, oy, ox, (unsigned)fill, v);
-    for (int k = 0; k < 4 && aug_code(p, k) != 0; k++) aug_adjust(aug_code(p, k), p, mean[n], c, v);
+    int sy = oy, sx = ox;
+    if (!affine || p[LOOM_G_AUG_AFFINE] == 0 || aug_affine(p, oh, ow, oy, ox, &sy, &sx)) {
+        aug_fetch(x + n * h * w * c, p, c, h, w, sy, sx, (unsigned)fill, v);
+        for (int k = 0; k < 4 && aug_code(p, k) != 0; k++) aug_adjust(aug_code(p, k), p, mean[n], c, v);
+    } else { /* the affine's fill, not adjusted */
+        for (int k = 0; k < 4; k++) v[k] = ((unsigned)p[LOOM_G_AUG_AFILL] >> (8 * k)) & 255u;
+    }
     for (int k = 0; k < c; k++) st(y, ((n * c + k) * oh + oy) * ow + ox, lut[k * 256 + v[k]]);
 }
 
@@ -163,7 +189,7 @@ static loom_status run(loom__cu_op *o) {
         return st;
     return loom__cu_launch(o, augment_k<T>, loom__cu_grid1d(n * oh * ow), LOOM__CU_THREADS, 0, xp, pp,
                            loom__cu_ptr<float>(o, y->src[2]), (const float *)mean, loom__cu_ptr<T>(o, y),
-                           n * oh * ow, c, h, w, (int)oh, (int)ow, fill);
+                           n * oh * ow, c, h, w, (int)oh, (int)ow, fill, (int)y->p[LOOM_P_AUG_AFFINE]);
 }
 
 loom_status loom__cu_augment_u8(loom__cu_op *o) { return LOOM_CU_DISPATCH(o->t->dtype, run, o); }

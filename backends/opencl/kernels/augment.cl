@@ -5,7 +5,31 @@
  * barriers: augment_u8_rows (one work-item per output row: the gray sum of
  * the row before contrast, for samples with contrast), augment_u8_mean (one
  * per sample: the f32 mean of its row sums) and augment_u8 (one per output
- * pixel, every channel). */
+ * pixel, every channel). A RandomAffine's source point in double as
+ * core/affine.h computes it (contraction off, common.cl; rint is round half
+ * to even, exact): only where the device has cl_khr_fp64 (the host side
+ * refuses an affine node elsewhere). */
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL FP_CONTRACT OFF
+
+/* double k of the affine's inverse matrix: columns M + 2k (low word), M + 2k + 1 */
+inline double aug_m(__global const int *p, int k) {
+    return as_double(((ulong)(uint)p[LOOM_G_AUG_M + 2 * k + 1] << 32) | (ulong)(uint)p[LOOM_G_AUG_M + 2 * k]);
+}
+
+/* the jittered pixel (*sy, *sx) that output (oy, ox) shows; 0 when outside (the affine's fill) */
+inline int aug_affine(__global const int *p, int oh, int ow, int oy, int ox, int *sy, int *sx) {
+    double hx = 0.5 * (double)(ow - 1), hy = 0.5 * (double)(oh - 1);
+    double x = (double)ox - hx, y = (double)oy - hy;
+    double fx = aug_m(p, 0) * x + aug_m(p, 1) * y + aug_m(p, 2) + hx;
+    double fy = aug_m(p, 3) * x + aug_m(p, 4) * y + aug_m(p, 5) + hy;
+    double rx = rint(fx), ry = rint(fy);
+    if (!(rx >= 0.0 && rx < (double)ow && ry >= 0.0 && ry < (double)oh)) return 0;
+    *sx = (int)rx, *sy = (int)ry;
+    return 1;
+}
+#endif
 
 /* T(r) of core/ops/augment.c */
 inline uint aug_trunc(float v) {
@@ -129,17 +153,26 @@ __kernel void augment_u8_mean(__global const uint *rows, __global float *mean, l
 }
 
 /* x (N, H, W, C) u8, prm (N, LOOM_G_AUG_COUNT) i32, lut (C, 256) f32,
- * mean (N) f32, y (N, C, OH, OW); total = N OH OW */
+ * mean (N) f32, y (N, C, OH, OW); total = N OH OW; affine: the node's
+ * LOOM_P_AUG_AFFINE (1 only with cl_khr_fp64) */
 __kernel void augment_u8(__global const uchar *x, ulong xo, __global const int *prm, ulong po,
                          __global const float *lut, ulong lo, __global const float *mean, __global T *y, ulong yo,
-                         long total, int c, int h, int w, int oh, int ow, int fill) {
+                         long total, int c, int h, int w, int oh, int ow, int fill, int affine) {
     long i = get_global_id(0);
     if (i >= total) return;
     int ox = (int)(i % ow), oy = (int)((i / ow) % oh);
     long n = i / ((long)ow * oh);
     __global const int *p = prm + po + n * LOOM_G_AUG_COUNT;
     uint v[4];
-    aug_fetch(x + xo + n * h * w * c, p, c, h, w, oy, ox, (uint)fill, v);
-    for (int k = 0; k < 4 && aug_code(p, k) != 0; k++) aug_adjust(aug_code(p, k), p, mean[n], c, v);
+    int sy = oy, sx = ox, inside = 1;
+#ifdef cl_khr_fp64
+    if (affine && p[LOOM_G_AUG_AFFINE] != 0) inside = aug_affine(p, oh, ow, oy, ox, &sy, &sx);
+#endif
+    if (inside) {
+        aug_fetch(x + xo + n * h * w * c, p, c, h, w, sy, sx, (uint)fill, v);
+        for (int k = 0; k < 4 && aug_code(p, k) != 0; k++) aug_adjust(aug_code(p, k), p, mean[n], c, v);
+    } else { /* the affine's fill, not adjusted */
+        for (int k = 0; k < 4; k++) v[k] = ((uint)p[LOOM_G_AUG_AFILL] >> (8 * k)) & 255u;
+    }
     for (int k = 0; k < c; k++) ST(y + yo, ((n * c + k) * oh + oy) * ow + ox, lut[lo + k * 256 + v[k]]);
 }
