@@ -67,8 +67,9 @@ typedef struct loom_loader_desc {
      * bit-exact when at most one resize per axis and no RandomAffine). */
     bool no_fuse;
     /* true: device augmentation. The trailing crops (constant padding, one
-     * fill), flips and a last brightness-only ColorJitter, and ToTensor +
-     * Normalize, run on the training backend (loom_loader_device_input);
+     * fill), flips, a ColorJitter, a last nearest RandomAffine (where
+     * `backend` has 64-bit floats; NULL: assumed) and ToTensor + Normalize,
+     * run on the training backend (loom_loader_device_input);
      * the workers decode and run the steps before them, and batches carry
      * those u8 images and a parameter table (u8, prm) instead of x. The
      * backend's x has the host path's bits (the same draws). Refused for
