@@ -4,8 +4,9 @@
 # training run gives the same checkpoint bytes with the augmentation on the
 # host and on the device (the batches are bit for bit the same), on the cpu
 # backend and on vulkan / opencl when present (reproducible mode), with the
-# default pipeline and with crops, a flip and a ColorJitter with contrast
-# (on the device after the upload). Usage:
+# default pipeline, with crops, a flip and a ColorJitter with contrast
+# (on the device after the upload), and with those and a final nearest
+# RandomAffine (the guide's steps; on the device too). Usage:
 # tests/cli-augment.sh LOOM
 set -uo pipefail
 loom=$(readlink -f "${1:?usage: tests/cli-augment.sh LOOM}")
@@ -23,12 +24,14 @@ check "--help lists --augment-on" "grep -q -- '--augment-on device|host' '$work/
 
 common=(train --model cnn --max-eval 64 --seed 3 --quiet)
 jitter='RandomCrop(28, padding=2); RandomHorizontalFlip(); ColorJitter(0.3, 0.3)'
+affine="$jitter; RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))"
 for b in cpu vulkan opencl; do
     args=(--backend "$b" --max-steps 20)
     [ "$b" = cpu ] || args=(--backend "$b" --reproducible --max-steps 4)
-    for t in default jitter; do
+    for t in default jitter affine; do
         tf=()
         [ "$t" = jitter ] && tf=(--transform "$jitter")
+        [ "$t" = affine ] && tf=(--transform "$affine")
         for m in host device; do
             out="$work/$b-$t-$m"
             if ! "$loom" "${common[@]}" "${args[@]}" "${tf[@]}" --augment-on "$m" --save "$out.st" > "$out.log" 2>&1; then
