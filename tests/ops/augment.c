@@ -11,7 +11,9 @@
  * source points exactly on .5 (angle 0, integer translation, scale 2 on
  * odd and 0.5 on even sizes: half to even decides), the affine's fill
  * (unlike the crop's, and not jittered), a row without the affine (its
- * matrix ignored), 1 and 3 channels.
+ * matrix ignored), 1 and 3 channels; and matrices (found by a search)
+ * whose source point is a tie that a fused multiply-add (either product
+ * fused with the other's sum) would move off it to another pixel.
  * The CPU's bits on every backend (a pixel one u8 step off is an f32 NMSE
  * near 1e-6, far above the tolerance); a data op: no gradient check. */
 #include <stdlib.h>
@@ -154,6 +156,49 @@ static loom_tensor *augment_affine(loom_graph *g, loom_dtype dt, int v) {
     return loom_augment_u8(g, x, prm, l, dt, oh, ow, 128, true);
 }
 
+/* m as given (no fill: the points are inside) */
+static void set_m(int32_t *p, const double m[6]) {
+    p[LOOM_G_AUG_AFFINE] = 1;
+    for (int k = 0; k < 6; k++) {
+        uint64_t b;
+        memcpy(&b, &m[k], sizeof b);
+        p[LOOM_G_AUG_M + 2 * k] = (int32_t)(uint32_t)b, p[LOOM_G_AUG_M + 2 * k + 1] = (int32_t)(uint32_t)(b >> 32);
+    }
+}
+
+/* 11 x 12 images; in each row of the table one output pixel's source point
+ * is exactly on .5 unrounded-product by unrounded-product, and off it with
+ * fma(m0, x, m1 y) or fma(m1, y, m0 x): rows 0, 1 in x (at (8, 2): 1.5 vs
+ * 1.4999999999999991; 0.5 vs 0.50000000000000089), row 2 in y (at (0, 2):
+ * 1.5 vs 1.4999999999999996); the other axis is the identity */
+static loom_tensor *augment_fma(loom_graph *g, loom_dtype dt, int v) {
+    (void)v;
+    int64_t c = 3, n = 3, h = 11, w = 12;
+    uint8_t *px = malloc((size_t)(n * h * w * c));
+    if (!px) return NULL;
+    for (int64_t i = 0; i < n * h * w * c; i++) {
+        uint32_t r[4];
+        loom_philox(779, 0, (uint64_t)i, r);
+        px[i] = (uint8_t)r[0];
+    }
+    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){n, h, w, c}, px);
+    free(px);
+    int32_t p[3][LOOM_G_AUG_COUNT];
+    memset(p, 0, sizeof p);
+    for (int i = 0; i < 3; i++)
+        p[i][LOOM_G_AUG_RSTEP] = p[i][LOOM_G_AUG_CSTEP] = 1, p[i][LOOM_G_AUG_Y1] = (int32_t)h,
+        p[i][LOOM_G_AUG_X1] = (int32_t)w;
+    set_m(p[0], (const double[6]){0x1.d2eb3959a5d67p-1, -0x1.7725f1eeee4bep-2, 0x1.29e0674053cp-2, 0, 1, 0});
+    set_m(p[1], (const double[6]){0x1.02844b8b0508ap+0, -0x1.af4d14ef5e9a2p-2, -0x1.9db93f2f3b7p-3, 0, 1, 0});
+    set_m(p[2], (const double[6]){1, 0, 0, -0x1.570bcc66ae17ap-2, 0x1.0118269702305p+0, 0x1.6539b864ca73p-2});
+    loom_tensor *prm = loom_constant(g, "prm", LOOM_I32, 2, (int64_t[]){n, LOOM_G_AUG_COUNT}, p);
+    float lut[3][256];
+    for (int k = 0; k < c; k++)
+        for (int i = 0; i < 256; i++) lut[k][i] = (float)i / 255.0f - 0.5f;
+    loom_tensor *l = loom_constant(g, "lut", LOOM_F32, 2, (int64_t[]){c, 256}, lut);
+    return loom_augment_u8(g, x, prm, l, dt, h, w, 0, true);
+}
+
 const loom_op_case loom_cases_augment[] = {
     {"augment_u8 3 channels: padded crop, flips, brightness", augment, 0, 0, TC_NO_GRADCHECK, 0},
     {"augment_u8 1 channel: padded crop, flips, brightness", augment, 1, 0, TC_NO_GRADCHECK, 0},
@@ -167,5 +212,6 @@ const loom_op_case loom_cases_augment[] = {
      0},
     {"augment_u8 1 channel: crops, flips, ColorJitter, RandomAffine, even", augment_affine, 3, 0, TC_NO_GRADCHECK,
      0},
+    {"augment_u8 RandomAffine ties a fused multiply-add would break", augment_fma, 0, 0, TC_NO_GRADCHECK, 0},
     {0},
 };
