@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/backend_impl.h"
 #include "../core/params.h"
 #include "../loader/device_aug.h"
 #include "loom/loader.h"
@@ -209,6 +210,53 @@ static void affine_plan(void) {
     CHECK(sp.split == 1 && !sp.affine, "an affine before the jitter: split %d (expected 1)", sp.split);
 }
 
+static bool no_f64(const loom_backend *be) {
+    (void)be;
+    return false;
+}
+
+static void on_log(void *user, loom_log_level level, const char *msg) {
+    if (level == LOOM_LOG_WARN && strstr(msg, "RandomAffine") && strstr(msg, "64-bit floats")) ++*(int *)user;
+}
+
+/* a training backend without 64-bit floats (the CPU's, its f64 hook saying
+ * no): the device input keeps the final RandomAffine on the host (the whole
+ * pipeline: u8 images of the output size, a node without the affine) and
+ * says so once, as a warning */
+static void affine_host_input(loom_backend *cpu) {
+    loom__backend_vtbl vt = *cpu->vt;
+    vt.f64 = no_f64;
+    loom_backend fake = *cpu;
+    fake.vt = &vt;
+    int said = 0;
+    loom_ctx *c2 = NULL;
+    CHECK(loom_ctx_create(&(loom_ctx_desc){.log_level = LOOM_LOG_WARN, .log = on_log, .log_user = &said}, &c2) ==
+              LOOM_OK, "context");
+    loom_tf_step steps[8];
+    int ns = 0;
+    CHECK_OK(ctx, loom_tf_parse(ctx, "RandomCrop(12, padding=2); ColorJitter(0.2, 0.2, 0.2); RandomAffine(15)", steps,
+                                8, &ns));
+    loom_dataset ds;
+    loom_source *src = make_source(4, 3, 14, 13, 1, &ds);
+    loom_loader_desc d = {.src = src, .batch = 2, .steps = steps, .nsteps = ns, .device_augment = true,
+                          .backend = &fake};
+    loom_graph *g = NULL;
+    loom_tensor *u8 = NULL, *prm = NULL, *x = NULL;
+    if (c2) CHECK_OK(c2, loom_graph_create(c2, NULL, &g));
+    if (g) x = loom_loader_device_input(g, &d, "x", LOOM_F32, &u8, &prm);
+    CHECK(x && u8 && u8->dims[1] == 12 && u8->dims[2] == 12 && x->p[LOOM_P_AUG_AFFINE] == 0,
+          "no f64: the whole pipeline on the host, a node without the affine: %s", c2 ? loom_last_error(c2) : "");
+    CHECK(said == 1, "no f64: %d warnings naming the RandomAffine (expected 1)", said);
+    d.backend = cpu, said = 0;
+    if (g) x = loom_loader_device_input(g, &d, "y", LOOM_F32, &u8, &prm);
+    CHECK(x && u8 && u8->dims[1] == 14 && u8->dims[2] == 13 && x->p[LOOM_P_AUG_AFFINE] == 1 && said == 0,
+          "with f64: crop, jitter and affine on the device, no warning");
+    loom_graph_destroy(g);
+    loom_ctx_destroy(c2);
+    loom_source_destroy(src);
+    free(ds.pixels), free(ds.labels);
+}
+
 static void errors(void) {
     loom_tf_step steps[4];
     int ns = 0;
@@ -249,6 +297,7 @@ int main(void) {
             continue;
         }
         ran++;
+        if (b == 0) affine_host_input(be);
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) run_case(be, &cases[k], k % 2 ? 2 : LOOM_WORKERS_SYNC);
         loom_backend_destroy(be);
     }
