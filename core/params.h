@@ -193,6 +193,9 @@
 #define LOOM_F_AMP_GROWTH 0
 #define LOOM_F_AMP_BACKOFF 1
 
+/* ---- resize_u8 (core/ops/resize.c) ---- */
+#define LOOM_K_RESIZE_FIX_BITS 22 /* fraction bits of the tap weights (PIL's, loader/transforms.c) */
+
 /* ---- augment_u8 (core/ops/augment.c) ---- */
 #define LOOM_P_AUG_FILL 0 /* the u8 value of pixels outside the source (constant padding) */
 #define LOOM_P_AUG_AFFINE 1 /* 1: rows may apply a nearest RandomAffine (columns AFFINE..AFILL; 64-bit floats) */

@@ -17,6 +17,13 @@
  * loom_tf_affine_inverse of the same draws, as doubles) and fill, and the
  * op picks the source pixel with the host's double arithmetic; on a
  * backend without 64-bit floats it stays on the host.
+ *
+ * Images of one size (a source with h, w > 0) whose pipeline is a Resize
+ * and then device steps only: the Resize runs on the device too, as
+ * resize_u8 (core/ops/resize.c) with the host Resize's own fixed-point taps
+ * (loom__tf_resize_taps), so the host only decodes and the batch keeps the
+ * host path's bits. Images of different sizes keep it on the host (the
+ * device graph has one input size).
  */
 #include "device_aug.h"
 
@@ -186,7 +193,14 @@ loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int
     loom_status st = loom__dev_plan(ctx, steps, n, c, !be || loom__backend_f64(be), out);
     if (st != LOOM_OK) return st;
     size_t mb;
-    if (h > 0) return loom__tf_plan(ctx, steps, out->split, c, h, w, &out->h, &out->w, &mb);
+    out->resize = false;
+    if (h > 0) {
+        if ((st = loom__tf_plan(ctx, steps, out->split, c, h, w, &out->rh, &out->rw, &mb)) != LOOM_OK) return st;
+        /* a Resize that is the whole host part: on the device, the host only decodes */
+        out->resize = out->split == 1 && steps[0].kind == LOOM_TF_RESIZE && (out->rh != h || out->rw != w);
+        out->h = out->resize ? h : out->rh, out->w = out->resize ? w : out->rw;
+        return LOOM_OK;
+    }
     /* images of any size: the host part must end at one size (planned on two unrelated sizes) */
     int64_t h2, w2;
     if ((st = loom__tf_plan(ctx, steps, out->split, c, 4099, 4093, &out->h, &out->w, &mb)) != LOOM_OK ||
@@ -196,19 +210,56 @@ loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation: the images differ in size and the "
                          "host part of the pipeline (its first %d steps) does not make them one size (end it with "
                          "Resize((h, w)) or a crop)", out->split);
+    out->rh = out->h, out->rw = out->w;
     return LOOM_OK;
 }
 
 loom_status loom__dev_sample(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__dev_split *sp,
                              loom__aug_rng *rng, loom_image img, uint8_t *a, uint8_t *b, uint8_t *u8, int32_t *prm) {
-    loom_status st = loom__tf_run_fused(ctx, steps, sp->split, rng, &img, a, b, NULL);
+    loom_status st = loom__tf_run_fused(ctx, steps, loom__dev_host_steps(sp), rng, &img, a, b, NULL);
     if (st != LOOM_OK) return st;
     if (img.h != sp->h || img.w != sp->w)
         return loom__err(ctx, LOOM_ERR_INVALID_ARG, "loader: device augmentation: the host part made a %lldx%lld image, "
                          "not %lldx%lld", (long long)img.h, (long long)img.w, (long long)sp->h, (long long)sp->w);
     memcpy(u8, img.data, (size_t)(img.h * img.w * img.c));
-    loom__dev_params(steps, n, sp->split, rng, img.h, img.w, img.c, prm);
+    loom__dev_params(steps, n, sp->split, rng, sp->rh, sp->rw, img.c, prm);
     return LOOM_OK;
+}
+
+loom_status loom__dev_resize_table(loom_ctx *ctx, int64_t h, int64_t w, int64_t rh, int64_t rw, int64_t *row,
+                                   int32_t **tab) {
+    int64_t sy = 0, sx = 0;
+    int32_t *ty = NULL, *tx = NULL;
+    *tab = NULL, *row = 0;
+    loom_status st = loom__tf_resize_taps(ctx, h, rh, &sy, &ty);
+    if (st == LOOM_OK) st = loom__tf_resize_taps(ctx, w, rw, &sx, &tx);
+    int64_t r = 2 + (sy > sx ? sy : sx);
+    if (st == LOOM_OK && !(*tab = calloc((size_t)((rh + rw) * r), sizeof **tab)))
+        st = loom__err(ctx, LOOM_ERR_OOM, "resize taps: out of memory for %lld rows", (long long)(rh + rw));
+    for (int64_t i = 0; st == LOOM_OK && i < rh + rw; i++) /* rows of the height axis, then of the width axis */
+        memcpy(*tab + i * r, i < rh ? ty + i * (2 + sy) : tx + (i - rh) * (2 + sx),
+               (size_t)(2 + (i < rh ? sy : sx)) * sizeof **tab);
+    if (st == LOOM_OK) *row = r;
+    free(ty), free(tx);
+    return st;
+}
+
+/* resize_u8 of x (h x w images) to (rh, rw) with loom_tf_resize's taps (a constant "<name>_taps") */
+static loom_tensor *device_resize(loom_graph *g, const char *name, loom_tensor *x, int64_t h, int64_t w, int64_t rh,
+                                  int64_t rw) {
+    int64_t row;
+    int32_t *t;
+    loom_status st = loom__dev_resize_table(g->ctx, h, w, rh, rw, &row, &t);
+    if (st != LOOM_OK) {
+        char msg[512]; /* the context's message, copied before loom__fail writes it */
+        snprintf(msg, sizeof msg, "%s", loom_last_error(g->ctx));
+        return loom__fail(g, st, "%s", msg);
+    }
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_taps", name);
+    loom_tensor *out = loom_resize_u8(g, x, loom_constant(g, nm, LOOM_I32, 2, (int64_t[]){rh + rw, row}, t), rh, rw);
+    free(t);
+    return out;
 }
 
 loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, const char *name, loom_dtype dt,
@@ -228,7 +279,7 @@ loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, 
         loom__log(g->ctx, LOOM_LOG_WARN, "loader: device augmentation: the last step (RandomAffine) runs on the host: "
                   "backend '%s' has no 64-bit floats for its source points", loom_backend_name(d->backend));
     if (st == LOOM_OK)
-        st = loom__tf_plan(g->ctx, d->steps + sp.split, d->nsteps - sp.split, src->c, sp.h, sp.w, &oh, &ow, &mb);
+        st = loom__tf_plan(g->ctx, d->steps + sp.split, d->nsteps - sp.split, src->c, sp.rh, sp.rw, &oh, &ow, &mb);
     if (st != LOOM_OK) {
         char msg[512]; /* the context's message, copied before loom__fail writes it */
         snprintf(msg, sizeof msg, "%s", loom_last_error(g->ctx));
@@ -247,5 +298,6 @@ loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *d, 
     *prm = loom_input(g, nm, LOOM_I32, 2, (int64_t[]){d->batch, LOOM_G_AUG_COUNT});
     snprintf(nm, sizeof nm, "%s_lut", name);
     loom_tensor *t = loom_constant(g, nm, LOOM_F32, 2, (int64_t[]){src->c, 256}, lut);
-    return loom_augment_u8(g, *u8, *prm, t, dt, oh, ow, sp.fill, sp.affine);
+    loom_tensor *img = sp.resize ? device_resize(g, name, *u8, sp.h, sp.w, sp.rh, sp.rw) : *u8;
+    return loom_augment_u8(g, img, *prm, t, dt, oh, ow, sp.fill, sp.affine);
 }

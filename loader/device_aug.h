@@ -8,14 +8,22 @@
 #include "loader_impl.h"
 
 /* The pipeline's split: steps [0, split) run on the host (after decoding),
- * [split, n) on the device (loom_augment_u8), whose padding reads `fill`. */
+ * [split, n) on the device (loom_augment_u8), whose padding reads `fill`.
+ * resize: the images have one size and the pipeline starts with a Resize
+ * that is the whole host part (split = 1): it runs on the device too
+ * (loom_resize_u8, before augment_u8), the host only decodes. */
 typedef struct loom__dev_split {
     int split;
     int fill;
-    int64_t h, w; /* the host part's output size: the u8 images uploaded */
+    int64_t h, w;   /* the u8 images uploaded: the host part's output (the decoded image when resize) */
+    bool resize;    /* steps[0] (a Resize) runs on the device */
+    int64_t rh, rw; /* augment_u8's input: the Resize's output when resize, else h, w */
     bool affine;      /* the device part ends with a nearest RandomAffine */
     bool affine_host; /* the pipeline ends with one that stays on the host: the backend lacks 64-bit floats */
 } loom__dev_split;
+
+/* the steps the host runs: [0, loom__dev_host_steps) */
+static inline int loom__dev_host_steps(const loom__dev_split *sp) { return sp->resize ? 0 : sp->split; }
 
 /* The longest tail of crops (constant padding, one fill), flips, a
  * ColorJitter and a final nearest RandomAffine (in that order; the jitter
@@ -34,12 +42,19 @@ void loom__dev_params(const loom_tf_step *steps, int n, int split, loom__aug_rng
 
 /* loom__dev_plan (f64 from be, the training backend; NULL: assumed), then
  * the host part's output size for images of h x w (h = 0: of any size;
- * then it must not depend on the size). */
+ * then it must not depend on the size), and whether a leading Resize moves
+ * to the device (h > 0 only). */
 loom_status loom__dev_setup(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w,
                             const loom_backend *be, loom__dev_split *out);
 /* One sample: the host part on img (buffers a, b), its result copied into
  * u8 (h, w, c) and the device part's parameters into prm. */
 loom_status loom__dev_sample(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom__dev_split *sp,
                              loom__aug_rng *rng, loom_image img, uint8_t *a, uint8_t *b, uint8_t *u8, int32_t *prm);
+
+/* resize_u8's taps (core/ops/resize.c) for h x w -> rh x rw: *tab (rh + rw,
+ * *row) i32, the rows of loom__tf_resize_taps for both axes padded to the
+ * wider span. The caller frees *tab. */
+loom_status loom__dev_resize_table(loom_ctx *ctx, int64_t h, int64_t w, int64_t rh, int64_t rw, int64_t *row,
+                                   int32_t **tab);
 
 #endif

@@ -27,6 +27,11 @@ uint32_t loom__aug_u32(loom__aug_rng *r);
  * intermediate in bytes; errors name the step and the shapes. */
 loom_status loom__tf_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, int64_t h, int64_t w, int64_t *oh,
                           int64_t *ow, size_t *max_bytes);
+/* loom_tf_resize's fixed-point taps of one axis, in -> out, as rows of the
+ * table of resize_u8 (core/ops/resize.c): *tab (out, 2 + *span) i32, row i
+ * = (first input, count, count weights, zeros), the weights sep_run sums
+ * (loader/transforms.c). The caller frees *tab. */
+loom_status loom__tf_resize_taps(loom_ctx *ctx, int64_t in, int64_t out, int64_t *span, int32_t **tab);
 /* Run the steps on *img (its data is a or b, each max_bytes); *img becomes
  * the result (in a or b). */
 loom_status loom__tf_run(loom_ctx *ctx, const loom_tf_step *steps, int n, loom__aug_rng *rng, loom_image *img,

@@ -191,7 +191,7 @@ static bool region_of(void *user, int64_t h, int64_t w, int64_t box[4]) {
     const loom_loader *ld = q->ld;
     loom__aug_rng rng;
     loom__aug_init(&rng, ld->d.seed, q->epoch, q->i);
-    int n = ld->d.device_augment ? ld->dev.split : ld->d.nsteps; /* what the host runs */
+    int n = ld->d.device_augment ? loom__dev_host_steps(&ld->dev) : ld->d.nsteps; /* what the host runs */
     return loom__tf_region(q->ctx, ld->d.steps, n, &rng, ld->d.src->c, h, w, box);
 }
 

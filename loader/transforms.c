@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "../core/color.h"
+#include "../core/params.h"
 #include "loader_impl.h"
 
 static loom_status check_image(loom_ctx *ctx, const char *tf, const char *which, const loom_image *im) {
@@ -586,6 +587,33 @@ static loom_status remap_taps(loom_ctx *ctx, const loom_tf_axis *a, int64_t n, i
     }
     axis_free(&aw);
     return ok ? LOOM_OK : loom__err(ctx, LOOM_ERR_OOM, "remap: out of memory");
+}
+
+/* resize_u8 (core/ops/resize.c) sums the same fixed point as sep_run */
+_Static_assert(FIX_BITS == LOOM_K_RESIZE_FIX_BITS, "resize_u8's weights have FIX_BITS fraction bits");
+
+loom_status loom__tf_resize_taps(loom_ctx *ctx, int64_t in, int64_t out, int64_t *span, int32_t **tab) {
+    *tab = NULL, *span = 0;
+    if (in < 1 || out < 1 || in > INT32_MAX || out > INT32_MAX)
+        return loom__err(ctx, LOOM_ERR_INVALID_ARG, "resize taps: %lld -> %lld (expected sizes 1..2^31 - 1)",
+                         (long long)in, (long long)out);
+    taps t = {0};
+    const loom_tf_axis a = {0, 1, in, out, 0, 1}; /* loom_tf_resize's axis */
+    loom_status st = remap_taps(ctx, &a, out, in, "resize", &t);
+    int64_t row = 2 + t.span;
+    if (st == LOOM_OK && !(*tab = calloc((size_t)(out * row), sizeof **tab)))
+        st = loom__err(ctx, LOOM_ERR_OOM, "resize taps: out of memory for %lld outputs", (long long)out);
+    for (int64_t i = 0; st == LOOM_OK && i < out; i++) {
+        int32_t *r = *tab + i * row;
+        r[0] = (int32_t)t.idx[i * t.span], r[1] = (int32_t)t.cnt[i];
+        for (int64_t k = 0; k < t.cnt[i]; k++) {
+            LOOM__ASSERT(t.idx[i * t.span + k] == t.idx[i * t.span] + k); /* consecutive, ascending */
+            r[2 + k] = t.wt[i * t.span + k];
+        }
+    }
+    if (st == LOOM_OK) *span = t.span;
+    taps_free(&t);
+    return st;
 }
 
 loom_status loom_tf_remap(loom_ctx *ctx, const loom_image *src, const loom_image *dst, const loom_tf_axis ax[2]) {

@@ -26,6 +26,11 @@
  * host, and so does a nearest one where the backend has no 64-bit floats
  * (the plan). Errors: RandomErasing with device_augment, a float source,
  * device input of a host loader.
+ * Images of one size whose pipeline starts with a Resize: the Resize on
+ * the device (resize_u8; down, up, shorter side, 500x375 -> 256x256, and
+ * the guide's whole pipeline with its affine), or on the host when a step
+ * after it stays there. resize_u8 against loom_tf_resize bit for bit on
+ * random images; resize_u8's bad inputs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +52,7 @@ typedef struct pcase {
     bool var;   /* images of different sizes (a decoding source: get_image) */
     bool full;  /* the device runs a ColorJitter with contrast, saturation or hue */
     bool affine; /* the device runs a RandomAffine */
+    bool dres;   /* the leading Resize runs on the device (resize_u8) */
 } pcase;
 
 static const pcase cases[] = {
@@ -83,6 +89,18 @@ static const pcase cases[] = {
     {"RandomCrop(16, padding=2); RandomHorizontalFlip(); RandomAffine(0, translate=(0.2, 0.2), scale=(0.5, 0.5), "
      "fill=33)", 3, 17, 18, true, false, false, true},
     {"RandomCrop(16, padding=2); RandomAffine(20, interpolation=bilinear)", 3, 18, 18, false, false, false, false},
+    /* one image size: the leading Resize on the device (down, up, shorter side, the guide's 500x375 JPEGs) */
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 27, 31, true, false, false, false, true},
+    {"Resize((23, 17)); RandomVerticalFlip(); ColorJitter(0.3, 0.3, 0.3, 0.1)", 3, 13, 11, true, false, true, false, true},
+    {"Resize(14); RandomCrop(12, padding=1); RandomHorizontalFlip()", 1, 19, 23, true, false, false, false, true},
+    {"Resize((256, 256)); RandomCrop(224); RandomHorizontalFlip(); ColorJitter(0.4, 0.4, 0.4)", 3, 375, 500, true,
+     false, true, false, true},
+    /* ... and on the host: a step after it that the device does not run, or a Resize to the same size */
+    {"Resize((20, 20)); RandomResizedCrop(16); RandomHorizontalFlip()", 3, 27, 31, true, false, false, false},
+    {"Resize((24, 22)); RandomCrop(20, padding=2)", 3, 24, 22, true, false, false, false},
+    /* the guide's whole pipeline on one-size images: Resize, crop, flip, jitter and affine all on the device */
+    {"Resize((40, 40)); RandomCrop(32); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2); "
+     "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))", 3, 45, 50, true, false, true, true, true},
 };
 
 /* a decoding source: image i is (17 + 7i mod 13) x (15 + 5i mod 11), pixels from i */
@@ -135,6 +153,10 @@ static void run_case(loom_backend *be, const pcase *pc, int workers) {
     if (dev && g && (x = loom_loader_device_input(g, &d, "x", LOOM_F32, &u8, &prm))) loom_keep(x);
     CHECK(x != NULL, "%s: device input: %s", pc->spec, loom_last_error(ctx));
     if (x) CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &plan));
+    bool dres = x && x->src[0]->op == LOOM_OP_RESIZE_U8;
+    CHECK(!x || dres == pc->dres, "%s: the Resize runs on the %s", pc->spec, dres ? "device" : "host");
+    CHECK(!x || !dres || (u8->dims[1] == pc->h && u8->dims[2] == pc->w), "%s: the device resizes decoded images",
+          pc->spec);
     int c;
     int64_t oh, ow;
     if (host) loom_loader_shape(host, &c, &oh, &ow);
@@ -284,10 +306,96 @@ static void errors(void) {
     free(ds.pixels), free(ds.labels);
 }
 
+/* resize_u8 with the loader's taps (loom__dev_resize_table) against loom_tf_resize, image by
+ * image, on random images: down, up, mixed, one axis kept; 1 and 3
+ * channels (those the host Resize takes) */
+static void resize_vs_host(loom_backend *be) {
+    static const int sz[][5] = {{3, 31, 27, 20, 20}, {1, 13, 11, 23, 17}, {3, 9, 40, 21, 7},
+                                {3, 16, 19, 16, 5},  {1, 7, 5, 2, 31},   {3, 375, 500, 256, 256}};
+    for (size_t k = 0; k < sizeof sz / sizeof *sz; k++) {
+        int c = sz[k][0];
+        int64_t n = 3, h = sz[k][1], w = sz[k][2], oh = sz[k][3], ow = sz[k][4], row = 0;
+        size_t in = (size_t)(n * h * w * c), out = (size_t)(n * oh * ow * c);
+        uint8_t *px = malloc(in), *want = malloc(out), *got = malloc(out);
+        int32_t *t = NULL;
+        uint32_t s = 99u + (uint32_t)k;
+        for (size_t i = 0; px && i < in; i++) s = s * 1664525u + 1013904223u, px[i] = (uint8_t)(s >> 24);
+        CHECK_OK(ctx, loom__dev_resize_table(ctx, h, w, oh, ow, &row, &t));
+        if (!px || !want || !got || !t) {
+            CHECK(false, "resize %zu: out of memory", k);
+            free(px), free(want), free(got), free(t);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            loom_image a = {px + i * h * w * c, h, w, c}, b = {want + i * oh * ow * c, oh, ow, c};
+            CHECK_OK(ctx, loom_tf_resize(ctx, &a, &b));
+        }
+        loom_graph *g = NULL;
+        loom_plan *plan = NULL;
+        CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
+        loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){n, h, w, c}, px);
+        loom_tensor *tt = loom_constant(g, "taps", LOOM_I32, 2, (int64_t[]){oh + ow, row}, t);
+        loom_tensor *y = loom_resize_u8(g, x, tt, oh, ow);
+        CHECK(y != NULL, "resize_u8: %s", loom_last_error(ctx));
+        if (y) {
+            loom_keep(y);
+            CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &plan));
+        }
+        if (plan) {
+            CHECK_OK(ctx, loom_plan_run(plan));
+            CHECK_OK(ctx, loom_plan_read(plan, y, got, out));
+            size_t diff = 0;
+            for (size_t i = 0; i < out; i++) diff += got[i] != want[i];
+            CHECK(diff == 0, "resize_u8 on %s, %d channels %lldx%lld -> %lldx%lld: %zu of %zu values differ from "
+                  "loom_tf_resize", loom_backend_name(be), c, (long long)h, (long long)w, (long long)oh, (long long)ow,
+                  diff, out);
+        }
+        loom_plan_destroy(plan);
+        loom_graph_destroy(g);
+        free(px), free(want), free(got), free(t);
+    }
+    printf("  %-8s resize_u8 == loom_tf_resize on %zu sizes\n", loom_backend_name(be), sizeof sz / sizeof *sz);
+}
+
+/* resize_u8's shape and dtype checks */
+static void resize_errors(void) {
+    static const struct {
+        loom_dtype xdt, tdt;
+        int64_t tr, tc, oh, ow;
+        loom_status st;
+        const char *msg;
+    } bad[] = {
+        {LOOM_F32, LOOM_I32, 9, 5, 4, 5, LOOM_ERR_SHAPE, "expected u8 (N, H, W, C)"},
+        {LOOM_U8, LOOM_F32, 9, 5, 4, 5, LOOM_ERR_SHAPE, "expected i32 (9, 2 + S)"},
+        {LOOM_U8, LOOM_I32, 8, 5, 4, 5, LOOM_ERR_SHAPE, "expected i32 (9, 2 + S)"},
+        {LOOM_U8, LOOM_I32, 9, 2, 4, 5, LOOM_ERR_SHAPE, "with S >= 1"},
+        {LOOM_U8, LOOM_I32, 5, 5, 0, 5, LOOM_ERR_INVALID_ARG, "output 0x5"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        loom_graph *g = NULL;
+        CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
+        loom_tensor *x = loom_input(g, "x", bad[k].xdt, 4, (int64_t[]){2, 6, 7, 3});
+        loom_tensor *t = loom_input(g, "taps", bad[k].tdt, 2, (int64_t[]){bad[k].tr, bad[k].tc});
+        CHECK(!loom_resize_u8(g, x, t, bad[k].oh, bad[k].ow) && loom_graph_status(g) == bad[k].st &&
+                  strstr(loom_last_error(ctx), "resize_u8") && strstr(loom_last_error(ctx), bad[k].msg),
+              "resize_u8 bad input %zu: %s", k, loom_last_error(ctx));
+        loom_graph_destroy(g);
+    }
+    /* a 4-D x of 5 channels */
+    loom_graph *g = NULL;
+    CHECK_OK(ctx, loom_graph_create(ctx, NULL, &g));
+    loom_tensor *x = loom_input(g, "x", LOOM_U8, 4, (int64_t[]){2, 6, 7, 5});
+    loom_tensor *t = loom_input(g, "taps", LOOM_I32, 2, (int64_t[]){9, 5});
+    CHECK(!loom_resize_u8(g, x, t, 4, 5) && strstr(loom_last_error(ctx), "C in 1..4"), "resize_u8 of 5 channels: %s",
+          loom_last_error(ctx));
+    loom_graph_destroy(g);
+}
+
 int main(void) {
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
     errors();
     affine_plan();
+    resize_errors();
     const char *names[] = {"cpu", "vulkan", "opencl", "cuda"};
     int ran = 0;
     for (int b = 0; b < 4; b++) {
@@ -298,6 +406,7 @@ int main(void) {
         }
         ran++;
         if (b == 0) affine_host_input(be);
+        resize_vs_host(be);
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) run_case(be, &cases[k], k % 2 ? 2 : LOOM_WORKERS_SYNC);
         loom_backend_destroy(be);
     }

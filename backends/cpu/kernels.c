@@ -42,6 +42,7 @@ const loom__kernel loom__cpu_kernels[LOOM_OP_COUNT] = {
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
     K(AUGMENT_U8, augment_u8, FLOAT),
+    K(RESIZE_U8, resize_u8, LOOM__DT(U8)),
     K(PERMUTE, permute, ALL),
     K(CONCAT, concat, ALL),
     K(SLICE, slice, ALL),

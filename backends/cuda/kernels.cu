@@ -38,6 +38,7 @@ static int fill(loom__kernel *t) {
     K(DROPOUT, dropout, FLOAT);
     K(EMBEDDING, embedding, FLOAT);
     K(AUGMENT_U8, augment_u8, FLOAT);
+    K(RESIZE_U8, resize_u8, LOOM__DT(U8));
     K(PERMUTE, permute, ALL);
     K(CONCAT, concat, ALL);
     K(SLICE, slice, ALL);

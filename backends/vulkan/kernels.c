@@ -69,6 +69,7 @@ const loom__kernel loom__vk_kernels[LOOM_OP_COUNT] = {
     K(DROPOUT, dropout, FLOAT),
     K(EMBEDDING, embedding, FLOAT),
     K(AUGMENT_U8, augment_u8, FLOAT),
+    K(RESIZE_U8, resize_u8, LOOM__DT(U8)),
     K(EMBEDDING_GRAD, embedding_grad, FLOAT),
     /* matmul, conv2d, optim */
     KR(MATMUL, matmul, FLOAT),

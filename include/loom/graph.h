@@ -217,6 +217,15 @@ loom_tensor *loom_embedding(loom_graph *g, loom_tensor *weight, loom_tensor *idx
  * divides); no gradient (a data op). */
 loom_tensor *loom_augment_u8(loom_graph *g, loom_tensor *x, loom_tensor *prm, loom_tensor *lut, loom_dtype dt,
                              int64_t oh, int64_t ow, int fill, bool affine);
+/* Device resize (the loader's leading Resize, loader/device_aug.c): x u8
+ * (N, H, W, C), taps i32 (oh + ow, 2 + S): rows 0..oh-1 the height axis,
+ * then ow rows of the width axis, each (first input, count <= S, count
+ * fixed-point weights with LOOM_K_RESIZE_FIX_BITS fraction bits) -> u8
+ * (N, oh, ow, C): a width pass then a height pass, each an integer sum
+ * started at half and rounded to u8, as loom_tf_resize (its taps give its
+ * bits on every backend). Out-of-range taps are clamped into x; no
+ * gradient (a data op). */
+loom_tensor *loom_resize_u8(loom_graph *g, loom_tensor *x, loom_tensor *taps, int64_t oh, int64_t ow);
 
 /* ---- shape ---- */
 /* One dim may be -1 (inferred). The result shares x's memory. */

@@ -72,8 +72,10 @@ typedef struct loom_loader_desc {
      * run on the training backend (loom_loader_device_input);
      * the workers decode and run the steps before them, and batches carry
      * those u8 images and a parameter table (u8, prm) instead of x. The
-     * backend's x has the host path's bits (the same draws). Refused for
-     * RandomErasing. U8 sources only. */
+     * backend's x has the host path's bits (the same draws). A leading
+     * Resize runs on the device too when the source's images have one size
+     * and nothing else stays on the host (then the workers only decode).
+     * Refused for RandomErasing. U8 sources only. */
     bool device_augment;
 } loom_loader_desc;
 
@@ -138,8 +140,12 @@ void loom_loader_stats_get(const loom_loader *ld, loom_loader_stats *out);
  * loom_input "<name>_prm" i32 (batch, 32), to be written from each batch's
  * u8 and prm (loom_plan_write, every row, as x), and the returned
  * (batch, c, oh, ow) tensor of dtype dt: loom_augment_u8 of them with the
- * loader's normalisation table (a constant "<name>_lut"). NULL on error
- * (recorded in the graph). */
+ * loader's normalisation table (a constant "<name>_lut"). When the source
+ * has one image size (h, w > 0) and the pipeline is a Resize followed by
+ * device steps only, the Resize runs on the device too: u8 holds the
+ * source's h x w images and loom_resize_u8 (taps: a constant
+ * "<name>_taps") makes them the Resize's size, bit for bit as the host.
+ * NULL on error (recorded in the graph). */
 loom_tensor *loom_loader_device_input(loom_graph *g, const loom_loader_desc *desc, const char *name, loom_dtype dt,
                                       loom_tensor **u8, loom_tensor **prm);
 /* true when `steps` can run with device_augment (no RandomErasing). */

@@ -17,6 +17,7 @@
     X(dropout)      \
     X(embedding)    \
     X(augment)      \
+    X(resize)       \
     X(shape)        \
     X(reduce)       \
     X(optim)        \
