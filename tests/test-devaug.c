@@ -56,39 +56,39 @@ typedef struct pcase {
 } pcase;
 
 static const pcase cases[] = {
-    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false, false, false},
+    {"RandomCrop(20, padding=4); RandomHorizontalFlip()", 3, 24, 24, true, false, false, false, false},
     {"CenterCrop(18); RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); RandomHorizontalFlip(p=0.7); "
-     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false, false, false},
+     "ColorJitter(brightness=0.6)", 3, 24, 22, true, false, false, false, false},
     {"RandomResizedCrop(16); RandomHorizontalFlip(); RandomCrop((14, 12), padding=(2, 3), pad_if_needed=True)", 1, 21,
-     19, true, false, false, false},
+     19, true, false, false, false, false},
     {"RandomOrder([RandomHorizontalFlip(), RandomVerticalFlip()]); RandomCrop(20, padding=2)", 3, 20, 20, true, false,
-     false, false},
+     false, false, false},
     {"RandomAffine(10, translate=(0.1, 0.1)); RandomCrop(18, padding=2, fill=3); RandomHorizontalFlip()", 3, 20, 20,
-     false, false, false, false},
-    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false, false, false},
-    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true, false, false},
+     false, false, false, false, false},
+    {"ColorJitter(0.3, 0.3); RandomCrop(16, padding=2)", 3, 16, 16, true, false, false, false, false},
+    {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 0, 0, true, true, false, false, false},
     {"RandomResizedCrop(18); RandomCrop(16, padding=1, fill=200); RandomVerticalFlip()", 3, 0, 0, true, true, false,
-     false},
+     false, false},
     {"RandomCrop(20, padding=4, fill=40); RandomHorizontalFlip(); ColorJitter(0.4, 0.5, 0.6, 0.25)", 3, 22, 21, true,
-     false, true, false},
+     false, true, false, false},
     {"CenterCrop(17); RandomVerticalFlip(); ColorJitter(brightness=0.2, contrast=0.6, saturation=0.5, hue=0.1)", 1, 20,
-     19, true, false, true, false},
+     19, true, false, true, false, false},
     {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2)", 3, 0, 0, true,
-     true, true, false},
+     true, true, false, false},
     {"RandomCrop(18, padding=3); ColorJitter(contrast=(0.2, 1.8), hue=(-0.5, 0.5))", 3, 18, 18, true, false, true,
-     false},
+     false, false},
     {"Resize((40, 40)); RandomCrop(32); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2); "
-     "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))", 3, 0, 0, true, true, true, true},
+     "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))", 3, 0, 0, true, true, true, true, false},
     {"RandomCrop(20, padding=3, fill=9); RandomVerticalFlip(); ColorJitter(0.4, 0.5, 0.6, 0.25); "
      "RandomAffine((-40, 40), translate=(0.2, 0.1), scale=(0.7, 1.3), shear=(-20, 20, -10, 10), fill=(250, 120, 7))",
-     3, 22, 21, true, false, true, true},
+     3, 22, 21, true, false, true, true, false},
     {"CenterCrop(17); RandomHorizontalFlip(); ColorJitter(0.3, 0.6, 0.5, 0.1); RandomAffine(30, shear=12, fill=77)", 1,
-     20, 19, true, false, true, true},
+     20, 19, true, false, true, true, false},
     {"RandomCrop(15, padding=2); RandomAffine(0, translate=(0.3, 0.3), scale=(2, 2))", 3, 16, 16, true, false, false,
-     true},
+     true, false},
     {"RandomCrop(16, padding=2); RandomHorizontalFlip(); RandomAffine(0, translate=(0.2, 0.2), scale=(0.5, 0.5), "
-     "fill=33)", 3, 17, 18, true, false, false, true},
-    {"RandomCrop(16, padding=2); RandomAffine(20, interpolation=bilinear)", 3, 18, 18, false, false, false, false},
+     "fill=33)", 3, 17, 18, true, false, false, true, false},
+    {"RandomCrop(16, padding=2); RandomAffine(20, interpolation=bilinear)", 3, 18, 18, false, false, false, false, false},
     /* one image size: the leading Resize on the device (down, up, shorter side, the guide's 500x375 JPEGs) */
     {"Resize((20, 20)); RandomCrop(16, padding=2); RandomHorizontalFlip()", 3, 27, 31, true, false, false, false, true},
     {"Resize((23, 17)); RandomVerticalFlip(); ColorJitter(0.3, 0.3, 0.3, 0.1)", 3, 13, 11, true, false, true, false, true},
@@ -96,8 +96,8 @@ static const pcase cases[] = {
     {"Resize((256, 256)); RandomCrop(224); RandomHorizontalFlip(); ColorJitter(0.4, 0.4, 0.4)", 3, 375, 500, true,
      false, true, false, true},
     /* ... and on the host: a step after it that the device does not run, or a Resize to the same size */
-    {"Resize((20, 20)); RandomResizedCrop(16); RandomHorizontalFlip()", 3, 27, 31, true, false, false, false},
-    {"Resize((24, 22)); RandomCrop(20, padding=2)", 3, 24, 22, true, false, false, false},
+    {"Resize((20, 20)); RandomResizedCrop(16); RandomHorizontalFlip()", 3, 27, 31, true, false, false, false, false},
+    {"Resize((24, 22)); RandomCrop(20, padding=2)", 3, 24, 22, true, false, false, false, false},
     /* the guide's whole pipeline on one-size images: Resize, crop, flip, jitter and affine all on the device */
     {"Resize((40, 40)); RandomCrop(32); RandomHorizontalFlip(); ColorJitter(0.2, 0.2, 0.2); "
      "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))", 3, 45, 50, true, false, true, true, true},
