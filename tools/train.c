@@ -741,7 +741,9 @@ static int run(int argc, char **argv, bool lrfind) {
     if (rc >= 0) return rc;
     if (lrfind && loom_model_is_text(c.model)) return bad("lr-find is for mlp and cnn, not '%s'%s", c.model, "");
     loom_ctx *ctx;
-    if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads}, &ctx) != LOOM_OK) return 1;
+    /* warnings too (stderr): a cache that cannot be written, a device-augmentation step kept on the host */
+    if (loom_ctx_create(&(loom_ctx_desc){.threads = (int)c.threads, .log_level = LOOM_LOG_WARN}, &ctx) != LOOM_OK)
+        return 1;
     loom_dist *dist = NULL;
     if ((rc = loom__train_open_dist(ctx, c.launcher, c.dist_timeout, c.model, &c.quiet, &dist)) >= 0) {
         loom_ctx_destroy(ctx);
