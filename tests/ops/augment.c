@@ -37,15 +37,8 @@ static loom_tensor *augment(loom_graph *g, loom_dtype dt, int v) {
     bool jit = v & 2;
     int64_t c = v & 1 ? 1 : 3, n = 3, h = v & 1 ? 9 : 7, w = v & 1 ? 5 : 6, oh = 5, ow = 4;
     if (jit) h = 23, w = 19, oh = 17, ow = 21;
-    uint8_t *px = malloc((size_t)(n * h * w * c));
-    if (!px) return NULL;
-    for (int64_t i = 0; i < n * h * w * c; i++) {
-        uint32_t r[4];
-        loom_philox(777, (uint64_t)v, (uint64_t)i, r);
-        px[i] = (uint8_t)r[0];
-    }
-    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){n, h, w, c}, px);
-    free(px);
+    loom_tensor *x = tc_bytes(g, "x", TC_DIMS(n, h, w, c), 777, (uint64_t)v);
+    if (!x) return NULL;
     float f1 = 1.3f, f2 = 0.6f;
     int32_t p[3][LOOM_G_AUG_COUNT] = {
         {-2, 1, -1, 1, 0, 0, 0, 99, -5, 99},                            /* a crop of the padded image */
@@ -111,15 +104,8 @@ static void set_affine(int32_t *p, double angle, double tx, double ty, double sc
 static loom_tensor *augment_affine(loom_graph *g, loom_dtype dt, int v) {
     int64_t c = v & 1 ? 1 : 3, n = 4, oh = v & 4 ? 11 : 10, ow = v & 4 ? 13 : 12, h = oh, w = ow;
     if (v & 2) h = oh + 5, w = ow + 3;
-    uint8_t *px = malloc((size_t)(n * h * w * c));
-    if (!px) return NULL;
-    for (int64_t i = 0; i < n * h * w * c; i++) {
-        uint32_t r[4];
-        loom_philox(778, (uint64_t)v, (uint64_t)i, r);
-        px[i] = (uint8_t)r[0];
-    }
-    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){n, h, w, c}, px);
-    free(px);
+    loom_tensor *x = tc_bytes(g, "x", TC_DIMS(n, h, w, c), 778, (uint64_t)v);
+    if (!x) return NULL;
     int32_t p[4][LOOM_G_AUG_COUNT];
     memset(p, 0, sizeof p);
     for (int i = 0; i < 4; i++) /* the whole image, as it is */
@@ -174,15 +160,8 @@ static void set_m(int32_t *p, const double m[6]) {
 static loom_tensor *augment_fma(loom_graph *g, loom_dtype dt, int v) {
     (void)v;
     int64_t c = 3, n = 3, h = 11, w = 12;
-    uint8_t *px = malloc((size_t)(n * h * w * c));
-    if (!px) return NULL;
-    for (int64_t i = 0; i < n * h * w * c; i++) {
-        uint32_t r[4];
-        loom_philox(779, 0, (uint64_t)i, r);
-        px[i] = (uint8_t)r[0];
-    }
-    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){n, h, w, c}, px);
-    free(px);
+    loom_tensor *x = tc_bytes(g, "x", TC_DIMS(n, h, w, c), 779, 0);
+    if (!x) return NULL;
     int32_t p[3][LOOM_G_AUG_COUNT];
     memset(p, 0, sizeof p);
     for (int i = 0; i < 3; i++)

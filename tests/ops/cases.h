@@ -36,6 +36,9 @@ typedef struct loom_op_case {
 /* A float parameter filled with U(lo, hi) (same values for any dtype). */
 loom_tensor *tc_param(loom_graph *g, const char *name, loom_dtype dt, int ndim, const int64_t *dims, double lo,
                       double hi);
+/* A u8 constant (images, say) of random bytes: element i is the low byte of
+ * Philox(key, salt, i)'s first word. */
+loom_tensor *tc_bytes(loom_graph *g, const char *name, int ndim, const int64_t *dims, uint64_t key, uint64_t salt);
 /* An i32 constant with values in [0, maxval) from a fixed seed (salt varies it). */
 loom_tensor *tc_index(loom_graph *g, const char *name, int ndim, const int64_t *dims, int maxval, uint32_t salt);
 

@@ -47,6 +47,21 @@ loom_tensor *tc_param(loom_graph *g, const char *name, loom_dtype dt, int ndim, 
     return loom_param(g, name, dt, ndim, dims, &init);
 }
 
+loom_tensor *tc_bytes(loom_graph *g, const char *name, int ndim, const int64_t *dims, uint64_t key, uint64_t salt) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];
+    uint8_t *v = malloc((size_t)n);
+    if (!v) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t w[4];
+        loom_philox(key, salt, (uint64_t)i, w);
+        v[i] = (uint8_t)w[0];
+    }
+    loom_tensor *t = loom_constant(g, name, LOOM_U8, ndim, dims, v);
+    free(v);
+    return t;
+}
+
 loom_tensor *tc_index(loom_graph *g, const char *name, int ndim, const int64_t *dims, int maxval, uint32_t salt) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= dims[i];

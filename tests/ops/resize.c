@@ -40,16 +40,8 @@ static loom_tensor *taps_of(loom_graph *g, const rcase *r) {
 static loom_tensor *resize(loom_graph *g, loom_dtype dt, int v) {
     (void)dt;
     const rcase *r = &RC[v];
-    size_t np = (size_t)r->n * (size_t)r->h * (size_t)r->w * (size_t)r->c;
-    uint8_t *px = malloc(np);
-    if (!px) return NULL;
-    for (size_t i = 0; i < np; i++) {
-        uint32_t q[4];
-        loom_philox(4242, (uint64_t)v, (uint64_t)i, q);
-        px[i] = (uint8_t)q[0];
-    }
-    loom_tensor *x = loom_constant(g, "x", LOOM_U8, 4, (int64_t[]){r->n, r->h, r->w, r->c}, px);
-    free(px);
+    loom_tensor *x = tc_bytes(g, "x", TC_DIMS(r->n, r->h, r->w, r->c), 4242, (uint64_t)v);
+    if (!x) return NULL;
     loom_tensor *taps = taps_of(g, r);
     return taps ? loom_resize_u8(g, x, taps, r->oh, r->ow) : NULL;
 }
