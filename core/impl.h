@@ -194,6 +194,13 @@ typedef struct loom__conv_geom {
     int64_t sh, sw, ph, pw, dh, dw, G, Cg, Og, K, P;
 } loom__conv_geom;
 loom__conv_geom loom__conv_geom_of(const loom_tensor *t);
+/* A stride-1, undilated, ungrouped convolution's input gradient q (padding
+ * at most KH-1, KW-1; not 1x1 unpadded) as a forward convolution: dx =
+ * conv2d(dy, wt, padding KH-1-ph, KW-1-pw), wt (C, O, KH, KW) the weights
+ * transposed with both kernel axes reversed; *f its geometry (O channels in,
+ * C out, H x W outputs). False when q is not of that kind (the GPU
+ * backends' choice, ops/conv2d.c). */
+bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f);
 
 /* A matmul node y as one batched GEMM (core/ops/matmul.c), for the GPU
  * backends: C (M, N) = op(A) op(B) per batch item, row-major with leading

@@ -129,6 +129,17 @@ loom_status loom__bw_conv2d(loom_graph *g, loom_tensor *y, loom_tensor *dy, loom
     return g->status;
 }
 
+bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f) {
+    bool is_1x1 = q->KH == 1 && q->KW == 1 && q->ph == 0 && q->pw == 0;
+    if (is_1x1 || q->G != 1 || q->sh != 1 || q->sw != 1 || q->dh != 1 || q->dw != 1 || q->ph > q->KH - 1 ||
+        q->pw > q->KW - 1)
+        return false;
+    *f = *q;
+    f->C = f->Cg = q->O, f->H = q->OH, f->W = q->OW, f->O = f->Og = q->C, f->OH = q->H, f->OW = q->W;
+    f->ph = q->KH - 1 - q->ph, f->pw = q->KW - 1 - q->pw, f->K = q->O * q->KH * q->KW, f->P = q->H * q->W;
+    return true;
+}
+
 loom__conv_geom loom__conv_geom_of(const loom_tensor *t) {
     const int64_t *xd, *wd, *yd;
     switch (t->op) {

@@ -85,26 +85,16 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     return loom__cl_gemm(o, y->dtype, &d);
 }
 
-/* A stride-1, undilated, ungrouped convolution's input gradient as a forward
- * convolution: dx = conv2d(dy, wt, padding KH-1-ph, KW-1-pw) with wt (C, O,
- * KH, KW) the weights transposed and both kernel axes reversed: one product
- * of K = O*KH*KW terms per dx element instead of a float K x P column buffer
- * of O-term sums and its gather. Off unless LOOM_OPENCL_CONV_GI_FWD=1: on
+/* A stride-1 convolution's input gradient as a forward convolution of dy
+ * (loom__conv_gi_as_forward): one product of K = O*KH*KW terms per dx
+ * element instead of a float K x P column buffer of O-term sums and its
+ * gather. Off unless LOOM_OPENCL_CONV_GI_FWD=1: on
  * PoCL (2 cores) it is slower (the cnn's second layer, bench-gemm_conv:
  * 7.2 -> 10.2 ms; its column buffer is twice the size), where on lavapipe the
  * Vulkan backend's same form is faster. Never in reproducible mode. */
-static bool gi_as_forward(const loom__cl_op *o, const geom *q) {
-    const loom_tensor *dx = o->t;
-    return !o->cl->reproducible && !is_1x1(q) && q->G == 1 && q->sh == 1 && q->sw == 1 && q->dh == 1 &&
-           q->dw == 1 && q->ph <= q->KH - 1 && q->pw <= q->KW - 1 && dx->src[0]->dtype == dx->dtype &&
-           dx->src[1]->dtype == dx->dtype && loom__env_switch("LOOM_OPENCL_CONV_GI_FWD") == 1;
-}
-
-static loom_status grad_input_forward(loom__cl_op *o, const geom *q) {
+static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom *f0) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
-    geom f = *q; /* the forward convolution of dy: O channels in, C out */
-    f.C = f.Cg = q->O, f.H = q->OH, f.W = q->OW, f.O = f.Og = q->C, f.OH = q->H, f.OW = q->W;
-    f.ph = q->KH - 1 - q->ph, f.pw = q->KW - 1 - q->pw, f.K = q->O * q->KH * q->KW, f.P = q->H * q->W;
+    const geom f = *f0; /* the forward convolution of dy */
     size_t es = loom_dtype_size(dx->dtype);
     cl_mem wt, col;
     cl_kernel k;
@@ -132,7 +122,10 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
     geom q = loom__conv_geom_of(dx);
     loom_status st;
-    if (gi_as_forward(o, &q)) return grad_input_forward(o, &q);
+    geom f;
+    if (!o->cl->reproducible && dy->dtype == dx->dtype && w->dtype == dx->dtype &&
+        loom__conv_gi_as_forward(&q, &f) && loom__env_switch("LOOM_OPENCL_CONV_GI_FWD") == 1)
+        return grad_input_forward(o, &q, &f);
     cl_mem col;
     if ((st = workspace(o, q.N * q.G * q.K * q.P, sizeof(float), "column", &col)) != LOOM_OK) return st;
     /* batch (1, n, g): col[n, g] (K, P) = w_g^T (K, Og) @ dy[n, g] (Og, P), in float */

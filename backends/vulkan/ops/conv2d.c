@@ -6,7 +6,7 @@
  *
  *   conv2d:      col (N, G, K, P) = im2col(x); y[n, g] (Og, P) = w_g (Og, K) col[n, g] (K, P) + bias
  *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather;
- *                stride 1, ungrouped: wt = flip(w) transposed; dx = wt @ im2col(dy) (gi_as_forward)
+ *                stride 1, ungrouped: wt = flip(w) transposed; dx = wt @ im2col(dy)
  *   grad_weight: col (N, G, K, P) = im2col(x);
  *                part[n, g] (Og, K) float = dy[n, g] (Og, P) col[n, g]^T (P, K); dw = sum over n of part[n]
  * with K = C/groups*KH*KW, P = OH*OW. 1x1 stride-1 unpadded convolutions
@@ -161,25 +161,17 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
     return loom__vk_gemm(o, y->dtype, &d);
 }
 
-/* A stride-1, undilated, ungrouped convolution's input gradient as a forward
- * convolution: dx = conv2d(dy, wt, padding KH-1-ph, KW-1-pw) with wt (C, O,
- * KH, KW) the weights transposed and both kernel axes reversed. Its product
- * sums K = O*KH*KW terms per dx element into C x H*W outputs, where the
- * col2im form sums O terms into a float K x P column buffer and gathers it
- * (lavapipe, the cnn's second layer, bench-gemm_conv: 98.5 -> 67.4 ms, 4.7 -> 6.9
- * GFLOP/s; the cnn step's conv2d_grad_input 99-104 -> 69-70 ms).
- * Not in reproducible mode (the canonical order stays); LOOM_VULKAN_CONV_GI_FWD=0
- * turns it off (a test and comparison knob). */
-static bool gi_as_forward(bool repro, const geom *q) {
-    return !repro && q->G == 1 && q->sh == 1 && q->sw == 1 && q->dh == 1 && q->dw == 1 && q->ph <= q->KH - 1 &&
-           q->pw <= q->KW - 1 && loom__env_switch("LOOM_VULKAN_CONV_GI_FWD") != 0;
-}
-
-static loom_status grad_input_forward(loom__vk_op *o, const geom *q) {
+/* A stride-1 convolution's input gradient as a forward convolution of dy
+ * (loom__conv_gi_as_forward): its product sums K = O*KH*KW terms per dx
+ * element into C x H*W outputs, where the col2im form sums O terms into a
+ * float K x P column buffer and gathers it (lavapipe, the cnn's second
+ * layer, bench-gemm_conv: 98.5 -> 67.4 ms, 4.7 -> 6.9 GFLOP/s; the cnn
+ * step's conv2d_grad_input 99-104 -> 69-70 ms). Not in reproducible mode
+ * (the canonical order stays); LOOM_VULKAN_CONV_GI_FWD=0 turns it off (a
+ * test and comparison knob). */
+static loom_status grad_input_forward(loom__vk_op *o, const geom *q, const geom *f0) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
-    geom f = *q; /* the forward convolution of dy: C = O channels in, C channels out */
-    f.C = f.Cg = q->O, f.H = q->OH, f.W = q->OW, f.O = f.Og = q->C, f.OH = q->H, f.OW = q->W;
-    f.ph = q->KH - 1 - q->ph, f.pw = q->KW - 1 - q->pw, f.K = q->O * q->KH * q->KW, f.P = q->H * q->W;
+    const geom f = *f0; /* the forward convolution of dy */
     loom__buffer *wt, *col;
     loom_status st;
     size_t es = loom_dtype_size(dx->dtype);
@@ -222,8 +214,10 @@ static loom_status conv2d_grad_input(loom__vk_op *o, bool repro) {
         loom__vk_u32(&c, (uint32_t)n);
         return loom__vk_run_1d(&c, n);
     }
-    if (!is_1x1(&q) && w->dtype == dx->dtype && dy->dtype == dx->dtype && gi_as_forward(repro, &q))
-        return grad_input_forward(o, &q);
+    geom f;
+    if (!repro && w->dtype == dx->dtype && dy->dtype == dx->dtype && loom__conv_gi_as_forward(&q, &f) &&
+        loom__env_switch("LOOM_VULKAN_CONV_GI_FWD") != 0)
+        return grad_input_forward(o, &q, &f);
     /* batch (1, n, g): col[n, g] (K, P) = w_g^T (K, Og) @ dy[n, g] (Og, P) */
     loom__vk_gemm_desc d = {.ta = true, .batch = {1, q.N, q.G}, .M = q.K, .N = q.P, .K = q.Og,
                             .lda = q.K, .ldb = q.P, .ldc = q.P};
