@@ -10,7 +10,6 @@
  */
 #include "pipeline_impl.h"
 
-#define LOOM__TF_FLAT_MAX 64 /* steps a pipeline with RandomOrder may hold to run fused */
 
 /* ---- RandomCrop with padding -------------------------------------------- */
 

@@ -49,6 +49,7 @@ int loom__tf_fuse_end(loom_ctx *ctx, const loom_tf_step *steps, int n, int i, in
 bool loom__tf_keeps_size(const loom_tf_step *s);
 /* A RandomOrder whose order is already drawn (loom__tf_resolve): count is
  * minus the original count; it draws the same words and runs nothing. */
+#define LOOM__TF_FLAT_MAX 64 /* steps a pipeline with RandomOrder may hold to run fused */
 static inline bool loom__tf_resolved(const loom_tf_step *s) { return s->kind == LOOM_TF_RANDOM_ORDER && s->count < 0; }
 /* The RandomOrders of a parsed spec whose orders would end at different
  * sizes (loom_tf_parse's check): on the input size the steps before fix, or

@@ -535,7 +535,18 @@ bool loom__tf_region(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom
     if (n < 1 || steps[0].kind == LOOM_TF_COLOR_JITTER || steps[0].kind == LOOM_TF_RANDOM_AFFINE ||
         loom__tf_plan(ctx, steps, n, c, h, w, &oh, &ow, &mb) != LOOM_OK)
         return false;
+    /* RandomOrders: this sample's drawn orders (an order that crops before
+     * its jitter and affine reads only the crop, as a fixed list would) */
+    loom_tf_step flat[LOOM__TF_FLAT_MAX];
+    bool ordered = false;
+    for (int k = 0; k < n; k++) ordered = ordered || (steps[k].kind == LOOM_TF_RANDOM_ORDER && steps[k].count > 0);
+    if (ordered && (n > LOOM__TF_FLAT_MAX || loom__tf_resolve(ctx, steps, n, rng, c, h, w, flat) != LOOM_OK)) return false;
+    if (ordered) steps = flat;
     int j = loom__tf_fuse_end(ctx, steps, n, 0, h, w);
+    /* a nearest RandomAffine never joins a run (loader/pipeline.c): it reads
+     * the image the steps before it made, so the region is theirs */
+    for (int k = 0; k < j; k++)
+        if (steps[k].kind == LOOM_TF_RANDOM_AFFINE && steps[k].nearest) j = k;
     if (j < 1) return false;
     loom__aug_rng r = *rng;
     loom__geo g;

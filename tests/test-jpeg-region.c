@@ -8,13 +8,14 @@
  *    JPEGs of odd sizes, random regions (edges included), at full size and
  *    DCT-scaled 1/2 and 1/4; pixels outside are zero (the part path ran) except
  *    for progressive JPEGs, which are decoded whole.
- * 2. loom__tf_region on the guide's and the light pipeline's first steps:
+ * 2. loom__tf_region on the guide's and the light pipeline's first steps (and
+ *    a RandomOrder's drawn orders, and a crop before a nearest RandomAffine):
  *    the box it gives holds every source pixel the fused pass reads (the
  *    pass run on an image with everything outside the box scrambled gives
  *    the same bytes), and it is smaller than the image.
  * 3. The loader on an ImageFolder of such JPEGs: batches with region decode
- *    (the default) bit for bit those with LOOM_LOADER_REGION=0, for the guide
- *    and the light pipelines, 0 and 2 workers, two epochs.
+ *    (the default) bit for bit those with LOOM_LOADER_REGION=0, for the guide,
+ *    the light and the guide's RandomOrder pipelines, 0 and 2 workers, two epochs.
  * Skips (77) when loom was built without libjpeg-turbo's libjpeg API.
  */
 #include <stdio.h>
@@ -133,7 +134,11 @@ static void test_region(loom_ctx *ctx) {
     const char *specs[] = {"Resize(64); RandomCrop(56); hflip; ColorJitter(0.2, 0.2, 0.2); "
                            "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))",
                            "RandomResizedCrop(48); hflip", "CenterCrop(40); vflip", "RandomCrop(50); hflip; vflip",
-                           "Resize((60, 70)); RandomCrop(33)"};
+                           "Resize((60, 70)); RandomCrop(33)",
+                           /* the guide's own: a drawn order that crops before its jitter and affine reads the crop */
+                           "Resize((64, 64)); RandomOrder([RandomCrop(56), hflip, ColorJitter(0.2, 0.2, 0.2), "
+                           "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))])",
+                           "Resize(64); RandomCrop(56); RandomAffine(15, shear=5); vflip; ColorJitter(0.3, 0.3)"};
     const int H = 93, W = 121;
     uint8_t *img = picture(H, W), *scr = malloc((size_t)H * W * 3);
     size_t cap = 4 << 20;
@@ -143,6 +148,7 @@ static void test_region(loom_ctx *ctx) {
         loom_tf_step steps[16];
         int ns = 0;
         CHECK_OK(ctx, loom_tf_parse(ctx, specs[s], steps, 16, &ns));
+        int boxed = 0;
         for (int i = 0; i < 40; i++) {
             loom__aug_rng rng;
             loom__aug_init(&rng, 7, 1, i);
@@ -150,7 +156,7 @@ static void test_region(loom_ctx *ctx) {
             bool got = loom__tf_region(ctx, steps, ns, &rng, 3, H, W, box);
             total++;
             if (!got) continue;
-            smaller++;
+            smaller++, boxed++;
             /* scramble everything outside the box */
             memcpy(scr, img, (size_t)H * W * 3);
             for (int64_t y = 0; y < H; y++)
@@ -167,6 +173,9 @@ static void test_region(loom_ctx *ctx) {
                   "'%s' sample %d: the pass reads outside its box %lld..%lld x %lld..%lld", specs[s], i, (long long)box[0],
                   (long long)box[2], (long long)box[1], (long long)box[3]);
         }
+        /* the RandomOrder: about a third of the orders crop first; the rest need the whole image */
+        bool ordered = strstr(specs[s], "RandomOrder") != NULL;
+        CHECK(ordered ? boxed >= 4 && boxed <= 36 : boxed == 40 || s == 0, "'%s': %d of 40 samples got a box", specs[s], boxed);
     }
     printf("region: %d of %d samples with a box smaller than the image\n", smaller, total);
     CHECK(smaller > total / 2, "only %d of %d samples got a box", smaller, total);
@@ -234,8 +243,10 @@ static void test_loader(loom_ctx *ctx) {
     if (!src) return;
     const char *specs[] = {"Resize(64); RandomCrop(56); hflip; ColorJitter(0.2, 0.2, 0.2); "
                            "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))",
-                           "RandomResizedCrop(48); hflip"};
-    for (int s = 0; s < 2; s++)
+                           "RandomResizedCrop(48); hflip",
+                           "Resize((64, 64)); RandomOrder([RandomCrop(56), hflip, ColorJitter(0.2, 0.2, 0.2), "
+                           "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1))])"};
+    for (int s = 0; s < 3; s++)
         for (int wk = 0; wk < 2; wk++) {
             int workers = wk ? 2 : LOOM_WORKERS_SYNC;
             size_t n1 = 0, n0 = 0;
@@ -245,7 +256,7 @@ static void test_loader(loom_ctx *ctx) {
                   "'%s', %d workers: batches with region decode differ from whole decode", specs[s], workers);
             free(on), free(off);
         }
-    printf("loader: region decode on = off for 2 pipelines x {0, 2} workers x 2 epochs\n");
+    printf("loader: region decode on = off for 3 pipelines x {0, 2} workers x 2 epochs\n");
     loom_source_destroy(src);
 }
 
