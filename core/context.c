@@ -37,7 +37,10 @@ loom_status loom_ctx_create(const loom_ctx_desc *desc, loom_ctx **out) {
     return LOOM_OK;
 }
 
-void loom_ctx_destroy(loom_ctx *ctx) { free(ctx); }
+void loom_ctx_destroy(loom_ctx *ctx) {
+    if (ctx && ctx->cache_free) ctx->cache_free(ctx->cache);
+    free(ctx);
+}
 
 const char *loom_last_error(const loom_ctx *ctx) { return ctx ? ctx->last_error : "no context"; }
 loom_status loom_last_status(const loom_ctx *ctx) { return ctx ? ctx->last_status : LOOM_ERR_INVALID_ARG; }

@@ -53,6 +53,10 @@ struct loom_ctx {
     void *log_user;
     loom_status last_status;
     char last_error[1024];
+    /* a cache one part of the library keeps per context (the loader's resize
+     * weights: loader/transforms.c), freed with the context by cache_free */
+    void *cache;
+    void (*cache_free)(void *cache);
 };
 
 /* An on/off switch in the environment (LOOM_CPU_FUSE, LOOM_VULKAN_STAGING, ...):

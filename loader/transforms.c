@@ -110,6 +110,51 @@ static bool axis_make(int64_t in, int64_t out, axis_weights *a) {
     return true;
 }
 
+/* The weights of the last few axes, per context: a loader worker (one
+ * context each) resizes image after image of the same sizes, and making
+ * them (a division per tap) is ~1% of an image's time. */
+enum { AXIS_CACHE = 4 };
+typedef struct axis_cache {
+    int64_t in[AXIS_CACHE], out[AXIS_CACHE];
+    axis_weights aw[AXIS_CACHE];
+    int n, next;
+} axis_cache;
+
+static void axis_cache_free(void *p) {
+    axis_cache *c = p;
+    for (int i = 0; c && i < c->n; i++) axis_free(&c->aw[i]);
+    free(c);
+}
+
+/* in -> out's weights: the context's cached ones, else made into the cache
+ * (or into *own, which the caller frees, when the context has none); NULL
+ * when out of memory */
+static const axis_weights *axis_get(loom_ctx *ctx, int64_t in, int64_t out, axis_weights *own) {
+    axis_cache *c = NULL;
+    if (ctx && !ctx->cache && (c = calloc(1, sizeof *c))) ctx->cache = c, ctx->cache_free = axis_cache_free;
+    else if (ctx && ctx->cache_free == axis_cache_free) c = ctx->cache;
+    for (int i = 0; c && i < c->n; i++)
+        if (c->in[i] == in && c->out[i] == out) return &c->aw[i];
+    axis_weights a = {0};
+    if (!axis_make(in, out, &a)) {
+        axis_free(&a);
+        return NULL;
+    }
+    if (!c) {
+        *own = a;
+        return own;
+    }
+    int k = c->n;
+    if (c->n < AXIS_CACHE) {
+        c->n++;
+    } else { /* the oldest goes */
+        k = c->next, c->next = (c->next + 1) % AXIS_CACHE;
+        axis_free(&c->aw[k]);
+    }
+    c->aw[k] = a, c->in[k] = in, c->out[k] = out;
+    return &c->aw[k];
+}
+
 loom_status loom_tf_resize(loom_ctx *ctx, const loom_image *src, const loom_image *dst) {
     loom_status st = check_pair(ctx, "resize", src, dst);
     if (st != LOOM_OK) return st;
@@ -573,19 +618,20 @@ static loom_status remap_taps(loom_ctx *ctx, const loom_tf_axis *a, int64_t n, i
             t->idx[i] = a->pre_off + a->pre_step * (a->post_off + a->post_step * i), t->cnt[i] = 1, t->wt[i] = 1 << FIX_BITS;
         return LOOM_OK;
     }
-    axis_weights aw = {0};
-    bool ok = axis_make(a->n_in, a->n_out, &aw) && taps_alloc(t, n, aw.span);
+    axis_weights own = {0};
+    const axis_weights *aw = axis_get(ctx, a->n_in, a->n_out, &own);
+    bool ok = aw && taps_alloc(t, n, aw->span);
     if (ok) {
         for (int64_t i = 0; i < n; i++) {
             int64_t r = a->post_off + a->post_step * i;
-            t->cnt[i] = aw.count[r];
-            for (int64_t k = 0; k < aw.count[r]; k++) {
-                t->idx[i * t->span + k] = a->pre_off + a->pre_step * (aw.first[r] + k);
-                t->wt[i * t->span + k] = fix_w(aw.wt[r * aw.span + k]);
+            t->cnt[i] = aw->count[r];
+            for (int64_t k = 0; k < aw->count[r]; k++) {
+                t->idx[i * t->span + k] = a->pre_off + a->pre_step * (aw->first[r] + k);
+                t->wt[i * t->span + k] = fix_w(aw->wt[r * aw->span + k]);
             }
         }
     }
-    axis_free(&aw);
+    axis_free(&own);
     return ok ? LOOM_OK : loom__err(ctx, LOOM_ERR_OOM, "remap: out of memory");
 }
 
