@@ -118,6 +118,35 @@ AVX512 static inline __m512i pack16(px16 p) {
     return _mm512_or_si512(p.r, _mm512_or_si512(_mm512_slli_epi32(p.g, 8), _mm512_slli_epi32(p.b, 16)));
 }
 
+/* A job's constants: saturation's factors, and for the tensor the fill's
+ * value and Normalize per channel */
+AVX512 static inline void consts16(const loom__tail_rows *r, bool tensor, __m512 *sat_f, __m512 *sat_g, __m512 fillv[3],
+                                   norm16 nv[3]) {
+    *sat_f = *sat_g = _mm512_setzero_ps();
+    for (int k = 0; k < r->ns; k++) {
+        if (r->st[k].kind == LOOM__TS_SAT) /* uf[1] = (float)1 * f, gg[1] = (float)1 * (1 - f): the factors */
+            *sat_f = _mm512_set1_ps(r->sat->uf[1]), *sat_g = _mm512_set1_ps(r->sat->gg[1]);
+    }
+    for (int ch = 0; ch < 3; ch++) {
+        fillv[ch] = tensor ? _mm512_set1_ps(r->lut[ch][r->fill[ch]]) : _mm512_setzero_ps();
+        nv[ch] = tensor && r->norm ? (norm16){_mm512_set1_ps(r->norm[ch].mean), _mm512_set1_ps(r->norm[ch].sd),
+                                              _mm512_set1_ps(r->norm[ch].rsd), r->norm[ch].fma}
+                                   : (norm16){fillv[ch], fillv[ch], fillv[ch], false};
+    }
+}
+
+/* vpermb indices: pixel i of 48 bytes to lane i (unpack), to lane 15 - i
+ * (unpack_rev), and lanes' RGB back to 48 bytes (pack); lanes are RGBx words */
+AVX512 static inline void vb_tables(__m512i *unpack, __m512i *unpack_rev, __m512i *pack) {
+    uint8_t u[64], ur[64], pk[64] = {0};
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 4; j++)
+            u[4 * i + j] = (uint8_t)(3 * i + (j < 3 ? j : 2)), ur[4 * i + j] = (uint8_t)(3 * (15 - i) + (j < 3 ? j : 2));
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 3; j++) pk[3 * i + j] = (uint8_t)(4 * i + j);
+    *unpack = _mm512_loadu_si512(u), *unpack_rev = _mm512_loadu_si512(ur), *pack = _mm512_loadu_si512(pk);
+}
+
 #define VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
 
 /* t[v] for each of the 64 bytes v: two 128-entry halves, chosen by the top bit */
@@ -130,17 +159,21 @@ VBMI static inline __m512i lut64(__m512i v, const uint8_t t[256]) {
 #define TAIL_TARGET AVX512
 #define TAIL_VB 0
 #define TAIL_BODY rows_body
+#define TAIL_STAGES stages16
 #include "tail_avx512_body.h"
 #undef TAIL_TARGET
 #undef TAIL_VB
 #undef TAIL_BODY
+#undef TAIL_STAGES
 #define TAIL_TARGET VBMI
 #define TAIL_VB 1
 #define TAIL_BODY rows_body_vbmi
+#define TAIL_STAGES stages16_vbmi
 #include "tail_avx512_body.h"
 #undef TAIL_TARGET
 #undef TAIL_VB
 #undef TAIL_BODY
+#undef TAIL_STAGES
 
 /* The common cases with their constants, then the rest. */
 #define TAIL_DISPATCH(body)                                                                                            \

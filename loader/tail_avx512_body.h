@@ -6,7 +6,34 @@
  * table is looked up on all 48 bytes at once (lut64), and the u8 result is
  * stored by one vpermb; they are split into channels only for saturation,
  * hue, the gray sum and ToTensor + Normalize. Same bits either way
- * (tests/test-fuse.c runs both). */
+ * (tests/test-fuse.c runs both). TAIL_STAGES names its adjustments' loop. */
+/* TAIL_STAGES: the job's adjustments in order on sixteen pixels, in p or
+ * (*packed) as RGBx words in w */
+TAIL_TARGET static inline __attribute__((always_inline)) void TAIL_STAGES(const loom__tail_rows *r, px16 *p, __m512i *w,
+                                                                          bool *packed, __m512i ff, __m512 sat_f, __m512 sat_g) {
+    for (int k = 0; k < r->ns; k++) {
+        int kind = r->st[k].kind;
+        if (kind == LOOM__TS_LUT) {
+            const loom__tail_stage *q = &r->st[k];
+#if TAIL_VB
+            if (!*packed) *w = pack16(*p), *packed = true;
+            *w = lut64(*w, q->lut);
+#else
+            for (int j = 0; j < q->nlin; j++) {
+                const __m512 mul = _mm512_set1_ps(q->mul[j]), add = _mm512_set1_ps(q->add[j]);
+                p->r = trunc_u8(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p->r), mul), add));
+                p->g = trunc_u8(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p->g), mul), add));
+                p->b = trunc_u8(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p->b), mul), add));
+            }
+#endif
+            continue;
+        }
+        if (*packed) *p = split16(*w, ff), *packed = false;
+        if (kind == LOOM__TS_SAT) sat16(p, sat_f, sat_g);
+        else hue16(p, r->st[k].f);
+    }
+}
+
 /* TAIL_BODY: columns [0, W16) of every row; AFF (the affine), CONTIG (rows loaded as
  * bytes), OUT (1: the tensor, 2: u8 pixels, 0: nothing) and GRAY (the gray
  * sum) are constants where the dispatcher calls it for the common cases, so
@@ -15,25 +42,14 @@ TAIL_TARGET static inline __attribute__((always_inline)) int64_t TAIL_BODY(loom_
                                                                            const bool CONTIG, const int OUT, const bool GRAY) {
     const int64_t H = r->H, W = r->W, hw = H * W, W16 = W & ~(int64_t)15;
     if (W16 == 0 || r->npx * 3 + 8 > 0x7fffffff) return 0;
-    __m512 sat_f = _mm512_setzero_ps(), sat_g = _mm512_setzero_ps();
-    for (int k = 0; k < r->ns; k++) {
-        if (r->st[k].kind == LOOM__TS_SAT) /* uf[1] = (float)1 * f, gg[1] = (float)1 * (1 - f): the factors */
-            sat_f = _mm512_set1_ps(r->sat->uf[1]), sat_g = _mm512_set1_ps(r->sat->gg[1]);
-    }
+    __m512 sat_f, sat_g, fillv[3];
+    norm16 nv[3];
+    consts16(r, OUT == 1, &sat_f, &sat_g, fillv, nv);
     const void *base = r->base;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), ff = _mm512_set1_epi32(0xff);
     const __m512i last = _mm512_set1_epi32((int32_t)(r->npx - 1)), cstep = _mm512_set1_epi32((int32_t)r->cstep);
     const __m512i fill_r = _mm512_set1_epi32(r->fill[0]), fill_g = _mm512_set1_epi32(r->fill[1]),
                   fill_b = _mm512_set1_epi32(r->fill[2]);
-    __m512 fillv[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    norm16 nv[3];
-    if (OUT == 1)
-        for (int ch = 0; ch < 3; ch++) {
-            fillv[ch] = _mm512_set1_ps(r->lut[ch][r->fill[ch]]);
-            if (r->norm)
-                nv[ch] = (norm16){_mm512_set1_ps(r->norm[ch].mean), _mm512_set1_ps(r->norm[ch].sd),
-                                  _mm512_set1_ps(r->norm[ch].rsd), r->norm[ch].fma};
-        }
     /* m[0] x and m[3] x per column in float (x = ox - hx) */
     float *fx0 = NULL, *fy0 = NULL;
     if (AFF) {
@@ -57,17 +73,8 @@ TAIL_TARGET static inline __attribute__((always_inline)) int64_t TAIL_BODY(loom_
 #if !TAIL_VB
     const __m512i rev = _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
 #else
-    /* packed pixels: one RGBx word per lane (x: any byte); pixel i of 48 bytes to lane i, to lane 15 - i, and back */
     __m512i unpack, unpack_rev, pack;
-    {
-        uint8_t u[64], ur[64], pk[64] = {0};
-        for (int i = 0; i < 16; i++)
-            for (int j = 0; j < 4; j++) u[4 * i + j] = (uint8_t)(3 * i + (j < 3 ? j : 2)),
-                                        ur[4 * i + j] = (uint8_t)(3 * (15 - i) + (j < 3 ? j : 2));
-        for (int i = 0; i < 16; i++)
-            for (int j = 0; j < 3; j++) pk[3 * i + j] = (uint8_t)(4 * i + j);
-        unpack = _mm512_loadu_si512(u), unpack_rev = _mm512_loadu_si512(ur), pack = _mm512_loadu_si512(pk);
-    }
+    vb_tables(&unpack, &unpack_rev, &pack);
     const __m512i fill_w = _mm512_set1_epi32((int32_t)(r->fill[0] | (uint32_t)r->fill[1] << 8 | (uint32_t)r->fill[2] << 16));
 #endif
     enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
@@ -137,30 +144,7 @@ TAIL_TARGET static inline __attribute__((always_inline)) int64_t TAIL_BODY(loom_
                 p.g = _mm512_mask_blend_epi32(in, fill_g, p.g);
                 p.b = _mm512_mask_blend_epi32(in, fill_b, p.b);
             }
-            for (int k = 0; k < r->ns; k++) {
-                int kind = r->st[k].kind;
-                if (kind == LOOM__TS_LUT) {
-                    const loom__tail_stage *q = &r->st[k];
-#if TAIL_VB
-                    if (!packed) w = pack16(p), packed = true;
-                    w = lut64(w, q->lut);
-#else
-                    for (int j = 0; j < q->nlin; j++) {
-                        const __m512 mul = _mm512_set1_ps(q->mul[j]), add = _mm512_set1_ps(q->add[j]);
-                        p.r = trunc_u8(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p.r), mul), add));
-                        p.g = trunc_u8(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p.g), mul), add));
-                        p.b = trunc_u8(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p.b), mul), add));
-                    }
-#endif
-                    continue;
-                }
-                if (packed) p = split16(w, ff), packed = false;
-                if (kind == LOOM__TS_SAT) {
-                    sat16(&p, sat_f, sat_g);
-                } else {
-                    hue16(&p, r->st[k].f);
-                }
-            }
+            TAIL_STAGES(r, &p, &w, &packed, ff, sat_f, sat_g);
             if (packed && OUT != 2) p = split16(w, ff), packed = false;
             if (OUT == 1) {
                 __m512i idx[3] = {p.r, p.g, p.b};
