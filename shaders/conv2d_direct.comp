@@ -8,7 +8,7 @@
  *           inside the output, and o in ci's group, of dy[n,o,i,j] * w[o,c,kh,kw];
  *           a gather (no atomics), one invocation per 4 dx elements of a row
  *   K_GW    dw[o,c,kh,kw] = sum over n, i, j (inside the input) of dy[n,o,i,j] * x[n, g*Cg+c, ih, iw];
- *           one work-group per (o, c, block of EB = 9 taps (kh, kw)): each
+ *           one work-group per (block of OBW = 4 output channels, c, block of EB = 9 taps (kh, kw)): each
  *           invocation sums every L-th (n, i, j) (L = the group size) for
  *           each tap of the block, in blocks of 32 positions (f32 block sums
  *           added into an f32 total), then a tree over the group per tap
@@ -133,10 +133,14 @@ void main() {
 }
 
 #elif defined(K_GW)
-/* one work-group per (o, c, block of EB kernel taps): e < EB (unrolled,
- * registers) are the flat taps k = kb*EB + e < KH*KW, each dy value is
- * loaded once for the block's taps */
+/* one work-group per (block of OBW output channels of one group, c, block
+ * of EB kernel taps): e < EB (unrolled, registers) are the flat taps
+ * k = kb*EB + e < KH*KW; each x value is loaded once for the block's
+ * channels and each dy value once for the block's taps (on a CPU-hosted
+ * driver every load is a loop over the lanes: OBW = 4 loads 13 values per
+ * position for 36 products where one channel per group loaded 40) */
 #define EB 9
+#define OBW 4
 TENSOR_IN(0, T, dy);    // dy (N, O, OH, OW)
 TENSOR_IN(1, T, x);     // x (N, C, H, W)
 TENSOR_OUT(2, T, dwt);  // dw (O, Cg, KH, KW)
@@ -146,10 +150,11 @@ void main() {
     uint r = loom_group();
     if (r >= pc.n) return; /* the whole group */
     int KH = pc.KH, KW = pc.KW, OH = pc.OH, OW = pc.OW, H = pc.H, W = pc.W, N = pc.N, KK = KH * KW;
-    int nkb = (KK + EB - 1) / EB;
+    int nkb = (KK + EB - 1) / EB, nob = (pc.Og + OBW - 1) / OBW;
     int kb = int(r % uint(nkb)), t = int(r / uint(nkb));
-    int c = t % pc.Cg, o = t / pc.Cg;
-    int gr = o / pc.Og, P = OH * OW, k0 = kb * EB, ne = min(EB, KK - k0);
+    int c = t % pc.Cg, t2 = t / pc.Cg, ob = t2 % nob, gr = t2 / nob;
+    int o0 = gr * pc.Og + ob * OBW, no = min(OBW, pc.Og - ob * OBW);
+    int P = OH * OW, k0 = kb * EB, ne = min(EB, KK - k0);
     int offh[EB], offw[EB];
     for (int e = 0; e < EB; e++) {
         int k = min(k0 + e, KK - 1);
@@ -160,31 +165,39 @@ void main() {
     int di = L / OW, dj = L % OW;
     int j = l % OW, i = l / OW, n = 0;
     while (i >= OH) { i -= OH; n++; }
-    uint dyb = pc.dyo + uint(o * P), xb = pc.xo + uint((gr * pc.Cg + c) * H * W);
+    uint dyb = pc.dyo + uint(o0 * P), xb = pc.xo + uint((gr * pc.Cg + c) * H * W);
     uint dyn = uint(pc.O * P), xn = uint(pc.C * H * W);
-    float tot[EB], blk[EB];
-    for (int e = 0; e < EB; e++) tot[e] = 0.0, blk[e] = 0.0;
+    float tot[OBW][EB], blk[OBW][EB];
+    for (int u = 0; u < OBW; u++)
+        for (int e = 0; e < EB; e++) tot[u][e] = 0.0, blk[u][e] = 0.0;
     int cnt = 0;
     while (n < N) {
-        float d = LD(dy, dyb + uint(n) * dyn + uint(i * OW + j));
+        float d[OBW];
+        uint dp = dyb + uint(n) * dyn + uint(i * OW + j);
+        for (int u = 0; u < OBW; u++) d[u] = u < no ? LD(dy, dp + uint(u * P)) : 0.0;
         uint xr = xb + uint(n) * xn;
         int ihb = i * pc.sh, iwb = j * pc.sw;
         for (int e = 0; e < EB; e++) {
             int ih = ihb + offh[e], iw = iwb + offw[e];
-            if (e < ne && ih >= 0 && ih < H && iw >= 0 && iw < W) blk[e] += d * LD(x, xr + uint(ih * W + iw));
+            if (e < ne && ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                float xv = LD(x, xr + uint(ih * W + iw));
+                for (int u = 0; u < OBW; u++) blk[u][e] += d[u] * xv;
+            }
         }
         if (++cnt == 32) {
-            for (int e = 0; e < EB; e++) tot[e] += blk[e], blk[e] = 0.0;
+            for (int u = 0; u < OBW; u++)
+                for (int e = 0; e < EB; e++) tot[u][e] += blk[u][e], blk[u][e] = 0.0;
             cnt = 0;
         }
         j += dj, i += di;
         if (j >= OW) j -= OW, i++;
         while (i >= OH) { i -= OH; n++; }
     }
-    for (int e = 0; e < EB; e++) {
-        float s = group_sum(tot[e] + blk[e]);
-        if (l == 0 && e < ne) ST(dwt, pc.dwo + uint((o * pc.Cg + c) * KK + k0 + e), s);
-    }
+    for (int u = 0; u < OBW; u++)
+        for (int e = 0; e < EB; e++) {
+            float s = group_sum(tot[u][e] + blk[u][e]);
+            if (l == 0 && e < ne && u < no) ST(dwt, pc.dwo + uint(((o0 + u) * pc.Cg + c) * KK + k0 + e), s);
+        }
 }
 
 #else

@@ -30,7 +30,7 @@
  * forward one invocation per 4 output positions and block of up to 32
  * output channels (the K-value windows loaded once, bias added at the end),
  * grad_input a gather (no atomics) of 4 dx elements of a row per invocation,
- * grad_weight one work-group per (o, c, block of 9 kernel taps) reducing
+ * grad_weight one work-group per (4 output channels, c, block of 9 kernel taps) reducing
  * each dw element's N*OH*OW products (per invocation f32 block sums of 32
  * positions added into an f32 total, then a tree over the group). The
  * environment variable LOOM_VULKAN_CONV_DIRECT_K lowers the bound (0: always
@@ -253,9 +253,10 @@ static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     loom_status st;
     if (use_direct(repro, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
-        int64_t n = q.O * q.Cg * ((q.KH * q.KW + 8) / 9);
+        int64_t n = q.G * ((q.Og + 3) / 4) * q.Cg * ((q.KH * q.KW + 8) / 9);
         loom__vk_call c;
-        /* bindings dy, x, dw: push {dyo, xo, dwo, geometry, n}; one group per (o, c, block of 9 (EB) kernel taps) */
+        /* bindings dy, x, dw: push {dyo, xo, dwo, geometry, n}; one group per (block of 4 (OBW) output channels
+         * of a group, c, block of 9 (EB) kernel taps) */
         loom__vk_begin(o, &c, "conv_direct_gw", dw->dtype);
         loom__vk_in(&c, dy);
         loom__vk_in(&c, x);
