@@ -7,6 +7,7 @@
  * - center_crop (odd margins: Python's half-to-even round), hflip, vflip: exact
  * - to_tensor alone, with ImageNet mean/std (f32 exact, f16 and bf16 bit-exact),
  *   and a 1-channel image with one mean/std: exact
+ * - the resize weights a context caches: the same bytes as a fresh context's
  * - errors: zero size, crop larger than the image, std 0, channel count 2,
  *   mismatched channels, nstat neither 1 nor c, bad dtype, max_size <= size
  */
@@ -158,6 +159,29 @@ static void test_errors(loom_image *a) {
     expect_err(loom_tf_resize_size(ctx, 10, 12, 8, 8, &oh, &ow), "max_size == size");
 }
 
+/* The resize weights a context keeps (its last four axes): ten target
+ * sizes, twice over on one context (every lookup after the fourth size
+ * evicts), give the bytes a fresh context gives each time. */
+static void test_weight_cache(const loom_image *a) {
+    static const int64_t sizes[10][2] = {{7, 9}, {13, 5}, {40, 31}, {9, 7}, {5, 13}, {31, 40}, {7, 9}, {64, 3}, {3, 64}, {13, 5}};
+    loom_ctx *fresh = NULL;
+    int64_t differ = 0;
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < 10; k++) {
+            int64_t h = sizes[k][0], w = sizes[k][1];
+            uint8_t *p = malloc((size_t)(h * w * a->c)), *q = malloc((size_t)(h * w * a->c));
+            loom_image dp = {p, h, w, a->c}, dq = {q, h, w, a->c};
+            CHECK_OK(ctx, loom_tf_resize(ctx, a, &dp));
+            if (loom_ctx_create(NULL, &fresh) == LOOM_OK) {
+                CHECK_OK(fresh, loom_tf_resize(fresh, a, &dq));
+                loom_ctx_destroy(fresh);
+            }
+            differ += memcmp(p, q, (size_t)(h * w * a->c)) != 0;
+            free(p), free(q);
+        }
+    CHECK(differ == 0, "resize: %lld of 20 results on one context differ from a fresh context's", (long long)differ);
+}
+
 int main(void) {
     snprintf(datadir, sizeof datadir, "%s", __FILE__);
     char *slash = strrchr(datadir, '/');
@@ -169,6 +193,7 @@ int main(void) {
         test_geometry(&a, &b);
         test_tensor(&a, &b);
         test_errors(&a);
+        test_weight_cache(&a);
         loom_npy_free(&sa);
         loom_npy_free(&sb);
     }
