@@ -153,6 +153,16 @@ static loom_status upload_s(loom_ctx *ctx, loom_backend *be, const float *x, int
     return st;
 }
 
+/* Sample i of src as a malloc'd image (*px) of hw[0] x hw[1] pixels:
+ * decoded (a variable-size source, with the loader's hint) or read (rec bytes). */
+static loom_status sample_of(loom_ctx *ctx, const loom_source *src, int64_t i, const loom_decode_hint *hint, size_t rec,
+                             uint8_t **px, int64_t hw[2], int32_t *label) {
+    if (src->get_image) return src->get_image(src, ctx, i, hint->min_h ? hint : NULL, px, &hw[0], &hw[1], label);
+    if (!(*px = malloc(rec ? rec : 1))) return loom_source_error(ctx, LOOM_ERR_OOM, "bench-loader: out of memory");
+    hw[0] = src->h, hw[1] = src->w;
+    return src->get(src, ctx, i, *px, label);
+}
+
 /* Decode the first `count` images one by one, then load them through the
  * loader from memory (one thread): the per-image times. */
 static loom_status run_breakdown(loom_ctx *ctx, const loom_source *src, const loom_loader_desc *base, int64_t count,
@@ -165,32 +175,17 @@ static loom_status run_breakdown(loom_ctx *ctx, const loom_source *src, const lo
     size_t rec = loom_source_sample_bytes(src);
     /* timed: each image decoded and dropped, as a loader worker does (keeping
      * them all would time the page faults of fresh memory with the decode) */
-    uint8_t *rec1 = rec && !src->get_image ? malloc(rec) : NULL;
     double t0 = now_s();
     for (int64_t i = 0; i < count && st == LOOM_OK; i++) {
+        uint8_t *px = NULL;
+        int64_t hw[2];
         int32_t label;
-        if (src->get_image) {
-            uint8_t *px = NULL;
-            int64_t h, w;
-            st = src->get_image(src, ctx, i, hint.min_h ? &hint : NULL, &px, &h, &w, &label);
-            free(px);
-        } else {
-            st = rec1 ? src->get(src, ctx, i, rec1, &label) : loom_source_error(ctx, LOOM_ERR_OOM, "bench-loader: out of memory");
-        }
+        st = sample_of(ctx, src, i, &hint, rec, &px, hw, &label);
+        free(px);
     }
     out->decode_ms = 1e3 * (now_s() - t0) / (double)(count ? count : 1);
-    free(rec1);
     /* then held for the transform's pass (untimed) */
-    for (int64_t i = 0; i < count && st == LOOM_OK; i++) {
-        if (src->get_image) {
-            st = src->get_image(src, ctx, i, hint.min_h ? &hint : NULL, &m.px[i], &m.hw[i][0], &m.hw[i][1], &m.label[i]);
-        } else if (!(m.px[i] = malloc(rec ? rec : 1))) {
-            st = loom_source_error(ctx, LOOM_ERR_OOM, "bench-loader: out of memory");
-        } else {
-            st = src->get(src, ctx, i, m.px[i], &m.label[i]);
-            m.hw[i][0] = src->h, m.hw[i][1] = src->w;
-        }
-    }
+    for (int64_t i = 0; i < count && st == LOOM_OK; i++) st = sample_of(ctx, src, i, &hint, rec, &m.px[i], m.hw[i], &m.label[i]);
     loom_source mem = {.name = "decoded images", .n = count, .kind = LOOM_SAMPLE_U8, .c = src->c,
                        .num_classes = src->num_classes, .impl = &m, .get_image = held_get_image};
     loom_loader *ld = NULL;
