@@ -75,7 +75,7 @@ TAIL_TARGET static inline __attribute__((always_inline)) int64_t TAIL_BODY(loom_
 #else
     __m512i unpack, unpack_rev, pack;
     vb_tables(&unpack, &unpack_rev, &pack);
-    const __m512i fill_w = _mm512_set1_epi32((int32_t)(r->fill[0] | (uint32_t)r->fill[1] << 8 | (uint32_t)r->fill[2] << 16));
+    const __m512i fill_w = pack16((px16){fill_r, fill_g, fill_b});
 #endif
     enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
     int64_t gray = 0;
