@@ -2,7 +2,9 @@
  * (backends/vulkan/ops/conv2d.c runs the products on gemm.comp):
  *   K_IM2COL      x (N,C,H,W) -> columns (N, G, K, P) in the storage type,
  *                 one invocation per element (GPUs: adjacent invocations
- *                 write adjacent elements)
+ *                 write adjacent elements); with push ld != 0 (one group
+ *                 only) the columns are (K, N*P) with row stride ld: every
+ *                 image side by side, one GEMM for the batch
  *   K_COL2IM      float columns (N, G, K, P) -> dx (N,C,H,W), a gather: each
  *                 dx element sums its contributions (no atomics)
  *   K_IM2COL_ROWS, K_COL2IM_ROWS  the same, one invocation per row (CPU
@@ -30,7 +32,7 @@
 TENSOR_IN(0, int, g);
 TENSOR_IN(1, T, x);
 TENSOR_OUT(2, T, col);
-PUSH { uint xo, n; } pc;
+PUSH { uint xo, n, ld; } pc;
 
 void main() {
     uint id = loom_gid();
@@ -43,7 +45,8 @@ void main() {
     float v = 0.0;
     if (ih >= 0 && ih < g[2] && iw >= 0 && iw < g[3])
         v = LD(x, pc.xo + uint(((n * g[1] + gr * g[15] + c) * g[2] + ih) * g[3] + iw));
-    ST(col, id, v); /* exact: the value is already in the storage type */
+    /* ld != 0 (one group): col (K, N*P), row stride ld, column n*P + p */
+    ST(col, pc.ld != 0u ? uint(k) * pc.ld + uint(n * P + p) : id, v); /* exact: already in the storage type */
 }
 
 #elif defined(K_COL2IM)
@@ -87,7 +90,7 @@ void main() {
 TENSOR_IN(0, int, g);
 TENSOR_IN(1, T, x);
 TENSOR_OUT(2, T, col);
-PUSH { uint xo, n; } pc;
+PUSH { uint xo, n, ld; } pc;
 
 void main() {
     uint id = loom_gid();
@@ -97,7 +100,8 @@ void main() {
     int k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
     int c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
     int ih = i * g[8] - g[10] + kh * g[12], sw = g[9], iw0 = kw * g[13] - g[11];
-    uint dst = id * uint(OW);
+    /* ld != 0 (one group): col (K, N*P), row stride ld, column n*P + p */
+    uint dst = pc.ld != 0u ? uint(k) * pc.ld + uint((n * OH + i) * OW) : id * uint(OW);
     if (ih < 0 || ih >= g[2]) {
         for (int j = 0; j < OW; j++) ST(col, dst + uint(j), 0.0);
         return;

@@ -89,6 +89,7 @@ PUSH {
     uint has_bias, brs, bcs;
     uint g0, g1, g2;
     uint sa0, sa1, sa2, sb0, sb1, sb2, sc0, sc1, sc2, sbias0, sbias1, sbias2;
+    uint cseg, csegs; /* cseg != 0: C's columns in segments of cseg, csegs elements apart (ops/gemm.h) */
 } pc;
 
 shared vec4 As[BK][BM / 4];
@@ -210,7 +211,7 @@ void main() {
                             float v = acc[i][j >> 2][j & 3];
 #endif
                             if (pc.has_bias != 0u) v += LD(bias, bio + m * pc.brs + n * pc.bcs);
-                            STC(C, co + m * pc.ldc + n, v);
+                            STC(C, co + m * pc.ldc + (pc.cseg != 0u ? n / pc.cseg * pc.csegs + n % pc.cseg : n), v);
                         }
                     }
                 }

@@ -181,7 +181,8 @@ static void test_env_switches(void) {
         const char *backend, *var;
     } sw[] = {{"cpu", "LOOM_CPU_FUSE"},           {"cpu", "LOOM_CPU_POOL_AVX512"},
               {"vulkan", "LOOM_VULKAN_STAGING"}, {"vulkan", "LOOM_VULKAN_CONV_ROWS"},
-              {"vulkan", "LOOM_VULKAN_CONV_GI_FWD"}, {"opencl", "LOOM_OPENCL_CONV_ROWS"},
+              {"vulkan", "LOOM_VULKAN_CONV_GI_FWD"}, {"vulkan", "LOOM_VULKAN_CONV_FLAT"},
+              {"opencl", "LOOM_OPENCL_CONV_ROWS"},
               {"opencl", "LOOM_OPENCL_CONV_GI_FWD"}};
     loom_ctx *ctx = NULL;
     loom_ctx_create(NULL, &ctx);

@@ -393,8 +393,9 @@ static loom_status finish_open(loom__vk *vk) {
     LOOM_VK_CHECK(vk, VKF(vkAllocateCommandBuffers)(vk->device, &ai, &vk->xfer));
     VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     LOOM_VK_CHECK(vk, VKF(vkCreateFence)(vk->device, &fi, NULL, &vk->fence));
-    static const char *const sw[] = {"LOOM_VULKAN_STAGING", "LOOM_VULKAN_CONV_ROWS", "LOOM_VULKAN_CONV_GI_FWD"};
-    if ((st = loom__env_switches_check(vk->ctx, sw, 3)) != LOOM_OK) return st;
+    static const char *const sw[] = {"LOOM_VULKAN_STAGING", "LOOM_VULKAN_CONV_ROWS", "LOOM_VULKAN_CONV_GI_FWD",
+                                     "LOOM_VULKAN_CONV_FLAT"};
+    if ((st = loom__env_switches_check(vk->ctx, sw, 4)) != LOOM_OK) return st;
     if ((st = loom__vk_pick_memory(vk)) != LOOM_OK) return st;
     if ((st = loom__vk_layouts_create(vk)) != LOOM_OK) return st;
     if ((st = loom__vk_alloc(vk, vk->type_device, 16, &vk->dummy)) != LOOM_OK) return st;

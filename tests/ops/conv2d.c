@@ -50,6 +50,9 @@ static const conv_spec specs[] = {
      * padded 2 (the full convolution: the gradient's padding is 0) */
     {{2, 12, 7, 9}, {5, 12, 3, 5}, {1, 1, 0, 2, 1, 1, 1}, 1},
     {{1, 6, 5, 6}, {4, 6, 3, 3}, {1, 1, 2, 2, 1, 1, 1}, 0},
+    /* 17: a batch of 12 (C*KH*KW = 36): the Vulkan backend's flat weight
+     * gradient sums chunks of 6 images, then the two chunks' products */
+    {{12, 4, 4, 4}, {3, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -89,6 +92,7 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d 8->16 on 8x8 pad 1 (GEMM sizes multiples of 8)", conv, 14, 0, 0, 0},
     {"conv2d 12->5 3x5 kernel pad (0, 2) + bias", conv, 15, 0, 0, 0},
     {"conv2d 6->4 3x3 pad 2 (full)", conv, 16, 0, 0, 0},
+    {"conv2d batch 12 pad 1 + bias (weight gradient in two chunks)", conv, 17, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

@@ -9,7 +9,9 @@
  *                stride 1, ungrouped: wt = flip(w) transposed; dx = wt @ im2col(dy)
  *   grad_weight: col (N, G, K, P) = im2col(x);
  *                part[n, g] (Og, K) float = dy[n, g] (Og, P) col[n, g]^T (P, K); dw = sum over n of part[n]
- * with K = C/groups*KH*KW, P = OH*OW. 1x1 stride-1 unpadded convolutions
+ * with K = C/groups*KH*KW, P = OH*OW. Ungrouped convolutions (not 1x1) run
+ * the flat form instead (flat(), flat_grad_weight(): one GEMM over the
+ * batch, col (K, N*P)). 1x1 stride-1 unpadded convolutions
  * skip im2col / col2im: x[n, g] (Cg, P) is the column matrix, and
  * grad_input's product writes dx directly.
  *
@@ -102,8 +104,9 @@ static bool by_rows(const loom__vk_op *o) {
     return o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
-/* col (N, G, K, P) = im2col(x) in x's storage type */
-static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__buffer *col) {
+/* col (N, G, K, P) = im2col(x) in x's storage type; ld > 0 (one group):
+ * col (K, N*P) with row stride ld, every image side by side (flat()) */
+static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__buffer *col, int64_t ld) {
     loom__buffer *gm;
     loom_status st = geom_table(o, q, &gm);
     if (st != LOOM_OK) return st;
@@ -116,8 +119,37 @@ static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, l
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_in(&c, x);
     loom__vk_buf(&c, col, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)n);
+    loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, (uint32_t)ld);
     return loom__vk_run_1d(&c, n);
+}
+
+/* The flat form of an ungrouped convolution's product: one GEMM over the
+ * whole batch, y (O, N*P) = w (O, K) @ col (K, N*P), stored as (N, O, P)
+ * (the GEMM's segmented columns, ops/gemm.h), where the per-image form runs
+ * N GEMMs of P columns each: a small layer's P (14x14 = 196) leaves the last
+ * of a row's 64-wide tiles mostly empty and, not a multiple of 8, halves the
+ * wide GEMM's load width (lavapipe, the cnn's second layer: 43 -> 25 ms for
+ * the product). col's rows are padded to a multiple of 8 elements. Not in
+ * reproducible mode; LOOM_VULKAN_CONV_FLAT=0 turns it off (tests,
+ * comparisons). */
+static bool use_flat(bool repro, const geom *q) {
+    return !repro && q->G == 1 && loom__env_switch("LOOM_VULKAN_CONV_FLAT") != 0;
+}
+
+/* y (N, O, P) = a (O, K) @ im2col(x) (K, N*P) [+ bias (O)], q the geometry of that forward convolution */
+static loom_status flat(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__vk_mat a, const loom_tensor *y,
+                        const loom_tensor *bias) {
+    int64_t np = q->N * q->P, ld = (np + 7) / 8 * 8;
+    loom__buffer *col;
+    loom_status st;
+    if ((st = workspace(o, q->K * ld, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK ||
+        (st = im2col(o, q, x, col, ld)) != LOOM_OK)
+        return st;
+    loom__vk_gemm_desc d = {.batch = {1, 1, 1}, .M = q->O, .N = np, .K = q->K, .lda = q->K, .ldb = ld, .ldc = q->P};
+    d.cseg = q->P, d.csegs = q->O * q->P;
+    d.a = a, d.b = loom__vk_mat_b(col), d.c = loom__vk_mat_t(y);
+    if (bias) d.bias = loom__vk_mat_t(bias), d.bias_rs = 1, d.bias_cs = 0;
+    return loom__vk_gemm(o, y->dtype, &d);
 }
 
 static bool is_1x1(const geom *q) {
@@ -144,6 +176,7 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
         loom__vk_i32(&c, y->nsrc > 2), loom__vk_i32(&c, (int32_t)ob), loom__vk_u32(&c, (uint32_t)n);
         return loom__vk_run_1d(&c, n);
     }
+    if (!is_1x1(&q) && use_flat(repro, &q)) return flat(o, &q, x, loom__vk_mat_t(w), y, y->nsrc > 2 ? y->src[2] : NULL);
     /* batch (1, n, g): y[n, g] (Og, P) = w_g (Og, K) @ col[n, g] (K, P) */
     loom__vk_gemm_desc d = {.batch = {1, q.N, q.G}, .M = q.Og, .N = q.P, .K = q.K, .lda = q.K, .ldb = q.P, .ldc = q.P};
     d.repro = repro;
@@ -155,7 +188,7 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
     } else {
         loom__buffer *col;
         if ((st = workspace(o, q.N * q.G * q.K * q.P, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) return st;
-        if ((st = im2col(o, &q, x, col)) != LOOM_OK) return st;
+        if ((st = im2col(o, &q, x, col, 0)) != LOOM_OK) return st;
         d.b = loom__vk_mat_b(col), d.sb[1] = q.G * q.K * q.P, d.sb[2] = q.K * q.P;
     }
     return loom__vk_gemm(o, y->dtype, &d);
@@ -175,9 +208,7 @@ static loom_status grad_input_forward(loom__vk_op *o, const geom *q, const geom 
     loom__buffer *wt, *col;
     loom_status st;
     size_t es = loom_dtype_size(dx->dtype);
-    if ((st = workspace(o, q->O * q->C * q->KH * q->KW, es, "flipped weights", &wt)) != LOOM_OK ||
-        (st = workspace(o, f.N * f.K * f.P, es, "im2col", &col)) != LOOM_OK)
-        return st;
+    if ((st = workspace(o, q->O * q->C * q->KH * q->KW, es, "flipped weights", &wt)) != LOOM_OK) return st;
     int64_t n = q->O * q->C * q->KH * q->KW;
     loom__vk_call c;
     /* bindings w, wt: push {wo, O, C, KHW, n} */
@@ -187,7 +218,9 @@ static loom_status grad_input_forward(loom__vk_op *o, const geom *q, const geom 
     loom__vk_u32(&c, (uint32_t)q->O), loom__vk_u32(&c, (uint32_t)q->C), loom__vk_u32(&c, (uint32_t)(q->KH * q->KW));
     loom__vk_u32(&c, (uint32_t)n);
     if ((st = loom__vk_run_1d(&c, n)) != LOOM_OK) return st;
-    if ((st = im2col(o, &f, dy, col)) != LOOM_OK) return st;
+    if (use_flat(false, &f)) return flat(o, &f, dy, loom__vk_mat_b(wt), dx, NULL);
+    if ((st = workspace(o, f.N * f.K * f.P, es, "im2col", &col)) != LOOM_OK || (st = im2col(o, &f, dy, col, 0)) != LOOM_OK)
+        return st;
     /* batch (1, n, 1): dx[n] (C, H*W) = wt (C, K) @ col[n] (K, H*W) */
     loom__vk_gemm_desc d = {.batch = {1, f.N, 1}, .M = f.Og, .N = f.P, .K = f.K, .lda = f.K, .ldb = f.P, .ldc = f.P};
     d.a = loom__vk_mat_b(wt);
@@ -246,6 +279,54 @@ static loom_status conv2d_grad_input(loom__vk_op *o, bool repro) {
     return loom__vk_run_1d(&c, n);
 }
 
+/* dw = sum over n of part[n] (float, nparts of them, in order) */
+static loom_status sum_parts(loom__vk_op *o, loom__buffer *part, int64_t nparts) {
+    const loom_tensor *dw = o->t;
+    int64_t n = loom_tensor_numel(dw);
+    loom__vk_call c;
+    /* bindings part, dw: push {dwo, nparts, n} */
+    loom__vk_begin(o, &c, "conv_sum_parts", dw->dtype);
+    loom__vk_buf(&c, part, LOOM__VK_R);
+    loom__vk_out(&c, dw);
+    loom__vk_u32(&c, (uint32_t)nparts), loom__vk_u32(&c, (uint32_t)n);
+    return loom__vk_run_1d(&c, n);
+}
+
+/* The flat form of an ungrouped convolution's weight gradient: dyf (O, N*P)
+ * = dy with its image and channel axes swapped (im2col of dy as a 1x1
+ * convolution), col (K, N*P) = im2col(x), and dw (O, K) = sum over chunks of
+ * CH images of dyf_chunk (O, CH*P) @ col_chunk^T: a few long products
+ * rather than N short ones, where one product over all N*P terms would
+ * round worse (one f32 accumulator: ~1e-4 relative at N*P ~ 5e4, see
+ * backends/opencl/ops/conv2d.c). CH: the largest divisor of N up to 8. */
+static loom_status flat_grad_weight(loom__vk_op *o, const geom *q) {
+    const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
+    int64_t np = q->N * q->P, ld = (np + 7) / 8 * 8, ch = 8;
+    while (q->N % ch) ch--;
+    int64_t nparts = q->N / ch;
+    geom f = {.N = q->N, .C = q->O, .H = q->OH, .W = q->OW, .O = q->O, .KH = 1, .KW = 1, .OH = q->OH, .OW = q->OW,
+              .sh = 1, .sw = 1, .dh = 1, .dw = 1, .G = 1, .Cg = q->O, .Og = q->O, .K = q->O, .P = q->P};
+    loom__buffer *dyf, *col, *part = NULL;
+    loom_status st;
+    if ((st = workspace(o, q->O * ld, loom_dtype_size(dy->dtype), "output gradient columns", &dyf)) != LOOM_OK ||
+        (st = workspace(o, q->K * ld, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK ||
+        (nparts > 1 && (st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) ||
+        (st = im2col(o, &f, dy, dyf, ld)) != LOOM_OK || (st = im2col(o, q, x, col, ld)) != LOOM_OK)
+        return st;
+    /* batch (1, nparts, 1): part[s] (O, K) = dyf[:, s*CH*P ..] (O, CH*P) @ col[:, s*CH*P ..]^T */
+    loom__vk_gemm_desc d = {.tb = true, .c_float = nparts > 1, .batch = {1, nparts, 1}, .M = q->O, .N = q->K,
+                            .K = ch * q->P, .lda = ld, .ldb = ld, .ldc = q->K};
+    d.a = loom__vk_mat_b(dyf), d.sa[1] = ch * q->P;
+    d.b = loom__vk_mat_b(col), d.sb[1] = ch * q->P;
+    if (nparts == 1) {
+        d.c = loom__vk_mat_t(dw);
+        return loom__vk_gemm(o, dw->dtype, &d);
+    }
+    d.c = loom__vk_mat_b(part), d.sc[1] = q->O * q->K;
+    if ((st = loom__vk_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
+    return sum_parts(o, part, nparts);
+}
+
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
 static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
@@ -265,6 +346,7 @@ static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
         loom__vk_u32(&c, (uint32_t)n);
         return loom__vk_run_groups(&c, n, loom__vk_reduce_local(o->vk, q.N * q.P));
     }
+    if (!is_1x1(&q) && use_flat(repro, &q)) return flat_grad_weight(o, &q);
     /* batch (1, n, g): part[n, g] (Og, K) = dy[n, g] (Og, P) @ col[n, g]^T (P, K), in float */
     loom__vk_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.Og, .N = q.K, .K = q.P,
                             .lda = q.P, .ldb = q.P, .ldc = q.K};
@@ -275,22 +357,14 @@ static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     } else {
         loom__buffer *col;
         if ((st = workspace(o, q.N * q.G * q.K * q.P, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) return st;
-        if ((st = im2col(o, &q, x, col)) != LOOM_OK) return st;
+        if ((st = im2col(o, &q, x, col, 0)) != LOOM_OK) return st;
         d.b = loom__vk_mat_b(col), d.sb[1] = q.G * q.K * q.P, d.sb[2] = q.K * q.P;
     }
     loom__buffer *part;
     if ((st = workspace(o, q.N * q.O * q.K, sizeof(float), "per-image weight gradients", &part)) != LOOM_OK) return st;
     d.c = loom__vk_mat_b(part), d.sc[1] = q.O * q.K, d.sc[2] = q.Og * q.K;
     if ((st = loom__vk_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
-    /* dw = sum over n of part[n] */
-    int64_t n = q.O * q.K;
-    loom__vk_call c;
-    /* bindings part, dw: push {dwo, nparts, n} */
-    loom__vk_begin(o, &c, "conv_sum_parts", dw->dtype);
-    loom__vk_buf(&c, part, LOOM__VK_R);
-    loom__vk_out(&c, dw);
-    loom__vk_u32(&c, (uint32_t)q.N), loom__vk_u32(&c, (uint32_t)n);
-    return loom__vk_run_1d(&c, n);
+    return sum_parts(o, part, q.N); /* dw = sum over n of part[n] */
 }
 
 loom_status loom__vk_conv2d(loom__vk_op *o) { return conv2d(o, false); }

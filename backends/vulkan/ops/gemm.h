@@ -16,13 +16,17 @@ typedef struct loom__vk_mat {
 /* C[b] (M, N) = op(A[b]) x op(B[b]) [+ bias], b over batch[0] x batch[1] x
  * batch[2] (unused dims 1) with per-operand element strides sa/sb/sc/sbias
  * (0 = broadcast). A, B, bias: storage dtype dt; C: dt, or float when
- * c_float. bias (t and buf NULL = none) at bias_rs * row + bias_cs * col. */
+ * c_float. bias (t and buf NULL = none) at bias_rs * row + bias_cs * col.
+ * cseg > 0: C's columns come in segments of cseg, csegs elements apart
+ * (column n at (n / cseg) * csegs + n % cseg of its row): one product over
+ * every image of a convolution, (O, N*P), stored as (N, O, P). */
 typedef struct loom__vk_gemm_desc {
     bool ta, tb, c_float;
     bool repro; /* f32: reproducible mode's canonical summation order (core/repro.h) */
     int64_t M, N, K, lda, ldb, ldc;
     int64_t batch[3], sa[3], sb[3], sc[3], sbias[3];
     int64_t bias_rs, bias_cs;
+    int64_t cseg, csegs;
     loom__vk_mat a, b, c, bias;
 } loom__vk_gemm_desc;
 

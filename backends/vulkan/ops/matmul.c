@@ -109,6 +109,7 @@ static void record(loom__vk_op *o, loom__vk_call *c, const form *f, loom_dtype d
     const int64_t *s[4] = {d->sa, d->sb, d->sc, d->sbias};
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < 3; i++) loom__vk_u32(c, (uint32_t)s[k][i]);
+    loom__vk_u32(c, (uint32_t)d->cseg), loom__vk_u32(c, (uint32_t)d->csegs);
 }
 
 loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc *d) {
@@ -116,7 +117,7 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     int64_t nb = d->batch[0] * d->batch[1] * d->batch[2];
     if (d->M <= 0 || d->N <= 0 || nb <= 0) return LOOM_OK;
     /* every size, stride and offset the shader sees is a uint */
-    const int64_t *vals[] = {&d->M, &d->N, &d->K, &d->lda, &d->ldb, &d->ldc, &d->bias_rs, &d->bias_cs};
+    const int64_t *vals[] = {&d->M, &d->N, &d->K, &d->lda, &d->ldb, &d->ldc, &d->bias_rs, &d->bias_cs, &d->cseg, &d->csegs};
     for (size_t i = 0; i < sizeof vals / sizeof *vals; i++)
         if (*vals[i] < 0 || *vals[i] > INT32_MAX)
             return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED, "vulkan: %s (node '%s'): a GEMM size of %lld does not fit 31 bits",
