@@ -8,12 +8,13 @@
  *                (1x1, stride 1, no padding: x is the column matrix, no im2col)
  *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather
  *   grad_weight: col (G, K, N*P) = im2col(x); dyp (O, N*P) = dy permuted;
- *                dw_g (Og, K) = dyp_g (Og, N*P) col_g^T — one GEMM per group over every image
+ *                dw_g (Og, K) = sum over chunks of up to 8 images of dyp_g col_g^T over the chunk
  * with K = C/groups*KH*KW, P = OH*OW.
  *
  * Workspace: per node, sized at plan_prepare (loom__cl_scratch, released with
  * the plan): N*C*KH*KW*P elements of the storage type (float for
- * grad_input), plus N*O*P for grad_weight's permuted dy. LOOM_ERR_OOM when
+ * grad_input), plus N*O*P for grad_weight's permuted dy and its per-chunk
+ * float products. LOOM_ERR_OOM when
  * one exceeds the device's largest allocation. */
 #include <stdlib.h>
 #include <string.h>
@@ -169,24 +170,28 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O), loom__cl_arg_i64(&ar, q.P);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_1d(o, k, q.O * L)) != LOOM_OK) return st;
-    /* One product per image, then a sum over the images: summing N*P terms
-     * in one f32 accumulator loses ~1e-4 relative for N*P ~ 5e4 (and its
-     * rounding differs from the CPU's blocked GEMM); P-term products added
-     * over N stay within ~1e-6.
-     * batch (1, n, g): part[n, g] (Og, K) = dyp_g[:, n*P:(n+1)*P] @ col_g[:, n*P:(n+1)*P]^T */
+    /* One product per chunk of CH images (CH the largest divisor of N up to
+     * 8), then a sum over the chunks: summing N*P terms in one f32
+     * accumulator loses ~1e-4 relative for N*P ~ 5e4 (and its rounding
+     * differs from the CPU's blocked GEMM); CH*P-term products added over
+     * N/CH stay within ~1e-6, and are longer products than one per image.
+     * batch (1, s, g): part[s, g] (Og, K) = dyp_g[:, s*CH*P ..] (Og, CH*P) @ col_g[:, s*CH*P ..]^T */
+    int64_t ch = 8;
+    while (q.N % ch) ch--;
+    int64_t nparts = q.N / ch;
     cl_mem part;
-    if ((st = workspace(o, q.N * q.O * q.K, sizeof(float), "per-image weight gradients", &part)) != LOOM_OK) return st;
-    loom__cl_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.Og, .N = q.K, .K = q.P,
+    if ((st = workspace(o, nparts * q.O * q.K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;
+    loom__cl_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, nparts, q.G}, .M = q.Og, .N = q.K, .K = ch * q.P,
                             .lda = L, .ldb = L, .ldc = q.K};
-    d.a = (loom__cl_mat){dyp, 0}, d.sa[1] = q.P, d.sa[2] = q.Og * L;
-    d.b = (loom__cl_mat){col, 0}, d.sb[1] = q.P, d.sb[2] = q.K * L;
+    d.a = (loom__cl_mat){dyp, 0}, d.sa[1] = ch * q.P, d.sa[2] = q.Og * L;
+    d.b = (loom__cl_mat){col, 0}, d.sb[1] = ch * q.P, d.sb[2] = q.K * L;
     d.c = (loom__cl_mat){part, 0}, d.sc[1] = q.O * q.K, d.sc[2] = q.Og * q.K;
     if ((st = loom__cl_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
-    /* dw = sum over n of part[n] */
+    /* dw = sum over s of part[s] */
     if ((st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK) return st;
     ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
-    loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O * q.K);
+    loom__cl_arg_i64(&ar, nparts), loom__cl_arg_i64(&ar, q.O * q.K);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     return loom__cl_launch_1d(o, k, q.O * q.K);
 }
