@@ -1,4 +1,4 @@
-/* bench/vulkan_texel_probe.comp — the GEMM of bench/vulkan_texel_probe.c:
+/* bench/probes/vulkan_texel.comp — the GEMM of bench/probes/vulkan_texel.c:
  * C (n, n) = A (n, n) B (n, n), f32, row-major, n a multiple of 8*RN and RM.
  * Work-groups of 8 invocations; each invocation keeps an RM x RN block of C
  * in registers and loads A and B four elements (one vec4) at a time, either

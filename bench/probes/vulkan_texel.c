@@ -1,10 +1,10 @@
-/* bench/vulkan_texel_probe.c — does lavapipe load GEMM operands faster from
+/* bench/probes/vulkan_texel.c — does lavapipe load GEMM operands faster from
  * uniform texel buffers than from storage buffers? A standalone Vulkan
  * program (not linked with loom): the same register-blocked GEMM
- * (bench/vulkan_texel_probe.comp) reading A and B through storage buffers
+ * (bench/probes/vulkan_texel.comp) reading A and B through storage buffers
  * (vec4 loads, as shaders/gemm_wide.comp) or through R32G32B32A32_SFLOAT
  * uniform texel buffers, best of 6 submits each, checked against a double
- * reference on 16 entries. Build and run: bench/vulkan_texel_probe.sh.
+ * reference on 16 entries. Build and run: bench/probes/vulkan_texel.sh.
  * Results: bench/results/2026-12-05-vulkan-texel-gemm-probe.md. */
 #define _GNU_SOURCE
 #include <vulkan/vulkan.h>
