@@ -171,12 +171,12 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_1d(o, k, q.O * L)) != LOOM_OK) return st;
     /* One product per chunk of CH images (CH the largest divisor of N up to
-     * 8), then a sum over the chunks: summing N*P terms in one f32
+     * 8; 1 in reproducible mode), then a sum over the chunks: summing N*P terms in one f32
      * accumulator loses ~1e-4 relative for N*P ~ 5e4 (and its rounding
      * differs from the CPU's blocked GEMM); CH*P-term products added over
      * N/CH stay within ~1e-6, and are longer products than one per image.
      * batch (1, s, g): part[s, g] (Og, K) = dyp_g[:, s*CH*P ..] (Og, CH*P) @ col_g[:, s*CH*P ..]^T */
-    int64_t ch = 8;
+    int64_t ch = o->cl->reproducible ? 1 : 8; /* reproducible mode: one product per image, the canonical order */
     while (q.N % ch) ch--;
     int64_t nparts = q.N / ch;
     cl_mem part;
