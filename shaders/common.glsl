@@ -12,8 +12,9 @@
  * unpackHalf2x16 would quiet signaling NaNs), bf16 keeps loom_f32_to_bf16's
  * quiet-NaN rule. tests/test-vulkan.c checks them against core/dtype.c.
  *
- * Bindings: set 0, binding b, all storage buffers (TENSOR_IN / TENSOR_OUT
- * below). Push constants: each kernel declares its own block (PUSH below)
+ * Bindings: set 0, binding b, storage buffers (TENSOR_IN / TENSOR_OUT
+ * below); on CPU devices bindings 10 and 11 are uniform texel buffers, views
+ * of bindings 0 and 1 (gemm_wide.comp's TEXEL form, vulkan.h). Push constants: each kernel declares its own block (PUSH below)
  * of 32-bit scalars in the order the host pushes them (vulkan.h).
  *
  * Work-group size: the specialization constant 0 (the host picks it: 256 for

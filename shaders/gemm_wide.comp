@@ -124,8 +124,50 @@
 #endif
 #endif
 
+#if defined(TEXEL)
+/* TEXEL (W = 4): A and B read through uniform texel buffers (bindings 10 and
+ * 11, views of the same windows as bindings 0 and 1, one texel = one word of
+ * 4 elements): R32G32B32A32_SFLOAT for f32, R32G32_UINT for f16 (two
+ * unpackHalf2x16, as the storage form: an R16G16B16A16_SFLOAT view ran at
+ * 0.83x f32 on lavapipe, this one at f32's speed), R16G16B16A16_UINT for
+ * bf16 (a shift widens it). lavapipe fetches texels with vector gathers where it
+ * loads storage buffers lane by lane: 2-3.7x the GEMM's speed
+ * (bench/results/2026-12-05-vulkan-texel-gemm-probe.md). */
+#if W != 4
+#error "gemm_wide.comp: TEXEL needs W = 4"
+#endif
+#undef WLD
+#if defined(T_BF16)
+layout(set = 0, binding = 10) uniform usamplerBuffer AW;
+layout(set = 0, binding = 11) uniform usamplerBuffer BW;
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        uvec4 v_ = texelFetch(X, int(i)) << 16;                                          \
+        out[0] = uintBitsToFloat(v_.x); out[1] = uintBitsToFloat(v_.y);                  \
+        out[2] = uintBitsToFloat(v_.z); out[3] = uintBitsToFloat(v_.w);                  \
+    }
+#elif defined(T_F16)
+layout(set = 0, binding = 10) uniform usamplerBuffer AW;
+layout(set = 0, binding = 11) uniform usamplerBuffer BW;
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        uvec2 v_ = texelFetch(X, int(i)).xy;                                             \
+        vec2 f0_ = unpackHalf2x16(v_.x), f1_ = unpackHalf2x16(v_.y);                     \
+        out[0] = f0_.x; out[1] = f0_.y; out[2] = f1_.x; out[3] = f1_.y;                  \
+    }
+#else
+layout(set = 0, binding = 10) uniform samplerBuffer AW;
+layout(set = 0, binding = 11) uniform samplerBuffer BW;
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        vec4 v_ = texelFetch(X, int(i));                                                 \
+        out[0] = v_.x; out[1] = v_.y; out[2] = v_.z; out[3] = v_.w;                      \
+    }
+#endif
+#else
 TENSOR_IN(0, TW, AW);
 TENSOR_IN(1, TW, BW);
+#endif
 TENSOR_OUT(2, TC, C);
 TENSOR_IN(3, T, bias);
 PUSH {

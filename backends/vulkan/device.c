@@ -380,6 +380,25 @@ static loom_status read_caps(loom__vk *vk) {
 }
 
 /* the device and queue are there: loom's own objects on them */
+/* Uniform texel buffers for the texel GEMM (ops/matmul.c), on CPU devices
+ * only (lavapipe: texel fetches are vector gathers where storage-buffer
+ * loads are lane loops; a GPU keeps its shared-memory GEMM and its buffers
+ * their usual usage): a view format per storage dtype whose buffer features
+ * allow uniform texel buffers. */
+static void texel_formats(loom__vk *vk) {
+    static const VkFormat want[3] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32G32_UINT, VK_FORMAT_R16G16B16A16_UINT};
+    vk->texel = false;
+    for (int i = 0; i < 3; i++) vk->texel_fmt[i] = VK_FORMAT_UNDEFINED;
+    if (vk->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return;
+    for (int i = 0; i < 3; i++) {
+        VkFormatProperties fp;
+        VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, want[i], &fp);
+        if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt[i] = want[i];
+    }
+    vk->texel = vk->texel_fmt[0] != VK_FORMAT_UNDEFINED; /* the dummy view's format */
+    if (!vk->texel) vk->texel_fmt[1] = vk->texel_fmt[2] = VK_FORMAT_UNDEFINED;
+}
+
 static loom_status finish_open(loom__vk *vk) {
     loom_status st;
     VkCommandPoolCreateInfo pi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -396,9 +415,15 @@ static loom_status finish_open(loom__vk *vk) {
     static const char *const sw[] = {"LOOM_VULKAN_STAGING", "LOOM_VULKAN_CONV_ROWS", "LOOM_VULKAN_CONV_GI_FWD",
                                      "LOOM_VULKAN_CONV_FLAT"};
     if ((st = loom__env_switches_check(vk->ctx, sw, 4)) != LOOM_OK) return st;
+    texel_formats(vk);
     if ((st = loom__vk_pick_memory(vk)) != LOOM_OK) return st;
     if ((st = loom__vk_layouts_create(vk)) != LOOM_OK) return st;
     if ((st = loom__vk_alloc(vk, vk->type_device, 16, &vk->dummy)) != LOOM_OK) return st;
+    if (vk->texel) {
+        VkBufferViewCreateInfo vi = {VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+        vi.buffer = vk->dummy->buf, vi.format = VK_FORMAT_R32G32B32A32_SFLOAT, vi.offset = 0, vi.range = VK_WHOLE_SIZE;
+        LOOM_VK_CHECK(vk, VKF(vkCreateBufferView)(vk->device, &vi, NULL, &vk->dummy_view));
+    }
     loom__log(vk->ctx, LOOM_LOG_INFO, "vulkan: device %d %s (%s)%s%s", vk->device_index, vk->props.deviceName,
               type_name(vk->props.deviceType), vk->adopted ? ", adopted from the application" : "",
               vk->validation ? ", validation on" : "");
@@ -579,6 +604,7 @@ void loom__vk_close(loom__vk *vk) {
          * application's queues are not loom's to wait on */
         if (!vk->adopted) VKF(vkDeviceWaitIdle)(vk->device);
         loom__vk_host_free_all(vk);
+        if (vk->dummy_view) VKF(vkDestroyBufferView)(vk->device, vk->dummy_view, NULL);
         if (vk->dummy) loom__vk_free(vk, vk->dummy);
         if (vk->staging) loom__vk_free(vk, vk->staging);
         loom__vk_pipelines_destroy(vk);

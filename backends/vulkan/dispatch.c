@@ -34,6 +34,7 @@ typedef struct vk_dispatch {
     int nbind;
     loom__vk_bind b[LOOM__VK_MAX_BIND];
     unsigned char push[LOOM__VK_PUSH_BYTES];
+    VkFormat texel; /* views of b[0..LOOM__VK_MAX_TEXEL-1] at the texel bindings, or UNDEFINED */
     uint32_t g[3];
     VkDescriptorSet set;
 } vk_dispatch;
@@ -51,6 +52,8 @@ struct loom__vk_plan {
     VkCommandBuffer cmd, cmd_prof;
     VkQueryPool qpool;
     int barriers; /* in cmd, for the log */
+    VkBufferView *views; /* the texel views of the dispatches (write_sets) */
+    int nviews;
 };
 
 /* ---- helpers for the op files ---- */
@@ -117,7 +120,7 @@ static void bind(loom__vk_call *c, const loom__buffer *b, VkDeviceSize lo, VkDev
                   shader_name(c), "");
         return;
     }
-    c->b[c->nbind++] = (loom__vk_bind){b->buf, 0, VK_WHOLE_SIZE, lo, hi, access};
+    c->b[c->nbind++] = (loom__vk_bind){b->buf, 0, VK_WHOLE_SIZE, lo, hi, access, b->texel};
 }
 
 /* A tensor is bound as a window of its buffer: from its offset rounded down
@@ -155,7 +158,7 @@ static void bind_tensor(loom__vk_call *c, const loom_tensor *t, int access) {
                   shader_name(c), "");
         return;
     }
-    c->b[c->nbind++] = (loom__vk_bind){a->buf->buf, win, range, win, win + range, access};
+    c->b[c->nbind++] = (loom__vk_bind){a->buf->buf, win, range, win, win + range, access, a->buf->texel};
     loom__vk_u32(c, (uint32_t)eo);
 }
 
@@ -163,6 +166,28 @@ void loom__vk_in(loom__vk_call *c, const loom_tensor *t) { bind_tensor(c, t, LOO
 void loom__vk_out(loom__vk_call *c, const loom_tensor *t) { bind_tensor(c, t, LOOM__VK_W); }
 void loom__vk_inout(loom__vk_call *c, const loom_tensor *t) { bind_tensor(c, t, LOOM__VK_RW); }
 void loom__vk_buf(loom__vk_call *c, loom__buffer *b, int access) { bind(c, b, 0, b->size, access); }
+
+/* the texel view of binding b in a format of `texel` bytes per texel: its
+ * window rounded down to whole texels (VK_WHOLE_SIZE stays: the view then
+ * ends at the buffer's last whole texel) */
+static VkDeviceSize texel_range(const loom__vk_bind *b, VkDeviceSize texel) {
+    return b->range == VK_WHOLE_SIZE ? VK_WHOLE_SIZE : b->range / texel * texel;
+}
+
+bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt) {
+    const loom__vk *vk = c->o->vk;
+    int i = dt == LOOM_F32 ? 0 : dt == LOOM_F16 ? 1 : dt == LOOM_BF16 ? 2 : -1;
+    if (!vk->texel || i < 0 || vk->texel_fmt[i] == VK_FORMAT_UNDEFINED || c->nbind < LOOM__VK_MAX_TEXEL) return false;
+    VkDeviceSize tb = i == 0 ? 16 : 8, al = vk->props.limits.minTexelBufferOffsetAlignment;
+    for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) {
+        const loom__vk_bind *b = &c->b[k];
+        VkDeviceSize r = texel_range(b, tb), bytes = r == VK_WHOLE_SIZE ? b->hi - b->off : r;
+        if (!b->texel || (al && b->off % al) || bytes < tb || bytes / tb > vk->props.limits.maxTexelBufferElements)
+            return false;
+    }
+    c->texel = vk->texel_fmt[i];
+    return true;
+}
 
 /* The node's slot is bound as its own window (slots are err_stride bytes
  * apart), so no two nodes share bytes; the pushed index is 0 within it. */
@@ -221,6 +246,7 @@ loom_status loom__vk_run_grid(loom__vk_call *c, uint32_t gx, uint32_t gy, uint32
     d->nbind = c->nbind;
     memcpy(d->b, c->b, sizeof d->b);
     memcpy(d->push, c->push, sizeof d->push);
+    d->texel = c->texel;
     d->g[0] = gx, d->g[1] = gy, d->g[2] = gz;
     c->o->node->count++;
     return LOOM_OK;
@@ -382,14 +408,41 @@ static loom_status alloc_cmd(loom__vk *vk, VkCommandBuffer *out) {
     return LOOM_OK;
 }
 
+/* the texel bindings of dispatch d: views of its first bindings
+ * (loom__vk_texel_ab), else the dummy view; the plan owns the views */
+static loom_status write_texels(loom__vk *vk, loom__vk_plan *vp, const vk_dispatch *d) {
+    VkBufferView v[LOOM__VK_MAX_TEXEL];
+    for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) {
+        v[k] = vk->dummy_view;
+        if (d->texel == VK_FORMAT_UNDEFINED) continue;
+        VkBufferView *grown = realloc(vp->views, (size_t)(vp->nviews + 1) * sizeof *grown);
+        if (!grown) return loom__err(vk->ctx, LOOM_ERR_OOM, "vulkan: out of memory");
+        vp->views = grown;
+        VkBufferViewCreateInfo vi = {VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+        vi.buffer = d->b[k].buf, vi.format = d->texel, vi.offset = d->b[k].off;
+        vi.range = texel_range(&d->b[k], d->texel == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 8);
+        LOOM_VK_CHECK(vk, VKF(vkCreateBufferView)(vk->device, &vi, NULL, &vp->views[vp->nviews]));
+        v[k] = vp->views[vp->nviews++];
+    }
+    VkWriteDescriptorSet w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstSet = d->set;
+    w.dstBinding = LOOM__VK_MAX_BIND;
+    w.descriptorCount = LOOM__VK_MAX_TEXEL;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    w.pTexelBufferView = v;
+    VKF(vkUpdateDescriptorSets)(vk->device, 1, &w, 0, NULL);
+    return LOOM_OK;
+}
+
 /* one descriptor set per dispatch; unused bindings point at the dummy buffer */
 static loom_status write_sets(loom__vk *vk, loom__vk_plan *vp) {
     if (!vp->nd) return LOOM_OK;
-    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)vp->nd * LOOM__VK_MAX_BIND};
+    VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)vp->nd * LOOM__VK_MAX_BIND},
+                                  {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, (uint32_t)vp->nd * LOOM__VK_MAX_TEXEL}};
     VkDescriptorPoolCreateInfo pi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pi.maxSets = (uint32_t)vp->nd;
-    pi.poolSizeCount = 1;
-    pi.pPoolSizes = &ps;
+    pi.poolSizeCount = vk->texel ? 2 : 1;
+    pi.pPoolSizes = ps;
     LOOM_VK_CHECK(vk, VKF(vkCreateDescriptorPool)(vk->device, &pi, NULL, &vp->dpool));
     VkDescriptorSetLayout *layouts = malloc((size_t)vp->nd * sizeof *layouts);
     VkDescriptorSet *sets = malloc((size_t)vp->nd * sizeof *sets);
@@ -422,6 +475,13 @@ static loom_status write_sets(loom__vk *vk, loom__vk_plan *vp) {
         w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         w.pBufferInfo = info;
         VKF(vkUpdateDescriptorSets)(vk->device, 1, &w, 0, NULL);
+        if (vk->texel) {
+            loom_status st = write_texels(vk, vp, d);
+            if (st != LOOM_OK) {
+                free(sets);
+                return st;
+            }
+        }
     }
     free(sets);
     return LOOM_OK;
@@ -434,6 +494,8 @@ static void release(loom__vk *vk, loom__vk_plan *vp) {
     if (vp->cmd_prof) VKF(vkFreeCommandBuffers)(vk->device, vk->pool, 1, &vp->cmd_prof);
     if (vp->qpool) VKF(vkDestroyQueryPool)(vk->device, vp->qpool, NULL);
     if (vp->dpool) VKF(vkDestroyDescriptorPool)(vk->device, vp->dpool, NULL);
+    for (int i = 0; i < vp->nviews; i++) VKF(vkDestroyBufferView)(vk->device, vp->views[i], NULL);
+    free(vp->views);
     loom__vk_free(vk, vp->err);
     loom__vk_free(vk, vp->params);
     free(vp->nodes), free(vp->d), free(vp);

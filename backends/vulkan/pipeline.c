@@ -2,8 +2,9 @@
  * (generated/vulkan_shaders.c, one module per line of shaders/variants.txt):
  * one VkShaderModule per variant and one VkPipeline per (variant, work-group
  * size), created on first use and kept until the backend goes; ONE
- * descriptor-set layout (bindings 0..LOOM__VK_MAX_BIND-1, storage buffers)
- * and ONE pipeline layout (that set + a 128-byte push-constant range) for
+ * descriptor-set layout (bindings 0..LOOM__VK_MAX_BIND-1, storage buffers,
+ * then LOOM__VK_MAX_TEXEL uniform texel buffers where vk->texel) and ONE
+ * pipeline layout (that set + a 128-byte push-constant range) for
  * every shader. The work-group size is specialization constant 0.
  *
  * Before a module is used its SPIR-V capabilities are checked against the
@@ -35,12 +36,15 @@ static bool header_ok(const loom__vk *vk, const unsigned char *d, size_t n) {
 }
 
 loom_status loom__vk_layouts_create(loom__vk *vk) {
-    VkDescriptorSetLayoutBinding b[LOOM__VK_MAX_BIND];
-    for (int i = 0; i < LOOM__VK_MAX_BIND; i++)
-        b[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
-                                              VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+    VkDescriptorSetLayoutBinding b[LOOM__VK_MAX_BIND + LOOM__VK_MAX_TEXEL];
+    int nb = LOOM__VK_MAX_BIND + (vk->texel ? LOOM__VK_MAX_TEXEL : 0);
+    for (int i = 0; i < nb; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i,
+                                              i < LOOM__VK_MAX_BIND ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                                                    : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                                              1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
     VkDescriptorSetLayoutCreateInfo di = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    di.bindingCount = LOOM__VK_MAX_BIND;
+    di.bindingCount = (uint32_t)nb;
     di.pBindings = b;
     LOOM_VK_CHECK(vk, VKF(vkCreateDescriptorSetLayout)(vk->device, &di, NULL, &vk->set_layout));
     VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, LOOM__VK_PUSH_BYTES};

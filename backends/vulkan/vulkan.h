@@ -108,6 +108,10 @@
 #include "loom/vulkan.h" /* the public adoption API (adopt.c) */
 
 #define LOOM__VK_MAX_BIND 10    /* storage-buffer bindings per dispatch (one descriptor-set layout) */
+/* uniform texel buffer bindings LOOM__VK_MAX_BIND .. + LOOM__VK_MAX_TEXEL - 1 of the same layout, on
+ * devices whose formats allow them (loom__vk.texel): views of a dispatch's first bindings
+ * (loom__vk_texel_ab) */
+#define LOOM__VK_MAX_TEXEL 2
 #define LOOM__VK_PUSH_BYTES 128 /* push-constant range of every pipeline */
 #define LOOM__VK_PARAM_WORDS 16 /* per-node words in the per-step params buffer */
 #define LOOM__VK_LOCAL 256      /* work-group size of loom__vk_run_1d (clamped to the device) */
@@ -121,7 +125,8 @@
     X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)             \
     X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)                               \
     X(vkGetPhysicalDeviceMemoryProperties) X(vkGetPhysicalDeviceQueueFamilyProperties)              \
-    X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+    X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)              \
+    X(vkGetPhysicalDeviceFormatProperties)
 #define LOOM__VK_DEBUG_FNS(X) X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
 #define LOOM__VK_DEVICE_FNS(X)                                                                     \
     X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkDeviceWaitIdle) X(vkQueueSubmit) X(vkQueueWaitIdle)  \
@@ -137,7 +142,7 @@
     X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCreateQueryPool) X(vkDestroyQueryPool) \
     X(vkGetQueryPoolResults) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)  \
     X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdFillBuffer) X(vkCmdCopyBuffer)                  \
-    X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool)
+    X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkCreateBufferView) X(vkDestroyBufferView)
 
 #define LOOM__VK_FN_MEMBER(n) PFN_##n n;
 typedef struct loom__vk_fns {
@@ -202,6 +207,9 @@ typedef struct loom__vk {
     loom__vk_block *blocks;
     loom__buffer *staging; /* grown on demand */
     loom__buffer *dummy;   /* bound to unused binding slots */
+    bool texel;            /* uniform texel buffers: R32G32B32A32_SFLOAT can be one (device.c) */
+    VkFormat texel_fmt[3]; /* the view format per storage dtype f32, f16, bf16; VK_FORMAT_UNDEFINED = none */
+    VkBufferView dummy_view; /* bound to unused texel slots */
     loom__vk_hostmem *hostmem;
     /* pipelines (pipeline.c) */
     VkDescriptorSetLayout set_layout;
@@ -225,6 +233,7 @@ struct loom__buffer {
     unsigned char *map;    /* host pointer when the memory is mapped, else NULL */
     bool external;         /* buf is the application's (loom_vulkan_bind_buffer): never destroyed,
                               no block; bytes = size = the bound offset + bytes */
+    bool texel;            /* made with VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT (views possible) */
 };
 
 /* "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. */
@@ -329,6 +338,7 @@ typedef struct loom__vk_bind {
                                 larger than maxStorageBufferRange */
     VkDeviceSize lo, hi;     /* byte range touched */
     int access;              /* LOOM__VK_R / _W / _RW; 0 = not tracked (error slots, params) */
+    bool texel;              /* the buffer allows texel views */
 } loom__vk_bind;
 
 typedef struct loom__vk_call {
@@ -338,6 +348,7 @@ typedef struct loom__vk_call {
     loom__vk_bind b[LOOM__VK_MAX_BIND];
     uint32_t npush; /* bytes */
     unsigned char push[LOOM__VK_PUSH_BYTES];
+    VkFormat texel; /* loom__vk_texel_ab: views of b[0..LOOM__VK_MAX_TEXEL-1] in this format, else UNDEFINED */
     loom_status st; /* the first failure */
 } loom__vk_call;
 
@@ -360,6 +371,12 @@ void loom__vk_buf(loom__vk_call *c, loom__buffer *b, int access);
 void loom__vk_err(loom__vk_call *c);
 /* The next binding = the plan's params buffer; pushes the node's word offset. */
 void loom__vk_params(loom__vk_call *c);
+/* Bind views of the call's first LOOM__VK_MAX_TEXEL bindings (their windows,
+ * rounded down to whole texels) at the texel bindings, in the device's view
+ * format for storage dtype dt (vk->texel_fmt). False, and nothing changed,
+ * when the device, a buffer, a window's offset or its size does not allow it
+ * (the caller runs its storage-buffer form). */
+bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt);
 /* 32-bit push constants, in order */
 void loom__vk_u32(loom__vk_call *c, uint32_t v);
 void loom__vk_i32(loom__vk_call *c, int32_t v);

@@ -21,9 +21,17 @@
  *     every load instruction is a loop over the lanes). gemmw<W> needs K,
  *     lda, ldb and A's and B's element offsets and batch strides to be
  *     multiples of W (and 64-bit integers for gemmw8 in f32); where neither
- *     width fits, tiled.
- * LOOM_VULKAN_GEMM=tiled|wide forces a form (wide where it applies; the op-check
- * runs both); unset or auto: wide on a CPU device, tiled elsewhere.
+ *     width fits, tiled;
+ *   texel: shaders/gemm_wide.comp with TEXEL (gemmt4_*): A and B through
+ *     uniform texel buffers (views of their windows, loom__vk_texel_ab), 16 x
+ *     8 blocks, 4 elements per fetch; on CPU devices whose formats allow it
+ *     (device.c), where lavapipe gathers texels instead of looping over the
+ *     lanes (2-3.7x the storage-buffer loads, bench/results/
+ *     2026-12-05-vulkan-texel-gemm-probe.md). Where a window does not allow
+ *     a view, wide.
+ * LOOM_VULKAN_GEMM=tiled|wide|texel forces a form (wide: storage buffers only;
+ * texel where it applies; the op-check runs each); unset or auto: texel, else
+ * wide, on a CPU device, tiled elsewhere.
  * Reproducible mode always runs the canonical gemm*_r_f32. Figures:
  * bench/results/2026-12-04-gemm-vulkan.md. */
 typedef struct form {
@@ -35,10 +43,11 @@ typedef struct form {
 } form;
 static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
 static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
+static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true};
 
 /* A and B suit loads of w elements (the tensors' element offsets are checked
  * once bound: fits_offsets) */
-static bool fits_width(loom__vk *vk, loom_dtype dt, const loom__vk_gemm_desc *d, int w) {
+static bool fits_width(const loom__vk *vk, loom_dtype dt, const loom__vk_gemm_desc *d, int w) {
     if (d->repro || d->K % w || d->lda % w || d->ldb % w) return false;
     for (int i = 0; i < 3; i++)
         if (d->sa[i] % w || d->sb[i] % w) return false;
@@ -50,22 +59,33 @@ static const form *tiled(const loom__vk *vk, const loom__vk_gemm_desc *d) {
     return d->M >= LARGE.tm && d->N >= LARGE.tn && vk->max_local >= LARGE.local ? &LARGE : &SMALL;
 }
 
-/* the form of this product: LOOM_VULKAN_GEMM, else the device's kind */
+/* the storage-buffer wide form of this product, else tiled */
+static const form *wide_form(const loom__vk *vk, loom_dtype dt, const loom__vk_gemm_desc *d) {
+    if (vk->max_local >= WIDE8.local) {
+        if (fits_width(vk, dt, d, 8)) return &WIDE8;
+        if (fits_width(vk, dt, d, 4)) return &WIDE4;
+    }
+    return tiled(vk, d);
+}
+
+/* the form of this product: LOOM_VULKAN_GEMM, else the device's kind (on a
+ * CPU device the texel form where the device has texel views, device.c,
+ * and the sizes fit; its operands' windows are checked once bound) */
 static loom_status pick(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc *d, const form **out) {
     loom__vk *vk = o->vk;
     const char *env = getenv("LOOM_VULKAN_GEMM");
     bool wide = vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     *out = tiled(vk, d);
     if (env && *env && strcmp(env, "auto")) {
-        wide = !strcmp(env, "wide");
+        wide = !strcmp(env, "wide") || !strcmp(env, "texel");
         if (!wide && strcmp(env, "tiled"))
-            return loom__err(vk->ctx, LOOM_ERR_INVALID_ARG, "vulkan: LOOM_VULKAN_GEMM='%s' (node '%s'): expected auto, tiled or wide",
-                             env, o->t->name);
+            return loom__err(vk->ctx, LOOM_ERR_INVALID_ARG,
+                             "vulkan: LOOM_VULKAN_GEMM='%s' (node '%s'): expected auto, tiled, wide or texel", env,
+                             o->t->name);
     }
-    if (wide && vk->max_local >= WIDE8.local) {
-        if (fits_width(vk, dt, d, 8)) *out = &WIDE8;
-        else if (fits_width(vk, dt, d, 4)) *out = &WIDE4;
-    }
+    if (!wide) return LOOM_OK;
+    bool texel = vk->texel && !(env && !strcmp(env, "wide")); /* wide: storage buffers only */
+    *out = texel && vk->max_local >= TEXEL4.local && fits_width(vk, dt, d, 4) ? &TEXEL4 : wide_form(vk, dt, d);
     return LOOM_OK;
 }
 
@@ -128,6 +148,10 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     if (st != LOOM_OK) return st;
     loom__vk_call c;
     record(o, &c, f, dt, d);
+    if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt))) { /* windows that allow no views */
+        f = wide_form(vk, dt, d);
+        record(o, &c, f, dt, d);
+    }
     if (f->w && !fits_offsets(&c, f->w)) { /* a tensor bound off a word boundary */
         f = f->w == 8 && fits_offsets(&c, 4) && fits_width(vk, dt, d, 4) ? &WIDE4 : tiled(vk, d);
         record(o, &c, f, dt, d);
