@@ -91,6 +91,24 @@ TENSOR_IN(0, int, g);
 TENSOR_IN(1, T, x);
 TENSOR_OUT(2, T, col);
 PUSH { uint xo, n, ld; } pc;
+#if defined(TEXEL_X)
+/* TEXEL_X: x read through a uniform texel buffer (binding 10, a view of
+ * binding 1's window, one element per texel: R32_SFLOAT, or R16_UINT widened
+ * bit for bit as LD): lavapipe gathers texels where it loads storage
+ * buffers lane by lane */
+#if defined(T_F32)
+layout(set = 0, binding = 10) uniform samplerBuffer xt;
+#define LDX(i) texelFetch(xt, int(i)).x
+#elif defined(T_F16)
+layout(set = 0, binding = 10) uniform usamplerBuffer xt;
+#define LDX(i) f16_to_f32(texelFetch(xt, int(i)).x)
+#else
+layout(set = 0, binding = 10) uniform usamplerBuffer xt;
+#define LDX(i) bf16_to_f32(texelFetch(xt, int(i)).x)
+#endif
+#else
+#define LDX(i) LD(x, i)
+#endif
 
 void main() {
     uint id = loom_gid();
@@ -109,7 +127,7 @@ void main() {
     uint row = pc.xo + uint(((n * g[1] + gr * g[15] + c) * g[2] + ih) * W);
     for (int j = 0, iw = iw0; j < OW; j++, iw += sw) {
         float v = 0.0;
-        if (iw >= 0 && iw < W) v = LD(x, row + uint(iw));
+        if (iw >= 0 && iw < W) v = LDX(row + uint(iw));
         ST(col, dst + uint(j), v); /* exact: the value is already in the storage type */
     }
 }

@@ -34,7 +34,8 @@ typedef struct vk_dispatch {
     int nbind;
     loom__vk_bind b[LOOM__VK_MAX_BIND];
     unsigned char push[LOOM__VK_PUSH_BYTES];
-    VkFormat texel; /* views of b[0..LOOM__VK_MAX_TEXEL-1] at the texel bindings, or UNDEFINED */
+    VkFormat texel[LOOM__VK_MAX_TEXEL]; /* slot k: a view of b[texel_of[k]], or UNDEFINED */
+    int texel_of[LOOM__VK_MAX_TEXEL];
     uint32_t g[3];
     VkDescriptorSet set;
 } vk_dispatch;
@@ -167,26 +168,41 @@ void loom__vk_out(loom__vk_call *c, const loom_tensor *t) { bind_tensor(c, t, LO
 void loom__vk_inout(loom__vk_call *c, const loom_tensor *t) { bind_tensor(c, t, LOOM__VK_RW); }
 void loom__vk_buf(loom__vk_call *c, loom__buffer *b, int access) { bind(c, b, 0, b->size, access); }
 
-/* the texel view of binding b in a format of `texel` bytes per texel: its
- * window rounded down to whole texels (VK_WHOLE_SIZE stays: the view then
- * ends at the buffer's last whole texel) */
+/* bytes per texel of the view formats device.c picks */
+static VkDeviceSize texel_bytes(VkFormat f) {
+    switch (f) {
+    case VK_FORMAT_R32G32B32A32_SFLOAT: return 16;
+    case VK_FORMAT_R32G32_UINT: case VK_FORMAT_R16G16B16A16_UINT: return 8;
+    case VK_FORMAT_R32_SFLOAT: return 4;
+    default: return 2; /* R16_UINT */
+    }
+}
+
+/* the texel view of binding b: its window rounded down to whole texels
+ * (VK_WHOLE_SIZE stays: the view then ends at the buffer's last whole texel) */
 static VkDeviceSize texel_range(const loom__vk_bind *b, VkDeviceSize texel) {
     return b->range == VK_WHOLE_SIZE ? VK_WHOLE_SIZE : b->range / texel * texel;
 }
 
-bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt) {
+bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int per) {
     const loom__vk *vk = c->o->vk;
     int i = dt == LOOM_F32 ? 0 : dt == LOOM_F16 ? 1 : dt == LOOM_BF16 ? 2 : -1;
-    if (!vk->texel || i < 0 || vk->texel_fmt[i] == VK_FORMAT_UNDEFINED || c->nbind < LOOM__VK_MAX_TEXEL) return false;
-    VkDeviceSize tb = i == 0 ? 16 : 8, al = vk->props.limits.minTexelBufferOffsetAlignment;
-    for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) {
-        const loom__vk_bind *b = &c->b[k];
-        VkDeviceSize r = texel_range(b, tb), bytes = r == VK_WHOLE_SIZE ? b->hi - b->off : r;
-        if (!b->texel || (al && b->off % al) || bytes < tb || bytes / tb > vk->props.limits.maxTexelBufferElements)
-            return false;
-    }
-    c->texel = vk->texel_fmt[i];
+    if (!vk->texel || i < 0 || slot < 0 || slot >= LOOM__VK_MAX_TEXEL || binding < 0 || binding >= c->nbind) return false;
+    VkFormat f = per == 4 ? vk->texel_fmt[i] : per == 1 ? vk->texel_fmt1[i] : VK_FORMAT_UNDEFINED;
+    if (f == VK_FORMAT_UNDEFINED) return false;
+    const loom__vk_bind *b = &c->b[binding];
+    VkDeviceSize tb = texel_bytes(f), al = vk->props.limits.minTexelBufferOffsetAlignment;
+    VkDeviceSize r = texel_range(b, tb), bytes = r == VK_WHOLE_SIZE ? b->hi - b->off : r;
+    if (!b->texel || (al && b->off % al) || bytes < tb || bytes / tb > vk->props.limits.maxTexelBufferElements)
+        return false;
+    c->texel[slot] = f, c->texel_of[slot] = binding;
     return true;
+}
+
+bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt) {
+    if (loom__vk_texel(c, 0, 0, dt, 4) && loom__vk_texel(c, 1, 1, dt, 4)) return true;
+    c->texel[0] = c->texel[1] = VK_FORMAT_UNDEFINED;
+    return false;
 }
 
 /* The node's slot is bound as its own window (slots are err_stride bytes
@@ -246,7 +262,8 @@ loom_status loom__vk_run_grid(loom__vk_call *c, uint32_t gx, uint32_t gy, uint32
     d->nbind = c->nbind;
     memcpy(d->b, c->b, sizeof d->b);
     memcpy(d->push, c->push, sizeof d->push);
-    d->texel = c->texel;
+    memcpy(d->texel, c->texel, sizeof d->texel);
+    memcpy(d->texel_of, c->texel_of, sizeof d->texel_of);
     d->g[0] = gx, d->g[1] = gy, d->g[2] = gz;
     c->o->node->count++;
     return LOOM_OK;
@@ -414,13 +431,14 @@ static loom_status write_texels(loom__vk *vk, loom__vk_plan *vp, const vk_dispat
     VkBufferView v[LOOM__VK_MAX_TEXEL];
     for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) {
         v[k] = vk->dummy_view;
-        if (d->texel == VK_FORMAT_UNDEFINED) continue;
+        if (d->texel[k] == VK_FORMAT_UNDEFINED) continue;
         VkBufferView *grown = realloc(vp->views, (size_t)(vp->nviews + 1) * sizeof *grown);
         if (!grown) return loom__err(vk->ctx, LOOM_ERR_OOM, "vulkan: out of memory");
         vp->views = grown;
         VkBufferViewCreateInfo vi = {VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
-        vi.buffer = d->b[k].buf, vi.format = d->texel, vi.offset = d->b[k].off;
-        vi.range = texel_range(&d->b[k], d->texel == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 8);
+        const loom__vk_bind *b = &d->b[d->texel_of[k]];
+        vi.buffer = b->buf, vi.format = d->texel[k], vi.offset = b->off;
+        vi.range = texel_range(b, texel_bytes(d->texel[k]));
         LOOM_VK_CHECK(vk, VKF(vkCreateBufferView)(vk->device, &vi, NULL, &vp->views[vp->nviews]));
         v[k] = vp->views[vp->nviews++];
     }

@@ -208,7 +208,9 @@ typedef struct loom__vk {
     loom__buffer *staging; /* grown on demand */
     loom__buffer *dummy;   /* bound to unused binding slots */
     bool texel;            /* uniform texel buffers: R32G32B32A32_SFLOAT can be one (device.c) */
-    VkFormat texel_fmt[3]; /* the view format per storage dtype f32, f16, bf16; VK_FORMAT_UNDEFINED = none */
+    VkFormat texel_fmt[3]; /* the view format per storage dtype f32, f16, bf16, 4 elements per texel;
+                              VK_FORMAT_UNDEFINED = none */
+    VkFormat texel_fmt1[3]; /* the same, one element per texel (R32_SFLOAT, R16_UINT) */
     VkBufferView dummy_view; /* bound to unused texel slots */
     loom__vk_hostmem *hostmem;
     /* pipelines (pipeline.c) */
@@ -348,7 +350,8 @@ typedef struct loom__vk_call {
     loom__vk_bind b[LOOM__VK_MAX_BIND];
     uint32_t npush; /* bytes */
     unsigned char push[LOOM__VK_PUSH_BYTES];
-    VkFormat texel; /* loom__vk_texel_ab: views of b[0..LOOM__VK_MAX_TEXEL-1] in this format, else UNDEFINED */
+    VkFormat texel[LOOM__VK_MAX_TEXEL]; /* loom__vk_texel: slot k views b[texel_of[k]] in this format, or UNDEFINED */
+    int texel_of[LOOM__VK_MAX_TEXEL];
     loom_status st; /* the first failure */
 } loom__vk_call;
 
@@ -371,11 +374,14 @@ void loom__vk_buf(loom__vk_call *c, loom__buffer *b, int access);
 void loom__vk_err(loom__vk_call *c);
 /* The next binding = the plan's params buffer; pushes the node's word offset. */
 void loom__vk_params(loom__vk_call *c);
-/* Bind views of the call's first LOOM__VK_MAX_TEXEL bindings (their windows,
- * rounded down to whole texels) at the texel bindings, in the device's view
- * format for storage dtype dt (vk->texel_fmt). False, and nothing changed,
- * when the device, a buffer, a window's offset or its size does not allow it
+/* Bind a view of the call's binding `binding` (its window, rounded down to
+ * whole texels) at texel binding LOOM__VK_MAX_BIND + slot, in the device's
+ * view format for storage dtype dt: `per` 4 elements per texel
+ * (vk->texel_fmt) or 1 (vk->texel_fmt1). False, and nothing changed, when
+ * the device, the buffer, the window's offset or its size does not allow it
  * (the caller runs its storage-buffer form). */
+bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int per);
+/* views of bindings 0 and 1 at slots 0 and 1, 4 elements per texel; both or neither */
 bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt);
 /* 32-bit push constants, in order */
 void loom__vk_u32(loom__vk_call *c, uint32_t v);

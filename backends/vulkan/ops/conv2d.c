@@ -110,16 +110,20 @@ static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, l
     loom__buffer *gm;
     loom_status st = geom_table(o, q, &gm);
     if (st != LOOM_OK) return st;
-    /* one invocation per element, or per column row on a CPU device (by_rows) */
+    /* one invocation per element, or per column row on a CPU device (by_rows),
+     * there reading x through a texel view where the device allows one */
     bool rows = by_rows(o);
     int64_t n = rows ? q->N * q->G * q->K * q->OH : q->N * q->G * q->K * q->P;
     loom__vk_call c;
-    /* bindings g, x, col: push {xo, n} */
-    loom__vk_begin(o, &c, rows ? "conv_im2col_rows" : "conv_im2col", x->dtype);
-    loom__vk_buf(&c, gm, LOOM__VK_R);
-    loom__vk_in(&c, x);
-    loom__vk_buf(&c, col, LOOM__VK_W);
-    loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, (uint32_t)ld);
+    for (int texel = rows && o->vk->texel; texel >= 0; texel--) {
+        /* bindings g, x, col (texel: x's view at texel slot 0): push {xo, n, ld} */
+        loom__vk_begin(o, &c, !rows ? "conv_im2col" : texel ? "conv_im2col_rows_t" : "conv_im2col_rows", x->dtype);
+        loom__vk_buf(&c, gm, LOOM__VK_R);
+        loom__vk_in(&c, x);
+        loom__vk_buf(&c, col, LOOM__VK_W);
+        loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, (uint32_t)ld);
+        if (!texel || loom__vk_texel(&c, 0, 1, x->dtype, 1)) break;
+    }
     return loom__vk_run_1d(&c, n);
 }
 
