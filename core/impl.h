@@ -205,6 +205,12 @@ loom__conv_geom loom__conv_geom_of(const loom_tensor *t);
  * C out, H x W outputs). False when q is not of that kind (the GPU
  * backends' choice, ops/conv2d.c). */
 bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f);
+/* The images per product of a GPU backend's weight gradient (the products of
+ * CH images each, then their sum over the N/CH chunks: longer products than
+ * one per image, rounding within ~1e-6 where one N*P-term accumulator loses
+ * ~1e-4): the largest divisor of N up to 8; 1 in reproducible mode (one
+ * product per image, the canonical order of core/repro.h). */
+int64_t loom__conv_gw_chunk(int64_t N, bool reproducible);
 
 /* A matmul node y as one batched GEMM (core/ops/matmul.c), for the GPU
  * backends: C (M, N) = op(A) op(B) per batch item, row-major with leading

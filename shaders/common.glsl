@@ -14,8 +14,10 @@
  *
  * Bindings: set 0, binding b, storage buffers (TENSOR_IN / TENSOR_OUT
  * below); on CPU devices bindings 10 and 11 are uniform texel buffers, views
- * of bindings 0 and 1 (gemm_wide.comp's TEXEL form, vulkan.h). Push constants: each kernel declares its own block (PUSH below)
- * of 32-bit scalars in the order the host pushes them (vulkan.h).
+ * of a dispatch's storage bindings (loom__vk_texel in vulkan.h: gemm_wide.comp's
+ * TEXEL form, conv2d.comp's TEXEL_X). Push constants: each kernel declares
+ * its own block (PUSH below) of 32-bit scalars in the order the host pushes
+ * them (vulkan.h).
  *
  * Work-group size: the specialization constant 0 (the host picks it: 256 for
  * elementwise kernels, or the `local` of loom__vk_run_groups). A kernel that

@@ -128,9 +128,9 @@
 /* TEXEL (W = 4): A and B read through uniform texel buffers (bindings 10 and
  * 11, views of the same windows as bindings 0 and 1, one texel = one word of
  * 4 elements): R32G32B32A32_SFLOAT for f32, R32G32_UINT for f16 (two
- * unpackHalf2x16, as the storage form: an R16G16B16A16_SFLOAT view ran at
- * 0.83x f32 on lavapipe, this one at f32's speed), R16G16B16A16_UINT for
- * bf16 (a shift widens it). lavapipe fetches texels with vector gathers where it
+ * unpackHalf2x16, as the storage form: 0.89x f32 on lavapipe, where an
+ * R16G16B16A16_SFLOAT view ran at 0.83x), R16G16B16A16_UINT for bf16 (a
+ * shift widens it). lavapipe fetches texels with vector gathers where it
  * loads storage buffers lane by lane: 2-3.7x the GEMM's speed
  * (bench/results/2026-12-05-vulkan-texel-gemm-probe.md). */
 #if W != 4

@@ -379,8 +379,7 @@ static loom_status read_caps(loom__vk *vk) {
     return LOOM_OK;
 }
 
-/* the device and queue are there: loom's own objects on them */
-/* Uniform texel buffers for the texel GEMM (ops/matmul.c), on CPU devices
+/* Uniform texel buffers for the texel GEMM (ops/matmul.c) and im2col (ops/conv2d.c), on CPU devices
  * only (lavapipe: texel fetches are vector gathers where storage-buffer
  * loads are lane loops; a GPU keeps its shared-memory GEMM and its buffers
  * their usual usage): a view format per storage dtype whose buffer features
@@ -403,6 +402,7 @@ static void texel_formats(loom__vk *vk) {
         for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = VK_FORMAT_UNDEFINED;
 }
 
+/* the device and queue are there: loom's own objects on them */
 static loom_status finish_open(loom__vk *vk) {
     loom_status st;
     VkCommandPoolCreateInfo pi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

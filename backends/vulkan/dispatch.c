@@ -425,8 +425,8 @@ static loom_status alloc_cmd(loom__vk *vk, VkCommandBuffer *out) {
     return LOOM_OK;
 }
 
-/* the texel bindings of dispatch d: views of its first bindings
- * (loom__vk_texel_ab), else the dummy view; the plan owns the views */
+/* the texel bindings of dispatch d: views of the bindings loom__vk_texel
+ * named, else the dummy view; the plan owns the views */
 static loom_status write_texels(loom__vk *vk, loom__vk_plan *vp, const vk_dispatch *d) {
     VkBufferView v[LOOM__VK_MAX_TEXEL];
     for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) {

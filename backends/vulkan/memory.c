@@ -199,7 +199,7 @@ loom_status loom__vk_alloc(loom__vk *vk, uint32_t type, size_t bytes, loom__buff
     VkBufferCreateInfo ci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     ci.size = buf->size;
     ci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    if (vk->texel) ci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT; /* views for the texel GEMM */
+    if (vk->texel) ci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT; /* texel views (loom__vk_texel) */
     buf->texel = vk->texel;
     ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     VkResult r = VKF(vkCreateBuffer)(vk->device, &ci, NULL, &buf->buf);

@@ -109,8 +109,8 @@
 
 #define LOOM__VK_MAX_BIND 10    /* storage-buffer bindings per dispatch (one descriptor-set layout) */
 /* uniform texel buffer bindings LOOM__VK_MAX_BIND .. + LOOM__VK_MAX_TEXEL - 1 of the same layout, on
- * devices whose formats allow them (loom__vk.texel): views of a dispatch's first bindings
- * (loom__vk_texel_ab) */
+ * devices whose formats allow them (loom__vk.texel): views of a dispatch's storage bindings
+ * (loom__vk_texel) */
 #define LOOM__VK_MAX_TEXEL 2
 #define LOOM__VK_PUSH_BYTES 128 /* push-constant range of every pipeline */
 #define LOOM__VK_PARAM_WORDS 16 /* per-node words in the per-step params buffer */

@@ -140,6 +140,12 @@ bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f) {
     return true;
 }
 
+int64_t loom__conv_gw_chunk(int64_t N, bool reproducible) {
+    int64_t ch = reproducible ? 1 : 8;
+    while (ch > 1 && N % ch) ch--;
+    return ch;
+}
+
 loom__conv_geom loom__conv_geom_of(const loom_tensor *t) {
     const int64_t *xd, *wd, *yd;
     switch (t->op) {

@@ -170,15 +170,13 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O), loom__cl_arg_i64(&ar, q.P);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_1d(o, k, q.O * L)) != LOOM_OK) return st;
-    /* One product per chunk of CH images (CH the largest divisor of N up to
-     * 8; 1 in reproducible mode), then a sum over the chunks: summing N*P terms in one f32
-     * accumulator loses ~1e-4 relative for N*P ~ 5e4 (and its rounding
-     * differs from the CPU's blocked GEMM); CH*P-term products added over
-     * N/CH stay within ~1e-6, and are longer products than one per image.
+    /* One product per chunk of CH images (loom__conv_gw_chunk: the largest
+     * divisor of N up to 8, 1 in reproducible mode), then a sum over the
+     * chunks: summing N*P terms in one f32 accumulator loses ~1e-4 relative
+     * for N*P ~ 5e4 (and its rounding differs from the CPU's blocked GEMM);
+     * CH*P-term products added over N/CH stay within ~1e-6.
      * batch (1, s, g): part[s, g] (Og, K) = dyp_g[:, s*CH*P ..] (Og, CH*P) @ col_g[:, s*CH*P ..]^T */
-    int64_t ch = o->cl->reproducible ? 1 : 8; /* reproducible mode: one product per image, the canonical order */
-    while (q.N % ch) ch--;
-    int64_t nparts = q.N / ch;
+    int64_t ch = loom__conv_gw_chunk(q.N, o->cl->reproducible), nparts = q.N / ch;
     cl_mem part;
     if ((st = workspace(o, nparts * q.O * q.K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;
     loom__cl_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, nparts, q.G}, .M = q.Og, .N = q.K, .K = ch * q.P,

@@ -301,13 +301,11 @@ static loom_status sum_parts(loom__vk_op *o, loom__buffer *part, int64_t nparts)
  * convolution), col (K, N*P) = im2col(x), and dw (O, K) = sum over chunks of
  * CH images of dyf_chunk (O, CH*P) @ col_chunk^T: a few long products
  * rather than N short ones, where one product over all N*P terms would
- * round worse (one f32 accumulator: ~1e-4 relative at N*P ~ 5e4, see
- * backends/opencl/ops/conv2d.c). CH: the largest divisor of N up to 8. */
+ * round worse (CH: loom__conv_gw_chunk, shared with backends/opencl). Not in
+ * reproducible mode (use_flat). */
 static loom_status flat_grad_weight(loom__vk_op *o, const geom *q) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
-    int64_t np = q->N * q->P, ld = (np + 7) / 8 * 8, ch = 8;
-    while (q->N % ch) ch--;
-    int64_t nparts = q->N / ch;
+    int64_t np = q->N * q->P, ld = (np + 7) / 8 * 8, ch = loom__conv_gw_chunk(q->N, false), nparts = q->N / ch;
     geom f = {.N = q->N, .C = q->O, .H = q->OH, .W = q->OW, .O = q->O, .KH = 1, .KW = 1, .OH = q->OH, .OW = q->OW,
               .sh = 1, .sw = 1, .dh = 1, .dw = 1, .G = 1, .Cg = q->O, .Og = q->O, .K = q->O, .P = q->P};
     loom__buffer *dyf, *col, *part = NULL;
