@@ -132,12 +132,28 @@
  * R16G16B16A16_SFLOAT view ran at 0.83x), R16G16B16A16_UINT for bf16 (a
  * shift widens it). lavapipe fetches texels with vector gathers where it
  * loads storage buffers lane by lane: 2-3.7x the GEMM's speed
- * (bench/results/2026-12-05-vulkan-texel-gemm-probe.md). */
-#if W != 4
-#error "gemm_wide.comp: TEXEL needs W = 4"
+ * (bench/results/2026-12-05-vulkan-texel-gemm-probe.md).
+ * TEXEL with W = 8 (bf16 only): 8 elements per R32G32B32A32_UINT texel, half
+ * the fetches of W = 4 for one shift or mask per element (lavapipe n = 1024:
+ * 37-43 -> 45-46 GFLOP/s, above f32's 39-41). The same for f16 ran slower
+ * than its W = 4 form (35-36 against 38.6: unpackHalf2x16 costs more than
+ * the fetches it saves), so f16 stays at W = 4. */
+#if W != 4 && !(W == 8 && defined(T_BF16))
+#error "gemm_wide.comp: TEXEL needs W = 4, or W = 8 for bf16"
 #endif
 #undef WLD
-#if defined(T_BF16)
+#if W == 8 /* bf16, R32G32B32A32_UINT: two elements per component, low half first */
+layout(set = 0, binding = 10) uniform usamplerBuffer AW;
+layout(set = 0, binding = 11) uniform usamplerBuffer BW;
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        uvec4 v_ = texelFetch(X, int(i));                                                \
+        [[unroll]] for (int h_ = 0; h_ < 4; h_++) {                                      \
+            out[2 * h_] = uintBitsToFloat(v_[h_] << 16);                                 \
+            out[2 * h_ + 1] = uintBitsToFloat(v_[h_] & 0xffff0000u);                     \
+        }                                                                                \
+    }
+#elif defined(T_BF16)
 layout(set = 0, binding = 10) uniform usamplerBuffer AW;
 layout(set = 0, binding = 11) uniform usamplerBuffer BW;
 #define WLD(X, i, out)                                                                   \

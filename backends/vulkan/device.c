@@ -387,8 +387,9 @@ static loom_status read_caps(loom__vk *vk) {
 static void texel_formats(loom__vk *vk) {
     static const VkFormat want[3] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32G32_UINT, VK_FORMAT_R16G16B16A16_UINT};
     static const VkFormat want1[3] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R16_UINT, VK_FORMAT_R16_UINT};
+    static const VkFormat want8[3] = {VK_FORMAT_UNDEFINED, VK_FORMAT_UNDEFINED, VK_FORMAT_R32G32B32A32_UINT};
     vk->texel = false;
-    for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = VK_FORMAT_UNDEFINED;
+    for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = vk->texel_fmt8[i] = VK_FORMAT_UNDEFINED;
     if (vk->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return;
     for (int i = 0; i < 3; i++) {
         VkFormatProperties fp;
@@ -396,10 +397,13 @@ static void texel_formats(loom__vk *vk) {
         if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt[i] = want[i];
         VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, want1[i], &fp);
         if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt1[i] = want1[i];
+        if (want8[i] == VK_FORMAT_UNDEFINED) continue;
+        VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, want8[i], &fp);
+        if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt8[i] = want8[i];
     }
     vk->texel = vk->texel_fmt[0] != VK_FORMAT_UNDEFINED; /* the dummy view's format */
     if (!vk->texel)
-        for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = VK_FORMAT_UNDEFINED;
+        for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = vk->texel_fmt8[i] = VK_FORMAT_UNDEFINED;
 }
 
 /* the device and queue are there: loom's own objects on them */

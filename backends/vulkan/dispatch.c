@@ -171,7 +171,7 @@ void loom__vk_buf(loom__vk_call *c, loom__buffer *b, int access) { bind(c, b, 0,
 /* bytes per texel of the view formats device.c picks */
 static VkDeviceSize texel_bytes(VkFormat f) {
     switch (f) {
-    case VK_FORMAT_R32G32B32A32_SFLOAT: return 16;
+    case VK_FORMAT_R32G32B32A32_SFLOAT: case VK_FORMAT_R32G32B32A32_UINT: return 16;
     case VK_FORMAT_R32G32_UINT: case VK_FORMAT_R16G16B16A16_UINT: return 8;
     case VK_FORMAT_R32_SFLOAT: return 4;
     default: return 2; /* R16_UINT */
@@ -188,7 +188,10 @@ bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int 
     const loom__vk *vk = c->o->vk;
     int i = dt == LOOM_F32 ? 0 : dt == LOOM_F16 ? 1 : dt == LOOM_BF16 ? 2 : -1;
     if (!vk->texel || i < 0 || slot < 0 || slot >= LOOM__VK_MAX_TEXEL || binding < 0 || binding >= c->nbind) return false;
-    VkFormat f = per == 4 ? vk->texel_fmt[i] : per == 1 ? vk->texel_fmt1[i] : VK_FORMAT_UNDEFINED;
+    VkFormat f = per == 4   ? vk->texel_fmt[i]
+                 : per == 8 ? vk->texel_fmt8[i]
+                 : per == 1 ? vk->texel_fmt1[i]
+                            : VK_FORMAT_UNDEFINED;
     if (f == VK_FORMAT_UNDEFINED) return false;
     const loom__vk_bind *b = &c->b[binding];
     VkDeviceSize tb = texel_bytes(f), al = vk->props.limits.minTexelBufferOffsetAlignment;
@@ -199,8 +202,8 @@ bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int 
     return true;
 }
 
-bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt) {
-    if (loom__vk_texel(c, 0, 0, dt, 4) && loom__vk_texel(c, 1, 1, dt, 4)) return true;
+bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt, int per) {
+    if (loom__vk_texel(c, 0, 0, dt, per) && loom__vk_texel(c, 1, 1, dt, per)) return true;
     c->texel[0] = c->texel[1] = VK_FORMAT_UNDEFINED;
     return false;
 }

@@ -211,6 +211,7 @@ typedef struct loom__vk {
     VkFormat texel_fmt[3]; /* the view format per storage dtype f32, f16, bf16, 4 elements per texel;
                               VK_FORMAT_UNDEFINED = none */
     VkFormat texel_fmt1[3]; /* the same, one element per texel (R32_SFLOAT, R16_UINT) */
+    VkFormat texel_fmt8[3]; /* the same, 8 elements per texel (bf16: R32G32B32A32_UINT) */
     VkBufferView dummy_view; /* bound to unused texel slots */
     loom__vk_hostmem *hostmem;
     /* pipelines (pipeline.c) */
@@ -377,12 +378,12 @@ void loom__vk_params(loom__vk_call *c);
 /* Bind a view of the call's binding `binding` (its window, rounded down to
  * whole texels) at texel binding LOOM__VK_MAX_BIND + slot, in the device's
  * view format for storage dtype dt: `per` 4 elements per texel
- * (vk->texel_fmt) or 1 (vk->texel_fmt1). False, and nothing changed, when
+ * (vk->texel_fmt), 8 (vk->texel_fmt8) or 1 (vk->texel_fmt1). False, and nothing changed, when
  * the device, the buffer, the window's offset or its size does not allow it
  * (the caller runs its storage-buffer form). */
 bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int per);
-/* views of bindings 0 and 1 at slots 0 and 1, 4 elements per texel; both or neither */
-bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt);
+/* views of bindings 0 and 1 at slots 0 and 1, `per` elements per texel; both or neither */
+bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt, int per);
 /* 32-bit push constants, in order */
 void loom__vk_u32(loom__vk_call *c, uint32_t v);
 void loom__vk_i32(loom__vk_call *c, int32_t v);

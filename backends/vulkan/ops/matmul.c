@@ -27,8 +27,9 @@
  *     8 blocks, 4 elements per fetch; on CPU devices whose formats allow it
  *     (device.c), where lavapipe gathers texels instead of looping over the
  *     lanes (2-3.7x the storage-buffer loads, bench/results/
- *     2026-12-05-vulkan-texel-gemm-probe.md). Where a window does not allow
- *     a view, wide.
+ *     2026-12-05-vulkan-texel-gemm-probe.md); bf16 with K and the leading
+ *     dimensions multiples of 8 as gemmt8_* (8 elements per fetch). Where a
+ *     window does not allow a view, the narrower texel form, else wide.
  * LOOM_VULKAN_GEMM=tiled|wide|texel forces a form (wide: storage buffers only;
  * texel where it applies; the op-check runs each); unset or auto: texel, else
  * wide, on a CPU device, tiled elsewhere.
@@ -43,7 +44,7 @@ typedef struct form {
 } form;
 static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
 static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
-static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true};
+static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true}, TEXEL8 = {"gemmt8", 16, 64, 8, 8, true};
 
 /* A and B suit loads of w elements (the tensors' element offsets are checked
  * once bound: fits_offsets) */
@@ -85,7 +86,9 @@ static loom_status pick(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc 
     }
     if (!wide) return LOOM_OK;
     bool texel = vk->texel && !(env && !strcmp(env, "wide")); /* wide: storage buffers only */
-    *out = texel && vk->max_local >= TEXEL4.local && fits_width(vk, dt, d, 4) ? &TEXEL4 : wide_form(vk, dt, d);
+    texel = texel && vk->max_local >= TEXEL4.local;
+    if (texel && dt == LOOM_BF16 && fits_width(vk, dt, d, 8)) *out = &TEXEL8;
+    else *out = texel && fits_width(vk, dt, d, 4) ? &TEXEL4 : wide_form(vk, dt, d);
     return LOOM_OK;
 }
 
@@ -148,7 +151,11 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     if (st != LOOM_OK) return st;
     loom__vk_call c;
     record(o, &c, f, dt, d);
-    if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt))) { /* windows that allow no views */
+    if (f == &TEXEL8 && !(fits_offsets(&c, 8) && loom__vk_texel_ab(&c, dt, 8))) {
+        f = &TEXEL4; /* fits_width 8 implies 4 */
+        record(o, &c, f, dt, d);
+    }
+    if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt, 4))) { /* windows that allow no views */
         f = wide_form(vk, dt, d);
         record(o, &c, f, dt, d);
     }
