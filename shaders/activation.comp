@@ -58,7 +58,7 @@ void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
     const float half_ = 0.5, one = 1.0, rsqrt2 = 0.70710678118654752440, rsqrt2pi = 0.39894228040143267794;
-    float v = LD(x, pc.xo + i);
+    float v = LD0(x, pc.xo + i);
     precise float r;
     switch (pc.kind) {
     case LOOM_K_ACT_RELU: r = v > 0.0 || isnan(v) ? v : 0.0; break; /* NaN stays NaN (torch) */
@@ -67,21 +67,21 @@ void main() {
     case LOOM_K_ACT_SILU: r = v * sigmoid_f(v); break;
     case LOOM_K_ACT_TANH: r = tanh_f(v); break;
     case LOOM_K_ACT_SIGMOID: r = sigmoid_f(v); break;
-    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 || isnan(v) ? LD(dy, pc.dyo + i) : 0.0; break;
-    case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0 ? LD(dy, pc.dyo + i) : pc.slope * LD(dy, pc.dyo + i); break;
+    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 || isnan(v) ? LD1(dy, pc.dyo + i) : 0.0; break;
+    case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0 ? LD1(dy, pc.dyo + i) : pc.slope * LD1(dy, pc.dyo + i); break;
     case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
         precise float cdf = half_ * (one + erf_f(v * rsqrt2));
         precise float pdf = rsqrt2pi * exp(-half_ * v * v);
-        r = LD(dy, pc.dyo + i) * (cdf + v * pdf);
+        r = LD1(dy, pc.dyo + i) * (cdf + v * pdf);
         break;
     }
     case LOOM_K_ACT_SILU_GRAD: { /* s (1 + x (1 - s)) */
         float s = sigmoid_f(v);
-        r = LD(dy, pc.dyo + i) * s * (one + v * (one - s));
+        r = LD1(dy, pc.dyo + i) * s * (one + v * (one - s));
         break;
     }
-    case LOOM_K_ACT_TANH_GRAD: r = LD(dy, pc.dyo + i) * (one - v * v); break;   /* x is the forward output */
-    case LOOM_K_ACT_SIGMOID_GRAD: r = LD(dy, pc.dyo + i) * v * (one - v); break; /* x is the forward output */
+    case LOOM_K_ACT_TANH_GRAD: r = LD1(dy, pc.dyo + i) * (one - v * v); break;   /* x is the forward output */
+    case LOOM_K_ACT_SIGMOID_GRAD: r = LD1(dy, pc.dyo + i) * v * (one - v); break; /* x is the forward output */
     default: r = 0.0;
     }
     ST(y, pc.yo + i, r);

@@ -15,7 +15,7 @@
  * Bindings: set 0, binding b, storage buffers (TENSOR_IN / TENSOR_OUT
  * below); on CPU devices bindings 10 and 11 are uniform texel buffers, views
  * of a dispatch's storage bindings (loom__vk_texel in vulkan.h: gemm_wide.comp's
- * TEXEL form, conv2d.comp's TEXEL_X). Push constants: each kernel declares
+ * TEXEL form, conv2d.comp's TEXEL_X, TEXEL_IN below). Push constants: each kernel declares
  * its own block (PUSH below) of 32-bit scalars in the order the host pushes
  * them (vulkan.h).
  *
@@ -102,6 +102,32 @@ uint f32_to_bf16(float f) {
 #define T uint16_t
 #define LD LD_BF16
 #define ST ST_BF16
+#endif
+
+/* Texel inputs (CPU devices; the host binds them with loom__vk_texel, one
+ * element per texel: R32_SFLOAT, or R16_UINT widened bit for bit as LD):
+ * TEXEL_IN(s, name) declares `name` at texel binding 10 + s, LDT(name, i)
+ * loads element i as float (the same index as the storage binding it views). */
+#if defined(T_F32)
+#define TEXEL_IN(s, name) layout(set = 0, binding = 10 + s) uniform samplerBuffer name
+#define LDT(name, i) texelFetch(name, int(i)).x
+#elif defined(T_F16)
+#define TEXEL_IN(s, name) layout(set = 0, binding = 10 + s) uniform usamplerBuffer name
+#define LDT(name, i) f16_to_f32(texelFetch(name, int(i)).x)
+#elif defined(T_BF16)
+#define TEXEL_IN(s, name) layout(set = 0, binding = 10 + s) uniform usamplerBuffer name
+#define LDT(name, i) bf16_to_f32(texelFetch(name, int(i)).x)
+#endif
+/* LD0 / LD1: loads from bindings 0 and 1; with TEXEL01 (the *_t variants the
+ * host picks with loom__vk_texel_variant) through their texel views */
+#if defined(TEXEL01)
+TEXEL_IN(0, in0_t);
+TEXEL_IN(1, in1_t);
+#define LD0(buf, i) LDT(in0_t, i)
+#define LD1(buf, i) LDT(in1_t, i)
+#else
+#define LD0(buf, i) LD(buf, i)
+#define LD1(buf, i) LD(buf, i)
 #endif
 
 /* Storage-buffer declarations: TENSOR_IN(0, T, a) declares `a` (T[]) at

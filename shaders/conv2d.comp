@@ -96,16 +96,8 @@ PUSH { uint xo, n, ld; } pc;
  * binding 1's window, one element per texel: R32_SFLOAT, or R16_UINT widened
  * bit for bit as LD): lavapipe gathers texels where it loads storage
  * buffers lane by lane */
-#if defined(T_F32)
-layout(set = 0, binding = 10) uniform samplerBuffer xt;
-#define LDX(i) texelFetch(xt, int(i)).x
-#elif defined(T_F16)
-layout(set = 0, binding = 10) uniform usamplerBuffer xt;
-#define LDX(i) f16_to_f32(texelFetch(xt, int(i)).x)
-#else
-layout(set = 0, binding = 10) uniform usamplerBuffer xt;
-#define LDX(i) bf16_to_f32(texelFetch(xt, int(i)).x)
-#endif
+TEXEL_IN(0, xt);
+#define LDX(i) LDT(xt, i)
 #else
 #define LDX(i) LD(x, i)
 #endif

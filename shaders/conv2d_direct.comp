@@ -19,6 +19,10 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
+/* LD0 / LD1 (common.glsl): bindings 0 and 1 (x and w, dy and w, dy and x),
+ * through texel views in the TEXEL01 variants (CPU devices: lavapipe gathers
+ * texels where it loads storage buffers lane by lane) */
+
 #define MAXK 32 /* = LOOM__VK_CONV_DIRECT_K in ops/conv2d.c: K_FWD holds a window in registers */
 #define GEOM int N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, Cg, Og
 
@@ -54,7 +58,7 @@ void main() {
                 uint xr = xb + uint((c * H + ih) * W);
                 for (int kw = 0; kw < KW; kw++, k++) {
                     int iw = iw0 + kw * pc.dw;
-                    xv[k] = rowin && iw >= 0 && iw < W ? LD(x, xr + uint(iw)) : 0.0;
+                    xv[k] = rowin && iw >= 0 && iw < W ? LD0(x, xr + uint(iw)) : 0.0;
                 }
             }
     }
@@ -64,7 +68,7 @@ void main() {
         float acc[RP];
         for (int q = 0; q < RP; q++) acc[q] = 0.0;
         for (int k = 0; k < K; k++) {
-            float wv = LD(w, wp + uint(k));
+            float wv = LD1(w, wp + uint(k));
             for (int q = 0; q < RP; q++) acc[q] += xv[q * MAXK + k] * wv;
         }
         float bv = pc.hb != 0 ? LD(bias, pc.bo + uint(o)) : 0.0;
@@ -121,9 +125,9 @@ void main() {
             if (!any) continue;
             uint dp = dyb, wp = pc.wo + uint(((o0 * pc.Cg + c) * KH + kh) * KW + kw);
             for (int o = 0; o < pc.Og; o++, dp += uint(P), wp += uint(wstep)) {
-                float wv = LD(w, wp);
+                float wv = LD1(w, wp);
                 for (int q = 0; q < RQ; q++)
-                    if (ok[q]) acc[q] += LD(dy, dp + uint(jj[q])) * wv;
+                    if (ok[q]) acc[q] += LD0(dy, dp + uint(jj[q])) * wv;
             }
         }
     }
@@ -174,13 +178,13 @@ void main() {
     while (n < N) {
         float d[OBW];
         uint dp = dyb + uint(n) * dyn + uint(i * OW + j);
-        for (int u = 0; u < OBW; u++) d[u] = u < no ? LD(dy, dp + uint(u * P)) : 0.0;
+        for (int u = 0; u < OBW; u++) d[u] = u < no ? LD0(dy, dp + uint(u * P)) : 0.0;
         uint xr = xb + uint(n) * xn;
         int ihb = i * pc.sh, iwb = j * pc.sw;
         for (int e = 0; e < EB; e++) {
             int ih = ihb + offh[e], iw = iwb + offw[e];
             if (e < ne && ih >= 0 && ih < H && iw >= 0 && iw < W) {
-                float xv = LD(x, xr + uint(ih * W + iw));
+                float xv = LD1(x, xr + uint(ih * W + iw));
                 for (int u = 0; u < OBW; u++) blk[u][e] += d[u] * xv;
             }
         }

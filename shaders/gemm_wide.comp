@@ -260,8 +260,14 @@ void main() {
                         [[unroll]] for (int i = 0; i < RM; i++)
                             [[unroll]] for (int j = 0; j < RN; j++) acc[i][j] = fma(a[i][kk], bb[kk][j], acc[i][j]);
                 }
-                /* epilogue: bias, one rounding to C's storage type */
+                /* epilogue: bias, one rounding to C's storage type; column j's
+                 * offset in C (segmented: one division per column, not per element) */
                 uint bio = pc.biaso + i0 * pc.sbias0 + i1 * pc.sbias1 + i2 * pc.sbias2;
+                uint cn[RN];
+                [[unroll]] for (int j = 0; j < RN; j++) {
+                    uint n = n0 + uint(j);
+                    cn[j] = pc.cseg != 0u ? n / pc.cseg * pc.csegs + n % pc.cseg : n;
+                }
                 [[unroll]] for (int i = 0; i < RM; i++) {
                     uint m = m0 + uint(i);
                     [[unroll]] for (int j = 0; j < RN; j++) {
@@ -269,7 +275,7 @@ void main() {
                         if (m < M && n < N) {
                             float v = acc[i][j];
                             if (pc.has_bias != 0u) v += LD(bias, bio + m * pc.brs + n * pc.bcs);
-                            STC(C, co + m * pc.ldc + (pc.cseg != 0u ? n / pc.cseg * pc.csegs + n % pc.cseg : n), v);
+                            STC(C, co + m * pc.ldc + cn[j], v);
                         }
                     }
                 }

@@ -14,6 +14,20 @@
 
 /* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
 
+#if defined(V4) && defined(TEXEL)
+/* TEXEL (CPU devices): x and dy read through R32G32B32A32_SFLOAT uniform
+ * texel buffers (bindings 10 and 11, views of the bindings of x and dy; one
+ * texel = one vec4 of the storage form, same index): lavapipe gathers texels
+ * where it loads storage buffers lane by lane */
+layout(set = 0, binding = 10) uniform samplerBuffer x_t;
+layout(set = 0, binding = 11) uniform samplerBuffer dy_t;
+#define XV(i) texelFetch(x_t, int(i))
+#define DYV(i) texelFetch(dy_t, int(i))
+#elif defined(V4)
+#define XV(i) x[i]
+#define DYV(i) dy[i]
+#endif
+
 #if defined(V4) && (defined(K_BATCH_NORM) || defined(K_BATCH_NORM_GRAD_PARAMS))
 /* the same statistics one vec4 (four elements of a plane) per load: S % 4 == 0
  * and x's pushed offset a multiple of 4 (ops/norm.c checks both); M4 = N S / 4 */
@@ -22,13 +36,13 @@
         uint l_ = gl_LocalInvocationID.x, nl_ = gl_WorkGroupSize.x;                               \
         float sum_ = 0.0;                                                                         \
         for (uint e = l_; e < (M4); e += nl_) {                                                   \
-            vec4 v_ = x[(xo4) + ((e / (S4)) * (C) + (c)) * (S4) + e % (S4)];                      \
+            vec4 v_ = XV((xo4) + ((e / (S4)) * (C) + (c)) * (S4) + e % (S4));                    \
             sum_ += (v_.x + v_.y) + (v_.z + v_.w);                                                \
         }                                                                                         \
         float m_ = group_sum(sum_) / float(4u * (M4));                                            \
         float q_ = 0.0;                                                                           \
         for (uint e = l_; e < (M4); e += nl_) {                                                   \
-            vec4 d_ = x[(xo4) + ((e / (S4)) * (C) + (c)) * (S4) + e % (S4)] - m_;                 \
+            vec4 d_ = XV((xo4) + ((e / (S4)) * (C) + (c)) * (S4) + e % (S4)) - m_;               \
             q_ += (d_.x * d_.x + d_.y * d_.y) + (d_.z * d_.z + d_.w * d_.w);                      \
         }                                                                                         \
         mean = m_;                                                                                \
@@ -72,7 +86,7 @@ void main() {
     float g = pc.has_g != 0 ? LD(gm, pc.gmo + c) : 1.0, b = pc.has_b != 0 ? LD(bt, pc.bto + c) : 0.0;
     for (uint e = l; e < M4; e += nl) {
         uint k = ((e / S4) * C + c) * S4 + e % S4;
-        precise vec4 v = (x[xo4 + k] - mean) * invstd * g + b;
+        precise vec4 v = (XV(xo4 + k) - mean) * invstd * g + b;
         y[yo4 + k] = v;
     }
 }
@@ -102,7 +116,7 @@ void main() {
     float sd = 0.0, sdx = 0.0;
     for (uint e = l; e < M4; e += nl) {
         uint k = ((e / S4) * C + c) * S4 + e % S4;
-        vec4 gv = dy[dyo4 + k], p = gv * (x[xo4 + k] - mean);
+        vec4 gv = DYV(dyo4 + k), p = gv * (XV(xo4 + k) - mean);
         sd += (gv.x + gv.y) + (gv.z + gv.w);
         sdx += (p.x + p.y) + (p.z + p.w);
     }
@@ -136,7 +150,7 @@ void main() {
     float sdx = st[pc.sto + c] / M, sd = st[pc.sto + C + c] / M;
     float mean = st[pc.sto + 2u * C + c], invstd = st[pc.sto + 3u * C + c];
     float g = pc.has_g != 0 ? LD(gm, pc.gmo + c) : 1.0;
-    vec4 d = dy[pc.dyo / 4u + k], xh = (x[pc.xo / 4u + k] - mean) * invstd;
+    vec4 d = DYV(pc.dyo / 4u + k), xh = (XV(pc.xo / 4u + k) - mean) * invstd;
     precise vec4 v = pc.train != 0 ? g * invstd * (d - sd - xh * sdx) : g * invstd * d;
     dx[pc.dxo / 4u + k] = v;
 }

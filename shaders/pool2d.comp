@@ -61,13 +61,13 @@ void main() {
     if (k >= pc.windows) return;
     uint OW = pc.OW, j = k % OW, r = k / OW; /* r: the window row over all planes (p * OH + i) */
     uint top = r * 2u * pc.W + 2u * j;       /* planes are 2*OH rows of W: row 2i of plane p is row 2r */
-    float a = LD(x, pc.xo + top), b = LD(x, pc.xo + top + 1u);
-    float c = LD(x, pc.xo + top + pc.W), d = LD(x, pc.xo + top + pc.W + 1u);
+    float a = LD0(x, pc.xo + top), b = LD0(x, pc.xo + top + 1u);
+    float c = LD0(x, pc.xo + top + pc.W), d = LD0(x, pc.xo + top + pc.W + 1u);
     int q = arg4(a, b, c, d);
 #if defined(K_MAX2)
     ST(y, pc.yo + k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
 #else
-    float g = LD(dy, pc.dyo + k);
+    float g = LD1(dy, pc.dyo + k);
     ST(dx, pc.dxo + top, q == 0 ? g : 0.0);
     ST(dx, pc.dxo + top + 1u, q == 1 ? g : 0.0);
     ST(dx, pc.dxo + top + pc.W, q == 2 ? g : 0.0);

@@ -202,6 +202,30 @@ bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int 
     return true;
 }
 
+/* binding b's bytes are written by the call (an in-place op): no texel view of it */
+static bool written(const loom__vk_call *c, int b) {
+    for (int j = 0; j < c->nbind; j++)
+        if ((c->b[j].access & LOOM__VK_W) && c->b[j].buf == c->b[b].buf && c->b[j].lo < c->b[b].hi &&
+            c->b[b].lo < c->b[j].hi)
+            return true;
+    return false;
+}
+
+bool loom__vk_texel_variant(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, int n, int per) {
+    if (c->st != LOOM_OK || n > LOOM__VK_MAX_TEXEL) return false;
+    char name[96];
+    snprintf(name, sizeof name, "%s_%s", kernel, loom_dtype_name(dt));
+    int sh = loom__vk_shader_find(name);
+    for (int k = 0; k < n && sh >= 0; k++)
+        if (bind[k] < 0 || bind[k] >= c->nbind || written(c, bind[k]) || !loom__vk_texel(c, k, bind[k], dt, per)) sh = -1;
+    if (sh < 0) {
+        for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) c->texel[k] = VK_FORMAT_UNDEFINED;
+        return false;
+    }
+    c->shader = sh;
+    return true;
+}
+
 bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt, int per) {
     if (loom__vk_texel(c, 0, 0, dt, per) && loom__vk_texel(c, 1, 1, dt, per)) return true;
     c->texel[0] = c->texel[1] = VK_FORMAT_UNDEFINED;

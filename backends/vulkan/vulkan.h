@@ -382,6 +382,12 @@ void loom__vk_params(loom__vk_call *c);
  * the device, the buffer, the window's offset or its size does not allow it
  * (the caller runs its storage-buffer form). */
 bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int per);
+/* Switch the call to variant "<kernel>_<dtype>" (the same bindings and push
+ * constants, reading bindings bind[0..n) through texel views at slots
+ * 0..n-1, `per` elements per texel, as loom__vk_texel). False, and nothing
+ * changed, when a view is not allowed or the call writes a viewed binding's
+ * bytes (in place): the call keeps its storage form. */
+bool loom__vk_texel_variant(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, int n, int per);
 /* views of bindings 0 and 1 at slots 0 and 1, `per` elements per texel; both or neither */
 bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt, int per);
 /* 32-bit push constants, in order */

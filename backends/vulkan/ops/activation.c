@@ -1,6 +1,7 @@
 /* backends/vulkan/ops/activation.c — host side of the activations and their
  * gradient ops: one elementwise kernel (shaders/activation.comp) selected by
- * kind. */
+ * kind; on CPU devices, unless in place, activation_t reads x and dy
+ * through texel views (lavapipe gathers them; storage loads are lane loops). */
 #include "../vulkan.h"
 
 static loom_status run(loom__vk_op *o, int kind) {
@@ -13,6 +14,7 @@ static loom_status run(loom__vk_op *o, int kind) {
     loom__vk_in(&c, kind >= LOOM_K_ACT_FIRST_GRAD ? y->src[1] : y->src[0]);
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)n), loom__vk_i32(&c, kind), loom__vk_f32(&c, (float)y->f[LOOM_F_LEAKY_SLOPE]);
+    loom__vk_texel_variant(&c, "activation_t", y->dtype, (const int[]){0, 1}, 2, 1); /* CPU devices, not in place */
     return loom__vk_run_1d(&c, n);
 }
 

@@ -22,7 +22,8 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
 
 /* The f32 batch-norm kernels' vec4 variants (<name>_v4: one vec4 of a plane
  * per load, which lavapipe runs as one load loop over its lanes instead of
- * four) serve f32 tensors whose planes hold a multiple of 4 elements; v4
+ * four; on CPU devices the _v4t forms read x and dy through texel views,
+ * which lavapipe gathers) serve f32 tensors whose planes hold a multiple of 4 elements; v4
  * says which the call begins with, and v4_fits whether the offsets the
  * binding pushed (push words w[0..n)) allow it. */
 static bool v4_wanted(loom_dtype dt, int64_t S) { return dt == LOOM_F32 && S % 4 == 0; }
@@ -42,7 +43,8 @@ loom_status loom__vk_batch_norm(loom__vk_op *o) {
     bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
     loom__vk_call c;
     static const int words[] = {0, 5}; /* xo, yo */
-    for (bool v4 = v4_wanted(x->dtype, S);; v4 = false) {
+    bool v4 = v4_wanted(x->dtype, S);
+    for (;; v4 = false) {
         loom__vk_begin(o, &c, v4 ? "batch_norm_v4" : "batch_norm", x->dtype);
         loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_BETA]));
         if (train && run) /* updated in place */
@@ -52,6 +54,7 @@ loom_status loom__vk_batch_norm(loom__vk_op *o) {
         loom__vk_out(&c, y);
         if (!v4 || v4_fits(&c, words, 2)) break;
     }
+    if (v4) loom__vk_texel_variant(&c, "batch_norm_v4t", x->dtype, (const int[]){0}, 1, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, train), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_BN_BETA] >= 0);
     loom__vk_i32(&c, run), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]),
@@ -65,12 +68,14 @@ loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
     bn_dims(x, &N, &C, &S);
     loom__vk_call c;
     static const int words[] = {0, 1}; /* xo, dyo */
-    for (bool v4 = v4_wanted(x->dtype, S);; v4 = false) {
+    bool v4 = v4_wanted(x->dtype, S);
+    for (;; v4 = false) {
         loom__vk_begin(o, &c, v4 ? "batch_norm_grad_params_v4" : "batch_norm_grad_params", x->dtype);
         loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
         loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
         if (!v4 || v4_fits(&c, words, 2)) break;
     }
+    if (v4) loom__vk_texel_variant(&c, "batch_norm_grad_params_v4t", x->dtype, (const int[]){0, 1}, 2, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_f32(&c, (float)y->f[LOOM_F_BN_EPS]);
     return loom__vk_run_groups(&c, C, loom__vk_reduce_local(o->vk, N * S));
@@ -89,6 +94,7 @@ loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
         loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
         if (!v4 || v4_fits(&c, words, 3)) break;
     }
+    if (v4) loom__vk_texel_variant(&c, "batch_norm_grad_v4t", x->dtype, (const int[]){0, 2}, 2, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
     return loom__vk_run_1d(&c, v4 ? N * C * (S / 4) : N * C * S);

@@ -1,7 +1,8 @@
 /* backends/vulkan/ops/pool2d.c — host side of max, average and adaptive
  * average pooling and their gradients (shaders/pool2d.comp): one invocation
  * per output element (forward) or per dx element (gradients, gathers); 2x2
- * stride-2 max pooling of even planes one invocation per window (K_MAX2*).
+ * stride-2 max pooling of even planes one invocation per window (K_MAX2*;
+ * on CPU devices max2*_t read x and dy through texel views).
  * The geometry goes in an int32 meta table (push constants for K_MAX2*);
  * parameters in core/ops/pool2d.c. */
 #include "../vulkan.h"
@@ -21,6 +22,7 @@ static loom_status forward(loom__vk_op *o, int kind) {
         loom__vk_begin(o, &c, "max2", y->dtype);
         loom__vk_in(&c, x), loom__vk_out(&c, y);
         loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)x->dims[3]), loom__vk_u32(&c, (uint32_t)(x->dims[3] / 2));
+        loom__vk_texel_variant(&c, "max2_t", y->dtype, (const int[]){0}, 1, 1);
         return loom__vk_run_1d(&c, nw);
     }
     loom__buffer *g;
@@ -42,6 +44,7 @@ static loom_status backward(loom__vk_op *o, int kind) {
         loom__vk_begin(o, &c, "max2_grad", dx->dtype);
         loom__vk_in(&c, x), loom__vk_in(&c, dy), loom__vk_out(&c, dx);
         loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)dx->dims[3]), loom__vk_u32(&c, (uint32_t)(dx->dims[3] / 2));
+        loom__vk_texel_variant(&c, "max2_grad_t", dx->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_1d(&c, nw);
     }
     loom__buffer *g;
