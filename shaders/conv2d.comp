@@ -10,6 +10,8 @@
  *   K_IM2COL_ROWS, K_COL2IM_ROWS  the same, one invocation per row (CPU
  *                 devices such as lavapipe, which run integer divisions lane
  *                 by lane: a row's indices are computed once)
+ *   K_IM2COL_PLANES  the flat columns, one invocation per (image, row k),
+ *                 four elements per store (CPU devices, texel view of x)
  *   K_WFLIP       w (O,C,KH,KW) -> (C,O,KH,KW) with both kernel axes reversed:
  *                 a stride-1 grad_input as the forward convolution of dy
  *   K_SUM_PARTS   dw = the sum over images of grad_weight's per-image float
@@ -124,6 +126,50 @@ void main() {
     }
 }
 
+#elif defined(K_IM2COL_PLANES)
+/* The flat columns (K, N*P) (push ld != 0, one group; P and ld multiples of
+ * 4), one invocation per (n, k): the row's P elements of image n, four per
+ * store (a CPU-hosted driver stores lane by lane: a quarter of the store
+ * loops of K_IM2COL_ROWS), x read through a texel view (binding 10, CPU
+ * devices). 16-bit types copy the elements' bits, four per uvec2. */
+TENSOR_IN(0, int, g);
+TENSOR_IN(1, T, x); /* read through xt */
+#if defined(T_F32)
+TENSOR_OUT(2, vec4, col4);
+layout(set = 0, binding = 10) uniform samplerBuffer xt;
+#define RAW float
+#define RAW0 0.0
+#define PACK4(v) vec4(v[0], v[1], v[2], v[3])
+#else
+TENSOR_OUT(2, uvec2, col4);
+layout(set = 0, binding = 10) uniform usamplerBuffer xt;
+#define RAW uint
+#define RAW0 0u
+#define PACK4(v) uvec2(v[0] | (v[1] << 16), v[2] | (v[3] << 16))
+#endif
+PUSH { uint xo, n, ld; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return; /* n: N*K */
+    int H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9], K = g[15] * KH * KW;
+    int k = int(id % uint(K)), n = int(id / uint(K));
+    int c = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+    int ih0 = kh * g[12] - g[10], iw0 = kw * g[13] - g[11], P = OH * OW;
+    uint plane = pc.xo + uint((n * g[1] + c) * H * W);
+    uint dst = (uint(k) * pc.ld + uint(n * P)) / 4u;
+    int i = 0, j = 0;
+    for (int p = 0; p < P; p += 4, dst++) {
+        RAW v[4];
+        for (int q = 0; q < 4; q++) {
+            int ih = i * sh + ih0, iw = j * sw + iw0;
+            v[q] = ih >= 0 && ih < H && iw >= 0 && iw < W ? texelFetch(xt, int(plane) + ih * W + iw).x : RAW0;
+            if (++j == OW) j = 0, i++;
+        }
+        col4[dst] = PACK4(v);
+    }
+}
+
 #elif defined(K_COL2IM_ROWS)
 /* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the
  * output of col[n, gr, (c*KH + kh)*KW + kw, i*OW + j] (float), gr = ci / Cg, c = ci % Cg;
@@ -191,5 +237,5 @@ void main() {
 }
 
 #else
-#error "conv2d.comp: define one of K_IM2COL, K_COL2IM, K_IM2COL_ROWS, K_COL2IM_ROWS, K_SUM_PARTS"
+#error "conv2d.comp: define one of K_IM2COL, K_COL2IM, K_IM2COL_ROWS, K_IM2COL_PLANES, K_COL2IM_ROWS, K_SUM_PARTS"
 #endif

@@ -118,6 +118,15 @@ static loom_status im2col(loom__vk_op *o, const geom *q, const loom_tensor *x, l
     bool rows = by_rows(o);
     int64_t n = rows ? q->N * q->G * q->K * q->OH : q->N * q->G * q->K * q->P;
     loom__vk_call c;
+    if (rows && ld && q->P % 4 == 0 && ld % 4 == 0 && loom__env_switch("LOOM_VULKAN_CONV_PLANES") != 0) {
+        /* the flat columns, one invocation per (image, row), 4 elements per store (texel view of x only) */
+        loom__vk_begin(o, &c, "conv_im2col_planes", x->dtype);
+        loom__vk_buf(&c, gm, LOOM__VK_R);
+        loom__vk_in(&c, x);
+        loom__vk_buf(&c, col, LOOM__VK_W);
+        loom__vk_u32(&c, (uint32_t)(q->N * q->K)), loom__vk_u32(&c, (uint32_t)ld);
+        if (loom__vk_texel(&c, 0, 1, x->dtype, 1)) return loom__vk_run_1d(&c, q->N * q->K);
+    }
     /* bindings g, x, col (texel: x's view at texel slot 0): push {xo, n, ld} */
     loom__vk_begin(o, &c, rows ? "conv_im2col_rows" : "conv_im2col", x->dtype);
     loom__vk_buf(&c, gm, LOOM__VK_R);
