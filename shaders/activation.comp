@@ -49,16 +49,11 @@ float tanh_f(float x) {
     return x < 0.0 ? -r : r;
 }
 
-TENSOR_IN(0, T, x);
-TENSOR_IN(1, T, dy); /* forward kinds: x again, unused */
-TENSOR_OUT(2, T, y);
 PUSH { uint xo, dyo, yo, n; int kind; float slope; } pc;
 
-void main() {
-    uint i = loom_gid();
-    if (i >= pc.n) return;
+/* kind pc.kind of x value v; d: the dy value (gradient kinds) */
+float act(float v, float d) {
     const float half_ = 0.5, one = 1.0, rsqrt2 = 0.70710678118654752440, rsqrt2pi = 0.39894228040143267794;
-    float v = LD0(x, pc.xo + i);
     precise float r;
     switch (pc.kind) {
     case LOOM_K_ACT_RELU: r = v > 0.0 || isnan(v) ? v : 0.0; break; /* NaN stays NaN (torch) */
@@ -67,22 +62,50 @@ void main() {
     case LOOM_K_ACT_SILU: r = v * sigmoid_f(v); break;
     case LOOM_K_ACT_TANH: r = tanh_f(v); break;
     case LOOM_K_ACT_SIGMOID: r = sigmoid_f(v); break;
-    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 || isnan(v) ? LD1(dy, pc.dyo + i) : 0.0; break;
-    case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0 ? LD1(dy, pc.dyo + i) : pc.slope * LD1(dy, pc.dyo + i); break;
+    case LOOM_K_ACT_RELU_GRAD: r = v > 0.0 || isnan(v) ? d : 0.0; break;
+    case LOOM_K_ACT_LEAKY_GRAD: r = v > 0.0 ? d : pc.slope * d; break;
     case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
         precise float cdf = half_ * (one + erf_f(v * rsqrt2));
         precise float pdf = rsqrt2pi * exp(-half_ * v * v);
-        r = LD1(dy, pc.dyo + i) * (cdf + v * pdf);
+        r = d * (cdf + v * pdf);
         break;
     }
     case LOOM_K_ACT_SILU_GRAD: { /* s (1 + x (1 - s)) */
         float s = sigmoid_f(v);
-        r = LD1(dy, pc.dyo + i) * s * (one + v * (one - s));
+        r = d * s * (one + v * (one - s));
         break;
     }
-    case LOOM_K_ACT_TANH_GRAD: r = LD1(dy, pc.dyo + i) * (one - v * v); break;   /* x is the forward output */
-    case LOOM_K_ACT_SIGMOID_GRAD: r = LD1(dy, pc.dyo + i) * v * (one - v); break; /* x is the forward output */
+    case LOOM_K_ACT_TANH_GRAD: r = d * (one - v * v); break;   /* x is the forward output */
+    case LOOM_K_ACT_SIGMOID_GRAD: r = d * v * (one - v); break; /* x is the forward output */
     default: r = 0.0;
     }
-    ST(y, pc.yo + i, r);
+    return r;
 }
+
+#if defined(V4)
+/* f32, four elements per invocation, one vec4 per load and store (n: vec4s;
+ * the offsets multiples of 4, ops/activation.c checks): lavapipe loops over
+ * its lanes once per load instruction, whatever its width */
+TENSOR_IN(0, vec4, x);
+TENSOR_IN(1, vec4, dy);
+TENSOR_OUT(2, vec4, y);
+
+void main() {
+    uint i = loom_gid();
+    if (i >= pc.n) return;
+    vec4 v = x[pc.xo / 4u + i], d = pc.kind >= LOOM_K_ACT_FIRST_GRAD ? dy[pc.dyo / 4u + i] : v, r;
+    for (int q = 0; q < 4; q++) r[q] = act(v[q], d[q]);
+    y[pc.yo / 4u + i] = r;
+}
+#else
+TENSOR_IN(0, T, x);
+TENSOR_IN(1, T, dy); /* forward kinds: x again, unused */
+TENSOR_OUT(2, T, y);
+
+void main() {
+    uint i = loom_gid();
+    if (i >= pc.n) return;
+    float d = pc.kind >= LOOM_K_ACT_FIRST_GRAD ? LD1(dy, pc.dyo + i) : 0.0;
+    ST(y, pc.yo + i, act(LD0(x, pc.xo + i), d));
+}
+#endif

@@ -16,11 +16,21 @@
 #include "common.glsl"
 
 #if defined(K_SGD_STEP)
-/* flags (LOOM_K_OPT_*): momentum buffer, nesterov, zero grad, coef given */
-TENSOR_OUT(0, float, p);
-TENSOR_OUT(1, float, gr);
+/* flags (LOOM_K_OPT_*): momentum buffer, nesterov, zero grad, coef given.
+ * V4: four elements per invocation, one vec4 per load and store (n: vec4s;
+ * p, grad and buf offsets multiples of 4; the same operations on each
+ * component), for CPU-hosted drivers that loop over their lanes per load */
+#if defined(V4)
+#define E vec4
+#define IX(o) ((o) / 4u + i)
+#else
+#define E float
+#define IX(o) ((o) + i)
+#endif
+TENSOR_OUT(0, E, p);
+TENSOR_OUT(1, E, gr);
 TENSOR_IN(2, float, hy);
-TENSOR_OUT(3, float, buf);
+TENSOR_OUT(3, E, buf);
 TENSOR_IN(4, float, cf);
 TENSOR_OUT(5, float, y);
 PUSH { uint po, go, ho, bo, co, yo, n, flags; float mom, damp1, wd; } pc;
@@ -30,23 +40,23 @@ void main() {
     if (i == 0u) y[pc.yo] = 0.0;
     if (i >= pc.n) return;
     if (hy[pc.ho + LOOM_G_HYPER_APPLY] < 0.0) { /* skipped (loss scaling found inf/NaN): only clear the accumulator */
-        if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[pc.go + i] = 0.0;
+        if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[IX(pc.go)] = E(0.0);
         return;
     }
     if (hy[pc.ho + LOOM_G_HYPER_APPLY] == 0.0) return;
     float lr = hy[pc.ho + LOOM_G_HYPER_LR];
     precise float mult = hy[pc.ho + LOOM_G_HYPER_GMULT] * ((pc.flags & uint(LOOM_K_OPT_COEF)) != 0u ? cf[pc.co] : 1.0);
     bool first = hy[pc.ho + LOOM_G_HYPER_FIRST] != 0.0;
-    precise float g = gr[pc.go + i] * mult;
-    if (pc.wd != 0.0) g = g + pc.wd * p[pc.po + i];
+    precise E g = gr[IX(pc.go)] * mult;
+    if (pc.wd != 0.0) g = g + pc.wd * p[IX(pc.po)];
     if ((pc.flags & uint(LOOM_K_OPT_BUF)) != 0u) {
-        precise float b = first ? g : pc.mom * buf[pc.bo + i] + pc.damp1 * g;
-        buf[pc.bo + i] = b;
+        precise E b = first ? g : pc.mom * buf[IX(pc.bo)] + pc.damp1 * g;
+        buf[IX(pc.bo)] = b;
         g = (pc.flags & uint(LOOM_K_OPT_NESTEROV)) != 0u ? g + pc.mom * b : b;
     }
-    precise float np = p[pc.po + i] - lr * g;
-    p[pc.po + i] = np;
-    if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[pc.go + i] = 0.0;
+    precise E np = p[IX(pc.po)] - lr * g;
+    p[IX(pc.po)] = np;
+    if ((pc.flags & uint(LOOM_K_OPT_ZERO_GRAD)) != 0u) gr[IX(pc.go)] = E(0.0);
 }
 
 #elif defined(K_ADAM_STEP)

@@ -11,17 +11,22 @@ static loom_tensor *hyper(loom_graph *g, float lr, float first, float apply) {
     return loom_constant(g, "hyper", LOOM_F32, TC_DIMS(LOOM__HYPER_LEN), h);
 }
 
-static loom_tensor *state(loom_graph *g, const char *name, loom_dtype dt, double lo, double hi) {
+static loom_tensor *state_of(loom_graph *g, const char *name, loom_dtype dt, double lo, double hi, bool by4) {
     loom_init u = {LOOM_INIT_UNIFORM, lo, hi};
-    return loom_state(g, name, dt, TC_DIMS(5, 7), &u);
+    return by4 ? loom_state(g, name, dt, TC_DIMS(4, 6), &u) : loom_state(g, name, dt, TC_DIMS(5, 7), &u);
+}
+static loom_tensor *state(loom_graph *g, const char *name, loom_dtype dt, double lo, double hi) {
+    return state_of(g, name, dt, lo, hi, false);
 }
 
-/* variant bits: 0 momentum, 1 nesterov, 2 weight decay, 3 first step, 4 clip coef */
+/* variant bits: 0 momentum, 1 nesterov, 2 weight decay, 3 first step, 4 clip coef, 5 (4, 6) tensors
+ * (24 elements: the Vulkan backend's four-per-invocation form on CPU devices), else (5, 7) */
 static loom_tensor *sgd(loom_graph *g, loom_dtype dt, int v) {
     dt = master(dt);
-    loom_tensor *p = tc_param(g, "w", dt, TC_DIMS(5, 7), -1, 1);
-    loom_tensor *gr = state(g, "grad", dt, -1, 1);
-    loom_tensor *buf = v & 1 ? state(g, "w.momentum_buffer", dt, -0.5, 0.5) : NULL;
+    bool by4 = v & 32;
+    loom_tensor *p = by4 ? tc_param(g, "w", dt, TC_DIMS(4, 6), -1, 1) : tc_param(g, "w", dt, TC_DIMS(5, 7), -1, 1);
+    loom_tensor *gr = state_of(g, "grad", dt, -1, 1, by4);
+    loom_tensor *buf = v & 1 ? state_of(g, "w.momentum_buffer", dt, -0.5, 0.5, by4) : NULL;
     loom_tensor *coef = NULL;
     if (v & 16) coef = loom_constant(g, "coef", LOOM_F32, 0, NULL, &(float){0.25f});
     loom__sgd_params sp = {v & 1 ? 0.9 : 0, 0, v & 4 ? 0.01 : 0, (v & 2) != 0, false};
@@ -63,6 +68,9 @@ const loom_op_case loom_cases_optim[] = {
     {"sgd momentum first step", sgd, 1 | 8, 0, TC_NO_GRADCHECK},
     {"sgd nesterov weight decay", sgd, 1 | 2 | 4, 0, TC_NO_GRADCHECK},
     {"sgd momentum clip coef", sgd, 1 | 16, 0, TC_NO_GRADCHECK},
+    {"sgd plain (4, 6)", sgd, 32, 0, TC_NO_GRADCHECK},
+    {"sgd momentum first step (4, 6)", sgd, 1 | 8 | 32, 0, TC_NO_GRADCHECK},
+    {"sgd nesterov weight decay (4, 6)", sgd, 1 | 2 | 4 | 32, 0, TC_NO_GRADCHECK},
     {"adam", adam, 0, 0, TC_NO_GRADCHECK},
     {"adam weight decay", adam, 2, 0, TC_NO_GRADCHECK},
     {"adamw weight decay zero grad", adam, 1 | 2 | 4, 0, TC_NO_GRADCHECK},

@@ -3,7 +3,11 @@
  * layout in core/ops/optim.c). f32 master weights only: an f64 parameter is
  * LOOM_ERR_UNSUPPORTED at plan compile. The factors that depend on f[] alone
  * are formed here in double and rounded once, as the CPU does. Params,
- * gradients and states are written in place (loom__vk_inout). */
+ * gradients and states are written in place (loom__vk_inout). On CPU
+ * devices sgd_step runs four elements per invocation where the sizes and
+ * offsets allow (sgd_step_v4). */
+#include <string.h>
+
 #include "../vulkan.h"
 
 static loom_status need_f32(loom__vk_op *o, const loom_tensor *p) {
@@ -22,14 +26,22 @@ loom_status loom__vk_sgd_step(loom__vk_op *o) {
                      (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     int64_t n = loom_tensor_numel(p);
     loom__vk_call c;
-    /* bindings p, grad, hyper, buf, coef, y: push {po, go, ho, bo, co, yo, n, flags, mom, damp1, wd} */
-    loom__vk_begin(o, &c, "sgd_step", LOOM__VK_NODT);
-    loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
-    if (t->p[LOOM_P_SGD_BUF])
-        loom__vk_inout(&c, t->src[3]);
-    else loom__vk_in(&c, p); /* unused */
-    loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
-    loom__vk_out(&c, t);
+    /* on a CPU device with n and the offsets of p, grad and buf multiples of 4: sgd_step_v4 */
+    bool v4 = n % 4 == 0 && n > 0 && o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    for (;; v4 = false) {
+        /* bindings p, grad, hyper, buf, coef, y: push {po, go, ho, bo, co, yo, n, flags, mom, damp1, wd} */
+        loom__vk_begin(o, &c, v4 ? "sgd_step_v4" : "sgd_step", LOOM__VK_NODT);
+        loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
+        if (t->p[LOOM_P_SGD_BUF])
+            loom__vk_inout(&c, t->src[3]);
+        else loom__vk_in(&c, p); /* unused */
+        loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
+        loom__vk_out(&c, t);
+        uint32_t w[4];
+        memcpy(w, c.push, sizeof w);
+        if (!v4 || (c.npush >= sizeof w && w[0] % 4 == 0 && w[1] % 4 == 0 && w[3] % 4 == 0)) break;
+    }
+    n = v4 ? n / 4 : n;
     loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);
     loom__vk_f32(&c, (float)t->f[LOOM_F_SGD_MOMENTUM]), loom__vk_f32(&c, (float)(1 - t->f[LOOM_F_SGD_DAMPENING])),
         loom__vk_f32(&c, (float)t->f[LOOM_F_SGD_WD]);
