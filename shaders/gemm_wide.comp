@@ -184,7 +184,14 @@ layout(set = 0, binding = 11) uniform samplerBuffer BW;
 TENSOR_IN(0, TW, AW);
 TENSOR_IN(1, TW, BW);
 #endif
+#if defined(VSTORE)
+/* VSTORE (f32 C): four columns per store (the host checks that N, ldc, C's
+ * offset, its batch strides and segments are multiples of 4, so a group of
+ * four columns n0 + 4q .. +3 is one whole aligned vec4 inside one segment) */
+TENSOR_OUT(2, vec4, C4);
+#else
 TENSOR_OUT(2, TC, C);
+#endif
 TENSOR_IN(3, T, bias);
 PUSH {
     uint ao, bo, co, biaso;
@@ -268,6 +275,19 @@ void main() {
                     uint n = n0 + uint(j);
                     cn[j] = pc.cseg != 0u ? n / pc.cseg * pc.csegs + n % pc.cseg : n;
                 }
+#if defined(VSTORE)
+                [[unroll]] for (int i = 0; i < RM; i++) {
+                    uint m = m0 + uint(i);
+                    if (m >= M) continue;
+                    [[unroll]] for (int q = 0; q < RN / 4; q++) {
+                        uint n = n0 + uint(4 * q), at = co + m * pc.ldc + cn[4 * q];
+                        vec4 v = vec4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+                        if (pc.has_bias != 0u)
+                            [[unroll]] for (int e = 0; e < 4; e++) v[e] += LD(bias, bio + m * pc.brs + (n + uint(e)) * pc.bcs);
+                        if (n < N) C4[at / 4u] = v; /* N is a multiple of 4: the group is whole */
+                    }
+                }
+#else
                 [[unroll]] for (int i = 0; i < RM; i++) {
                     uint m = m0 + uint(i);
                     [[unroll]] for (int j = 0; j < RN; j++) {
@@ -279,6 +299,7 @@ void main() {
                         }
                     }
                 }
+#endif
             }
         }
     }

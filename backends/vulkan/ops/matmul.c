@@ -28,7 +28,10 @@
  *     (device.c), where lavapipe gathers texels instead of looping over the
  *     lanes (2-3.7x the storage-buffer loads, bench/results/
  *     2026-12-05-vulkan-texel-gemm-probe.md); bf16 with K and the leading
- *     dimensions multiples of 8 as gemmt8_* (8 elements per fetch). Where a
+ *     dimensions multiples of 8 as gemmt8_* (8 elements per fetch); f32
+ *     with C's columns in aligned groups of 4 as gemmt4v_* (one vec4 per
+ *     store: lavapipe stores lane by lane, one loop per store instruction;
+ *     LOOM_VULKAN_GEMM_VSTORE=0 turns it off). Where a
  *     window does not allow a view, the narrower texel form, else wide.
  * LOOM_VULKAN_GEMM=tiled|wide|texel forces a form (wide: storage buffers only;
  * texel where it applies; the op-check runs each); unset or auto: texel, else
@@ -45,6 +48,18 @@ typedef struct form {
 static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
 static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
 static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true}, TEXEL8 = {"gemmt8", 16, 64, 8, 8, true};
+static const form TEXEL4V = {"gemmt4v", 16, 64, 8, 4, true}; /* TEXEL4 with four columns of f32 C per store */
+
+/* C's layout allows TEXEL4V's aligned four-column stores (its pushed
+ * element offset, the third push word, is checked once bound) */
+static bool vstore_fits(const loom__vk_call *c, loom_dtype dt, const loom__vk_gemm_desc *d) {
+    uint32_t w[3];
+    if (dt != LOOM_F32 || d->N % 4 || d->ldc % 4 || d->cseg % 4 || d->csegs % 4 || c->npush < sizeof w) return false;
+    for (int i = 0; i < 3; i++)
+        if (d->sc[i] % 4) return false;
+    memcpy(w, c->push, sizeof w);
+    return w[2] % 4 == 0;
+}
 
 /* A and B suit loads of w elements (the tensors' element offsets are checked
  * once bound: fits_offsets) */
@@ -158,6 +173,10 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt, 4))) { /* windows that allow no views */
         f = wide_form(vk, dt, d);
         record(o, &c, f, dt, d);
+    } else if (f == &TEXEL4 && vstore_fits(&c, dt, d) && loom__env_switch("LOOM_VULKAN_GEMM_VSTORE") != 0) {
+        loom__vk_call v; /* the same product, four columns of C per store */
+        record(o, &v, &TEXEL4V, dt, d);
+        if (loom__vk_texel_ab(&v, dt, 4)) c = v, f = &TEXEL4V;
     }
     if (f->w && !fits_offsets(&c, f->w)) { /* a tensor bound off a word boundary */
         f = f->w == 8 && fits_offsets(&c, 4) && fits_width(vk, dt, d, 4) ? &WIDE4 : tiled(vk, d);
