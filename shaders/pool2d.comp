@@ -32,10 +32,20 @@ TENSOR_IN(1, T, dy);
 TENSOR_OUT(2, T, dx);
 TENSOR_IN(3, int, g);
 PUSH { uint xo, dyo, dxo; int kind; } pc;
+#elif defined(K_MAX2) && defined(V2)
+/* V2 (f32; W and the offsets of x and dx even): a window row is one vec2 */
+TENSOR_IN(0, vec2, x);
+TENSOR_OUT(1, T, y);
+PUSH { uint xo, yo; uint windows, W, OW; } pc;
 #elif defined(K_MAX2)
 TENSOR_IN(0, T, x);
 TENSOR_OUT(1, T, y);
 PUSH { uint xo, yo; uint windows, W, OW; } pc;
+#elif defined(K_MAX2_GRAD) && defined(V2)
+TENSOR_IN(0, vec2, x);
+TENSOR_IN(1, T, dy);
+TENSOR_OUT(2, vec2, dx);
+PUSH { uint xo, dyo, dxo; uint windows, W, OW; } pc;
 #elif defined(K_MAX2_GRAD)
 TENSOR_IN(0, T, x);
 TENSOR_IN(1, T, dy);
@@ -61,11 +71,20 @@ void main() {
     if (k >= pc.windows) return;
     uint OW = pc.OW, j = k % OW, r = k / OW; /* r: the window row over all planes (p * OH + i) */
     uint top = r * 2u * pc.W + 2u * j;       /* planes are 2*OH rows of W: row 2i of plane p is row 2r */
+#if defined(V2)
+    vec2 r0 = x[(pc.xo + top) / 2u], r1 = x[(pc.xo + top + pc.W) / 2u];
+    float a = r0.x, b = r0.y, c = r1.x, d = r1.y;
+#else
     float a = LD0(x, pc.xo + top), b = LD0(x, pc.xo + top + 1u);
     float c = LD0(x, pc.xo + top + pc.W), d = LD0(x, pc.xo + top + pc.W + 1u);
+#endif
     int q = arg4(a, b, c, d);
 #if defined(K_MAX2)
     ST(y, pc.yo + k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
+#elif defined(V2)
+    float g = LD(dy, pc.dyo + k);
+    dx[(pc.dxo + top) / 2u] = vec2(q == 0 ? g : 0.0, q == 1 ? g : 0.0);
+    dx[(pc.dxo + top + pc.W) / 2u] = vec2(q == 2 ? g : 0.0, q == 3 ? g : 0.0);
 #else
     float g = LD1(dy, pc.dyo + k);
     ST(dx, pc.dxo + top, q == 0 ? g : 0.0);
