@@ -35,7 +35,12 @@
 TENSOR_IN(0, T, x);     // x (N, C, H, W)
 TENSOR_IN(1, T, w);     // w (O, Cg, KH, KW)
 TENSOR_IN(2, T, bias);  // bias (O), or w again when hb == 0
+#if defined(VSTORE)
+/* VSTORE (f32, P and yo multiples of 4): the RP = 4 positions of a channel in one vec4 store */
+TENSOR_OUT(3, vec4, y4); // y (N, O, OH, OW)
+#else
 TENSOR_OUT(3, T, y);    // y (N, O, OH, OW)
+#endif
 PUSH { uint xo, wo, bo, yo; GEOM; int hb, OB; uint n; } pc;
 
 void main() {
@@ -72,10 +77,15 @@ void main() {
             for (int q = 0; q < RP; q++) acc[q] += xv[q * MAXK + k] * wv;
         }
         float bv = pc.hb != 0 ? LD(bias, pc.bo + uint(o)) : 0.0;
+#if defined(VSTORE)
+        vec4 v = vec4(acc[0], acc[1], acc[2], acc[3]);
+        y4[(pc.yo + uint((n * pc.O + o) * P + t * RP)) / 4u] = pc.hb != 0 ? v + bv : v;
+#else
         for (int q = 0; q < RP; q++) {
             int p = t * RP + q;
             if (p < P) ST(y, pc.yo + uint((n * pc.O + o) * P + p), pc.hb != 0 ? acc[q] + bv : acc[q]);
         }
+#endif
     }
 }
 

@@ -188,7 +188,10 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
         loom__vk_out(&c, y);
         push_geom(&c, &q);
         loom__vk_i32(&c, y->nsrc > 2), loom__vk_i32(&c, (int32_t)ob), loom__vk_u32(&c, (uint32_t)n);
-        loom__vk_texel_variant(&c, "conv_direct_fwd_t", y->dtype, (const int[]){0, 1}, 2, 1);
+        uint32_t yo; /* the fourth push word: y's element offset */
+        memcpy(&yo, c.push + 12, sizeof yo);
+        bool v4 = y->dtype == LOOM_F32 && q.P % 4 == 0 && yo % 4 == 0; /* one vec4 store per channel */
+        loom__vk_texel_variant(&c, v4 ? "conv_direct_fwd_t4" : "conv_direct_fwd_t", y->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_1d(&c, n);
     }
     if (!is_1x1(&q) && use_flat(repro, &q)) return flat(o, &q, x, loom__vk_mat_t(w), y, y->nsrc > 2 ? y->src[2] : NULL);
