@@ -384,26 +384,27 @@ static loom_status read_caps(loom__vk *vk) {
  * loads are lane loops; a GPU keeps its shared-memory GEMM and its buffers
  * their usual usage): a view format per storage dtype whose buffer features
  * allow uniform texel buffers. */
+/* f if the device can make uniform texel buffers of it, else VK_FORMAT_UNDEFINED */
+static VkFormat texel_format(const loom__vk *vk, VkFormat f) {
+    if (f == VK_FORMAT_UNDEFINED) return f;
+    VkFormatProperties fp;
+    VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, f, &fp);
+    return fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT ? f : VK_FORMAT_UNDEFINED;
+}
+
 static void texel_formats(loom__vk *vk) {
     static const VkFormat want[3] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32G32_UINT, VK_FORMAT_R16G16B16A16_UINT};
     static const VkFormat want1[3] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R16_UINT, VK_FORMAT_R16_UINT};
     static const VkFormat want8[3] = {VK_FORMAT_UNDEFINED, VK_FORMAT_UNDEFINED, VK_FORMAT_R32G32B32A32_UINT};
-    vk->texel = false;
     for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = vk->texel_fmt8[i] = VK_FORMAT_UNDEFINED;
-    if (vk->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return;
+    /* RGBA32F is the dummy view's format: without it, no texel views at all */
+    vk->texel = vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && texel_format(vk, want[0]) != VK_FORMAT_UNDEFINED;
+    if (!vk->texel) return;
     for (int i = 0; i < 3; i++) {
-        VkFormatProperties fp;
-        VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, want[i], &fp);
-        if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt[i] = want[i];
-        VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, want1[i], &fp);
-        if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt1[i] = want1[i];
-        if (want8[i] == VK_FORMAT_UNDEFINED) continue;
-        VKF(vkGetPhysicalDeviceFormatProperties)(vk->phys, want8[i], &fp);
-        if (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) vk->texel_fmt8[i] = want8[i];
+        vk->texel_fmt[i] = texel_format(vk, want[i]);
+        vk->texel_fmt1[i] = texel_format(vk, want1[i]);
+        vk->texel_fmt8[i] = texel_format(vk, want8[i]);
     }
-    vk->texel = vk->texel_fmt[0] != VK_FORMAT_UNDEFINED; /* the dummy view's format */
-    if (!vk->texel)
-        for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = vk->texel_fmt8[i] = VK_FORMAT_UNDEFINED;
 }
 
 /* the device and queue are there: loom's own objects on them */

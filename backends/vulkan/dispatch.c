@@ -106,6 +106,16 @@ static void push(loom__vk_call *c, const void *v) {
 }
 
 void loom__vk_u32(loom__vk_call *c, uint32_t v) { push(c, &v); }
+
+bool loom__vk_pushed_aligned(const loom__vk_call *c, const int *w, int n, uint32_t m) {
+    for (int i = 0; i < n; i++) {
+        uint32_t v;
+        if (w[i] < 0 || (size_t)(w[i] + 1) * sizeof v > c->npush) return false;
+        memcpy(&v, c->push + (size_t)w[i] * sizeof v, sizeof v);
+        if (v % m) return false;
+    }
+    return true;
+}
 void loom__vk_i32(loom__vk_call *c, int32_t v) { push(c, &v); }
 void loom__vk_f32(loom__vk_call *c, float v) { push(c, &v); }
 

@@ -390,6 +390,10 @@ bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int 
 bool loom__vk_texel_variant(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, int n, int per);
 /* views of bindings 0 and 1 at slots 0 and 1, `per` elements per texel; both or neither */
 bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt, int per);
+/* The element offsets the bindings pushed as push words w[0..n) are
+ * multiples of m (the wide-load variants' vec2 / vec4 / word views need it);
+ * false when a word was not pushed yet. */
+bool loom__vk_pushed_aligned(const loom__vk_call *c, const int *w, int n, uint32_t m);
 /* 32-bit push constants, in order */
 void loom__vk_u32(loom__vk_call *c, uint32_t v);
 void loom__vk_i32(loom__vk_call *c, int32_t v);

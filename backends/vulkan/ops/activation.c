@@ -4,17 +4,7 @@
  * store instruction): f32 four elements per invocation, one vec4 per load
  * and store (activation_v4: relu 5.0 -> 2.0 ms per cnn step on lavapipe),
  * else, unless in place, activation_t reads x and dy through texel views. */
-#include <string.h>
-
 #include "../vulkan.h"
-
-/* the pushed element offsets (the first three words) are multiples of 4 */
-static bool offsets4(const loom__vk_call *c) {
-    uint32_t w[3];
-    if (c->npush < sizeof w) return false;
-    memcpy(w, c->push, sizeof w);
-    return w[0] % 4 == 0 && w[1] % 4 == 0 && w[2] % 4 == 0;
-}
 
 static loom_status run(loom__vk_op *o, int kind) {
     const loom_tensor *y = o->t;
@@ -28,7 +18,7 @@ static loom_status run(loom__vk_op *o, int kind) {
         loom__vk_in(&c, y->src[0]);
         loom__vk_in(&c, kind >= LOOM_K_ACT_FIRST_GRAD ? y->src[1] : y->src[0]);
         loom__vk_out(&c, y);
-        if (!v4 || offsets4(&c)) break;
+        if (!v4 || loom__vk_pushed_aligned(&c, (const int[]){0, 1, 2}, 3, 4)) break; /* xo, dyo, yo */
     }
     n = v4 ? n / 4 : n;
     loom__vk_u32(&c, (uint32_t)n), loom__vk_i32(&c, kind), loom__vk_f32(&c, (float)y->f[LOOM_F_LEAKY_SLOPE]);

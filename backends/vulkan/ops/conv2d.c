@@ -188,9 +188,8 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
         loom__vk_out(&c, y);
         push_geom(&c, &q);
         loom__vk_i32(&c, y->nsrc > 2), loom__vk_i32(&c, (int32_t)ob), loom__vk_u32(&c, (uint32_t)n);
-        uint32_t yo; /* the fourth push word: y's element offset */
-        memcpy(&yo, c.push + 12, sizeof yo);
-        bool v4 = y->dtype == LOOM_F32 && q.P % 4 == 0 && yo % 4 == 0; /* one vec4 store per channel */
+        /* one vec4 store per channel: f32, P and y's element offset (push word 3) multiples of 4 */
+        bool v4 = y->dtype == LOOM_F32 && q.P % 4 == 0 && loom__vk_pushed_aligned(&c, (const int[]){3}, 1, 4);
         loom__vk_texel_variant(&c, v4 ? "conv_direct_fwd_t4" : "conv_direct_fwd_t", y->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_1d(&c, n);
     }

@@ -53,12 +53,10 @@ static const form TEXEL4V = {"gemmt4v", 16, 64, 8, 4, true}; /* TEXEL4 with four
 /* C's layout allows TEXEL4V's aligned four-column stores (its pushed
  * element offset, the third push word, is checked once bound) */
 static bool vstore_fits(const loom__vk_call *c, loom_dtype dt, const loom__vk_gemm_desc *d) {
-    uint32_t w[3];
-    if (dt != LOOM_F32 || d->N % 4 || d->ldc % 4 || d->cseg % 4 || d->csegs % 4 || c->npush < sizeof w) return false;
+    if (dt != LOOM_F32 || d->N % 4 || d->ldc % 4 || d->cseg % 4 || d->csegs % 4) return false;
     for (int i = 0; i < 3; i++)
         if (d->sc[i] % 4) return false;
-    memcpy(w, c->push, sizeof w);
-    return w[2] % 4 == 0;
+    return loom__vk_pushed_aligned(c, (const int[]){2}, 1, 4);
 }
 
 /* A and B suit loads of w elements (the tensors' element offsets are checked
@@ -121,9 +119,7 @@ static void bind_mat(loom__vk_call *c, const loom__vk_mat *m, bool w) {
 /* the element offsets the binding pushed for A and B (the first two push
  * words) are multiples of w, as gemm_wide.comp's word views need */
 static bool fits_offsets(const loom__vk_call *c, int w) {
-    uint32_t o[2];
-    memcpy(o, c->push, sizeof o);
-    return c->npush >= sizeof o && o[0] % (uint32_t)w == 0 && o[1] % (uint32_t)w == 0;
+    return loom__vk_pushed_aligned(c, (const int[]){0, 1}, 2, (uint32_t)w);
 }
 
 /* begins the dispatch of form f and pushes everything but the grid */

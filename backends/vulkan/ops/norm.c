@@ -7,8 +7,6 @@
  * gradients). Every kernel runs in the variant of x's dtype; running
  * statistics, the (4, C) batch-norm statistics and the layer-norm row
  * statistics are f32. */
-#include <string.h>
-
 #include "../vulkan.h"
 
 /* src[idx], or x when absent (idx < 0) */
@@ -24,17 +22,9 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
  * per load, which lavapipe runs as one load loop over its lanes instead of
  * four; on CPU devices the _v4t forms read x and dy through texel views,
  * which lavapipe gathers) serve f32 tensors whose planes hold a multiple of 4 elements; v4
- * says which the call begins with, and v4_fits whether the offsets the
- * binding pushed (push words w[0..n)) allow it. */
+ * says which the call begins with, and loom__vk_pushed_aligned whether the
+ * offsets the binding pushed (push words `words`) allow it. */
 static bool v4_wanted(loom_dtype dt, int64_t S) { return dt == LOOM_F32 && S % 4 == 0; }
-
-static bool v4_fits(const loom__vk_call *c, const int *w, int n) {
-    uint32_t v[16];
-    memcpy(v, c->push, sizeof v < c->npush ? sizeof v : c->npush);
-    for (int i = 0; i < n; i++)
-        if ((size_t)(w[i] + 1) * sizeof(uint32_t) > c->npush || v[w[i]] % 4u) return false;
-    return true;
-}
 
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
@@ -52,7 +42,7 @@ loom_status loom__vk_batch_norm(loom__vk_op *o) {
         else
             loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR]));
         loom__vk_out(&c, y);
-        if (!v4 || v4_fits(&c, words, 2)) break;
+        if (!v4 || loom__vk_pushed_aligned(&c, words, 2, 4)) break;
     }
     if (v4) loom__vk_texel_variant(&c, "batch_norm_v4t", x->dtype, (const int[]){0}, 1, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
@@ -73,7 +63,7 @@ loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
         loom__vk_begin(o, &c, v4 ? "batch_norm_grad_params_v4" : "batch_norm_grad_params", x->dtype);
         loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
         loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_RVAR])), loom__vk_out(&c, y);
-        if (!v4 || v4_fits(&c, words, 2)) break;
+        if (!v4 || loom__vk_pushed_aligned(&c, words, 2, 4)) break;
     }
     if (v4) loom__vk_texel_variant(&c, "batch_norm_grad_params_v4t", x->dtype, (const int[]){0, 1}, 2, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
@@ -92,7 +82,7 @@ loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
         loom__vk_begin(o, &c, v4 ? "batch_norm_grad_v4" : "batch_norm_grad", x->dtype);
         loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_DY]));
         loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
-        if (!v4 || v4_fits(&c, words, 3)) break;
+        if (!v4 || loom__vk_pushed_aligned(&c, words, 3, 4)) break;
     }
     if (v4) loom__vk_texel_variant(&c, "batch_norm_grad_v4t", x->dtype, (const int[]){0, 2}, 2, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);

@@ -6,8 +6,6 @@
  * gradients and states are written in place (loom__vk_inout). On CPU
  * devices sgd_step runs four elements per invocation where the sizes and
  * offsets allow (sgd_step_v4). */
-#include <string.h>
-
 #include "../vulkan.h"
 
 static loom_status need_f32(loom__vk_op *o, const loom_tensor *p) {
@@ -37,9 +35,7 @@ loom_status loom__vk_sgd_step(loom__vk_op *o) {
         else loom__vk_in(&c, p); /* unused */
         loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
         loom__vk_out(&c, t);
-        uint32_t w[4];
-        memcpy(w, c.push, sizeof w);
-        if (!v4 || (c.npush >= sizeof w && w[0] % 4 == 0 && w[1] % 4 == 0 && w[3] % 4 == 0)) break;
+        if (!v4 || loom__vk_pushed_aligned(&c, (const int[]){0, 1, 3}, 3, 4)) break; /* po, go, bo */
     }
     n = v4 ? n / 4 : n;
     loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);

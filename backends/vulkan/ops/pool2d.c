@@ -5,8 +5,6 @@
  * on CPU devices max2*_t read x and dy through texel views).
  * The geometry goes in an int32 meta table (push constants for K_MAX2*);
  * parameters in core/ops/pool2d.c. */
-#include <string.h>
-
 #include "../vulkan.h"
 
 /* geometry table (LOOM_G_POOL_*) from x's and y's shapes */
@@ -22,14 +20,6 @@ static bool cpu_f32(const loom__vk_op *o, loom_dtype dt) {
     return dt == LOOM_F32 && o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
-/* push words a and b (element offsets) are even */
-static bool even_words(const loom__vk_call *c, int a, int b) {
-    uint32_t w[3];
-    if (c->npush < (uint32_t)((b > a ? b : a) + 1) * 4) return false;
-    memcpy(w, c->push, c->npush < sizeof w ? c->npush : sizeof w);
-    return w[a] % 2 == 0 && w[b] % 2 == 0;
-}
-
 static loom_status forward(loom__vk_op *o, int kind) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t nw;
@@ -39,7 +29,7 @@ static loom_status forward(loom__vk_op *o, int kind) {
         for (;; v2 = false) {
             loom__vk_begin(o, &c, v2 ? "max2_v2" : "max2", y->dtype);
             loom__vk_in(&c, x), loom__vk_out(&c, y);
-            if (!v2 || even_words(&c, 0, 0)) break;
+            if (!v2 || loom__vk_pushed_aligned(&c, (const int[]){0}, 1, 2)) break; /* xo */
         }
         loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)x->dims[3]), loom__vk_u32(&c, (uint32_t)(x->dims[3] / 2));
         if (!v2) loom__vk_texel_variant(&c, "max2_t", y->dtype, (const int[]){0}, 1, 1);
@@ -65,7 +55,7 @@ static loom_status backward(loom__vk_op *o, int kind) {
         for (;; v2 = false) {
             loom__vk_begin(o, &c, v2 ? "max2_grad_v2" : "max2_grad", dx->dtype);
             loom__vk_in(&c, x), loom__vk_in(&c, dy), loom__vk_out(&c, dx);
-            if (!v2 || even_words(&c, 0, 2)) break; /* xo, dxo */
+            if (!v2 || loom__vk_pushed_aligned(&c, (const int[]){0, 2}, 2, 2)) break; /* xo, dxo */
         }
         loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)dx->dims[3]), loom__vk_u32(&c, (uint32_t)(dx->dims[3] / 2));
         if (!v2) loom__vk_texel_variant(&c, "max2_grad_t", dx->dtype, (const int[]){0, 1}, 2, 1);
