@@ -182,6 +182,7 @@ static void test_env_switches(void) {
     } sw[] = {{"cpu", "LOOM_CPU_FUSE"},           {"cpu", "LOOM_CPU_POOL_AVX512"},
               {"vulkan", "LOOM_VULKAN_STAGING"}, {"vulkan", "LOOM_VULKAN_CONV_ROWS"},
               {"vulkan", "LOOM_VULKAN_CONV_GI_FWD"}, {"vulkan", "LOOM_VULKAN_CONV_FLAT"},
+              {"vulkan", "LOOM_VULKAN_CONV_PLANES"}, {"vulkan", "LOOM_VULKAN_GEMM_VSTORE"},
               {"opencl", "LOOM_OPENCL_CONV_ROWS"},
               {"opencl", "LOOM_OPENCL_CONV_GI_FWD"}};
     loom_ctx *ctx = NULL;
