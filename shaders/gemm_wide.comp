@@ -133,16 +133,29 @@
  * shift widens it). lavapipe fetches texels with vector gathers where it
  * loads storage buffers lane by lane: 2-3.7x the GEMM's speed
  * (bench/results/2026-12-05-vulkan-texel-gemm-probe.md).
- * TEXEL with W = 8 (bf16 only): 8 elements per R32G32B32A32_UINT texel, half
- * the fetches of W = 4 for one shift or mask per element (lavapipe n = 1024:
- * 37-43 -> 45-46 GFLOP/s, above f32's 39-41). The same for f16 ran slower
- * than its W = 4 form (35-36 against 38.6: unpackHalf2x16 costs more than
- * the fetches it saves), so f16 stays at W = 4. */
-#if W != 4 && !(W == 8 && defined(T_BF16))
-#error "gemm_wide.comp: TEXEL needs W = 4, or W = 8 for bf16"
+ * TEXEL with W = 8 (16-bit types): 8 elements per R32G32B32A32_UINT texel,
+ * half the fetches of W = 4. bf16 (one shift or mask per element, RM = 16):
+ * lavapipe n = 1024 37-43 -> 45-46 GFLOP/s. f16 (unpackHalf2x16) only in
+ * 8 x 8 blocks (gemmt8*_f16, RM = 8): its conversions and the registers of
+ * a 16 x 8 block ran it at 34-35, the 8 x 8 block at 48-49 (with VSTORE),
+ * against 44-45 for W = 4 (2026-12-05-vulkan-16bit-stores.md). */
+#if W != 4 && !(W == 8 && (defined(T_BF16) || defined(T_F16)))
+#error "gemm_wide.comp: TEXEL needs W = 4, or W = 8 for f16 / bf16"
 #endif
 #undef WLD
-#if W == 8 /* bf16, R32G32B32A32_UINT: two elements per component, low half first */
+#if W == 8 && defined(T_F16) /* R32G32B32A32_UINT: two elements per component, low half first */
+layout(set = 0, binding = 10) uniform usamplerBuffer AW;
+layout(set = 0, binding = 11) uniform usamplerBuffer BW;
+#define WLD(X, i, out)                                                                   \
+    {                                                                                    \
+        uvec4 v_ = texelFetch(X, int(i));                                                \
+        [[unroll]] for (int h_ = 0; h_ < 4; h_++) {                                      \
+            vec2 f_ = unpackHalf2x16(v_[h_]);                                            \
+            out[2 * h_] = f_.x;                                                          \
+            out[2 * h_ + 1] = f_.y;                                                      \
+        }                                                                                \
+    }
+#elif W == 8 /* bf16, R32G32B32A32_UINT: two elements per component, low half first */
 layout(set = 0, binding = 10) uniform usamplerBuffer AW;
 layout(set = 0, binding = 11) uniform usamplerBuffer BW;
 #define WLD(X, i, out)                                                                   \
@@ -185,10 +198,24 @@ TENSOR_IN(0, TW, AW);
 TENSOR_IN(1, TW, BW);
 #endif
 #if defined(VSTORE)
-/* VSTORE (f32 C): four columns per store (the host checks that N, ldc, C's
- * offset, its batch strides and segments are multiples of 4, so a group of
- * four columns n0 + 4q .. +3 is one whole aligned vec4 inside one segment) */
+/* VSTORE: four columns of C per store instruction (the host checks that N,
+ * ldc, C's offset, its batch strides and segments are multiples of 4, so a
+ * group of four columns n0 + 4q .. +3 is one whole aligned word inside one
+ * segment): a vec4 for float C, a uvec2 of four 16-bit values (each rounded
+ * as ST rounds it, low half first) for f16 / bf16 C. lavapipe stores lane by
+ * lane, one loop per store instruction: f32 n = 1024 43.5 -> 48-52 GFLOP/s. */
+#if defined(C_F32) || defined(T_F32)
 TENSOR_OUT(2, vec4, C4);
+#define ST4(i, v) (C4[i] = (v))
+#else
+TENSOR_OUT(2, uvec2, C4);
+#if defined(T_F16)
+#define CV4(x) f32_to_f16(x)
+#else
+#define CV4(x) f32_to_bf16(x)
+#endif
+#define ST4(i, v) (C4[i] = uvec2(CV4((v).x) | (CV4((v).y) << 16), CV4((v).z) | (CV4((v).w) << 16)))
+#endif
 #else
 TENSOR_OUT(2, TC, C);
 #endif
@@ -284,7 +311,7 @@ void main() {
                         vec4 v = vec4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
                         if (pc.has_bias != 0u)
                             [[unroll]] for (int e = 0; e < 4; e++) v[e] += LD(bias, bio + m * pc.brs + (n + uint(e)) * pc.bcs);
-                        if (n < N) C4[at / 4u] = v; /* N is a multiple of 4: the group is whole */
+                        if (n < N) ST4(at / 4u, v); /* N is a multiple of 4: the group is whole */
                     }
                 }
 #else

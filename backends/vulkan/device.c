@@ -395,7 +395,7 @@ static VkFormat texel_format(const loom__vk *vk, VkFormat f) {
 static void texel_formats(loom__vk *vk) {
     static const VkFormat want[3] = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32G32_UINT, VK_FORMAT_R16G16B16A16_UINT};
     static const VkFormat want1[3] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R16_UINT, VK_FORMAT_R16_UINT};
-    static const VkFormat want8[3] = {VK_FORMAT_UNDEFINED, VK_FORMAT_UNDEFINED, VK_FORMAT_R32G32B32A32_UINT};
+    static const VkFormat want8[3] = {VK_FORMAT_UNDEFINED, VK_FORMAT_R32G32B32A32_UINT, VK_FORMAT_R32G32B32A32_UINT};
     for (int i = 0; i < 3; i++) vk->texel_fmt[i] = vk->texel_fmt1[i] = vk->texel_fmt8[i] = VK_FORMAT_UNDEFINED;
     /* RGBA32F is the dummy view's format: without it, no texel views at all */
     vk->texel = vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && texel_format(vk, want[0]) != VK_FORMAT_UNDEFINED;

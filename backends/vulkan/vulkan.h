@@ -211,7 +211,7 @@ typedef struct loom__vk {
     VkFormat texel_fmt[3]; /* the view format per storage dtype f32, f16, bf16, 4 elements per texel;
                               VK_FORMAT_UNDEFINED = none */
     VkFormat texel_fmt1[3]; /* the same, one element per texel (R32_SFLOAT, R16_UINT) */
-    VkFormat texel_fmt8[3]; /* the same, 8 elements per texel (bf16: R32G32B32A32_UINT) */
+    VkFormat texel_fmt8[3]; /* the same, 8 elements per texel (f16, bf16: R32G32B32A32_UINT) */
     VkBufferView dummy_view; /* bound to unused texel slots */
     loom__vk_hostmem *hostmem;
     /* pipelines (pipeline.c) */

@@ -27,11 +27,12 @@
  *     8 blocks, 4 elements per fetch; on CPU devices whose formats allow it
  *     (device.c), where lavapipe gathers texels instead of looping over the
  *     lanes (2-3.7x the storage-buffer loads, bench/results/
- *     2026-12-05-vulkan-texel-gemm-probe.md); bf16 with K and the leading
- *     dimensions multiples of 8 as gemmt8_* (8 elements per fetch); f32
- *     with C's columns in aligned groups of 4 as gemmt4v_* (one vec4 per
- *     store: lavapipe stores lane by lane, one loop per store instruction;
- *     LOOM_VULKAN_GEMM_VSTORE=0 turns it off). Where a
+ *     2026-12-05-vulkan-texel-gemm-probe.md); f16 and bf16 with K and the
+ *     leading dimensions multiples of 8 as gemmt8_* (8 elements per fetch;
+ *     f16 in 8 x 8 blocks); with C's columns in aligned groups of 4 as
+ *     gemmt4v_* / gemmt8v_* (four columns per store: a vec4, or a uvec2 of
+ *     four 16-bit values; lavapipe stores lane by lane, one loop per store
+ *     instruction; LOOM_VULKAN_GEMM_VSTORE=0 turns it off). Where a
  *     window does not allow a view, the narrower texel form, else wide.
  * LOOM_VULKAN_GEMM=tiled|wide|texel forces a form (wide: storage buffers only;
  * texel where it applies; the op-check runs each); unset or auto: texel, else
@@ -48,12 +49,16 @@ typedef struct form {
 static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
 static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
 static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true}, TEXEL8 = {"gemmt8", 16, 64, 8, 8, true};
-static const form TEXEL4V = {"gemmt4v", 16, 64, 8, 4, true}; /* TEXEL4 with four columns of f32 C per store */
+/* f16's 8-element form runs 8 x 8 blocks (shaders/gemm_wide.comp, TEXEL) */
+static const form TEXEL8H = {"gemmt8", 8, 64, 8, 8, true};
+/* the texel forms with four columns of C per store */
+static const form TEXEL4V = {"gemmt4v", 16, 64, 8, 4, true}, TEXEL8V = {"gemmt8v", 16, 64, 8, 8, true};
+static const form TEXEL8HV = {"gemmt8v", 8, 64, 8, 8, true};
 
-/* C's layout allows TEXEL4V's aligned four-column stores (its pushed
- * element offset, the third push word, is checked once bound) */
-static bool vstore_fits(const loom__vk_call *c, loom_dtype dt, const loom__vk_gemm_desc *d) {
-    if (dt != LOOM_F32 || d->N % 4 || d->ldc % 4 || d->cseg % 4 || d->csegs % 4) return false;
+/* C's layout allows the aligned four-column stores of TEXEL4V / TEXEL8V
+ * (its pushed element offset, the third push word, is checked once bound) */
+static bool vstore_fits(const loom__vk_call *c, const loom__vk_gemm_desc *d) {
+    if (d->N % 4 || d->ldc % 4 || d->cseg % 4 || d->csegs % 4) return false;
     for (int i = 0; i < 3; i++)
         if (d->sc[i] % 4) return false;
     return loom__vk_pushed_aligned(c, (const int[]){2}, 1, 4);
@@ -100,7 +105,7 @@ static loom_status pick(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_desc 
     if (!wide) return LOOM_OK;
     bool texel = vk->texel && !(env && !strcmp(env, "wide")); /* wide: storage buffers only */
     texel = texel && vk->max_local >= TEXEL4.local;
-    if (texel && dt == LOOM_BF16 && fits_width(vk, dt, d, 8)) *out = &TEXEL8;
+    if (texel && (dt == LOOM_BF16 || dt == LOOM_F16) && fits_width(vk, dt, d, 8)) *out = dt == LOOM_F16 ? &TEXEL8H : &TEXEL8;
     else *out = texel && fits_width(vk, dt, d, 4) ? &TEXEL4 : wide_form(vk, dt, d);
     return LOOM_OK;
 }
@@ -162,17 +167,20 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     if (st != LOOM_OK) return st;
     loom__vk_call c;
     record(o, &c, f, dt, d);
-    if (f == &TEXEL8 && !(fits_offsets(&c, 8) && loom__vk_texel_ab(&c, dt, 8))) {
+    bool texel8 = f == &TEXEL8 || f == &TEXEL8H;
+    if (texel8 && !(fits_offsets(&c, 8) && loom__vk_texel_ab(&c, dt, 8))) {
         f = &TEXEL4; /* fits_width 8 implies 4 */
         record(o, &c, f, dt, d);
     }
     if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt, 4))) { /* windows that allow no views */
         f = wide_form(vk, dt, d);
         record(o, &c, f, dt, d);
-    } else if (f == &TEXEL4 && vstore_fits(&c, dt, d) && loom__env_switch("LOOM_VULKAN_GEMM_VSTORE") != 0) {
+    } else if ((f == &TEXEL4 || f == &TEXEL8 || f == &TEXEL8H) && vstore_fits(&c, d) &&
+               loom__env_switch("LOOM_VULKAN_GEMM_VSTORE") != 0) {
         loom__vk_call v; /* the same product, four columns of C per store */
-        record(o, &v, &TEXEL4V, dt, d);
-        if (loom__vk_texel_ab(&v, dt, 4)) c = v, f = &TEXEL4V;
+        const form *fv = f == &TEXEL8 ? &TEXEL8V : f == &TEXEL8H ? &TEXEL8HV : &TEXEL4V;
+        record(o, &v, fv, dt, d);
+        if (loom__vk_texel_ab(&v, dt, f->w)) c = v, f = fv;
     }
     if (f->w && !fits_offsets(&c, f->w)) { /* a tensor bound off a word boundary */
         f = f->w == 8 && fits_offsets(&c, 4) && fits_width(vk, dt, d, 4) ? &WIDE4 : tiled(vk, d);
