@@ -134,6 +134,15 @@ loom_status loom__cl_launch_1d(loom__cl_op *o, cl_kernel k, int64_t n) {
     return add_launch(o, k, global, local);
 }
 
+loom_status loom__cl_launch_2d(loom__cl_op *o, cl_kernel k, int64_t n0, int64_t n1) {
+    if (n0 <= 0 || n1 <= 0) return LOOM_OK;
+    size_t l0 = o->cl->max_wg < 64 ? o->cl->max_wg : 64;
+    loom__cl_node *n = o->node;
+    LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
+    n->l[n->n_launch++] = (loom__cl_launch){k, 2, {((size_t)n0 + l0 - 1) / l0 * l0, (size_t)n1}, {l0, 1}};
+    return LOOM_OK;
+}
+
 loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, size_t local) {
     if (groups <= 0) return LOOM_OK;
     return add_launch(o, k, (size_t)groups * local, local);
@@ -348,8 +357,8 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     cl->ctx = be->ctx;
     cl->stats = &be->stats;
     cl->reproducible = desc && desc->reproducible;
-    static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_GI_FWD"};
-    loom_status st = loom__env_switches_check(be->ctx, sw, 2);
+    static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_GI_FWD", "LOOM_OPENCL_BN_SPLIT"};
+    loom_status st = loom__env_switches_check(be->ctx, sw, 3);
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)
         st = loom__err(be->ctx, LOOM_ERR_UNSUPPORTED,

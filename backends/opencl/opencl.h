@@ -288,6 +288,9 @@ void loom__cl_err_slot(loom__cl_op *o, int *slot);
  * work-groups of `local` items (local a power of two <= the device limit). */
 loom_status loom__cl_launch_1d(loom__cl_op *o, cl_kernel k, int64_t n);
 loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, size_t local);
+/* A 2-D range of n0 x n1 items (n0 rounded up to the work-group's 64 items,
+ * or the device limit; kernels check both indices). */
+loom_status loom__cl_launch_2d(loom__cl_op *o, cl_kernel k, int64_t n0, int64_t n1);
 /* A power-of-two work-group size for reducing `n` items: min(256, device
  * limit, next power of two >= n), at least 1. */
 size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);

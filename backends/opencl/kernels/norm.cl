@@ -80,20 +80,95 @@ __kernel void batch_norm_grad_params(__global const T *x, ulong xo, __global con
     if (l == 0) out[c] = sdx * invstd, out[C + c] = sd, out[2 * C + c] = mean, out[3 * C + c] = invstd;
 }
 
-/* dx, one item per element: train: g invstd (dy - sum(dy)/M - xhat sum(dy xhat)/M);
- * eval: g invstd dy (stats from batch_norm_grad_params) */
+/* dx: train: g invstd (dy - sum(dy)/M - xhat sum(dy xhat)/M); eval: g
+ * invstd dy (stats from batch_norm_grad_params). A 2-D range (S, N C): item
+ * (i, plane) is element plane S + i, its channel the same for a whole
+ * work-group (a 64-bit division per element was 60% of this kernel's time
+ * on PoCL) */
 __kernel void batch_norm_grad(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *dy,
                               ulong dyo, __global const float *st, ulong sto, __global T *dx, ulong dxo, long N, long C,
                               long S, int train, int has_g) {
-    long k = get_global_id(0);
-    if (k >= N * C * S) return;
-    long c = (k / S) % C;
+    long i = get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
+    if (i >= S || plane >= N * C) return;
     st += sto;
     float M = (float)(N * S);
     float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];
     float g = has_g ? LD(gm + gmo, c) : 1.0f, d = LD(dy + dyo, k);
     float xh = (LD(x + xo, k) - mean) * invstd;
     ST(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);
+}
+
+/* ---- batch norm in training, split for CPU-hosted devices (ops/norm.c) ----
+ * One group per channel loops each item over a strided run of the channel's
+ * N S elements and meets its group at barriers: PoCL ran those kernels at
+ * ~3 ns per element, 8x its elementwise kernels. Here no kernel has a
+ * barrier or a per-element division:
+ *   bn_colsum  one item per (c, i) of an image's C x S block: the sums over
+ *              the N images of d = x - x[0, c, 0] and d^2 (with dy: also dy
+ *              and dy d) at position i of channel c, into cs (4, C, S) f32;
+ *              every item's loop has the same trip count and neighbouring
+ *              items read neighbouring elements;
+ *   bn_finish  one item per channel: the column sums -> mean and biased
+ *              variance (shifted by s = x[0, c, 0]: mean = s + E[d], var =
+ *              E[d^2] - E[d]^2, s one of the channel's own values), then
+ *              mode 0 (forward): st (2, C) = mean, invstd and the running
+ *              statistics; mode 1 (gradient): out (4, C) = sum(dy xhat),
+ *              sum(dy), mean, invstd as batch_norm_grad_params;
+ *   bn_apply   a 2-D range (S, N C): y = (x - mean) invstd gamma + beta. */
+__kernel void bn_colsum(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N,
+                        long C, long S, int with_dy) {
+    long at = get_global_id(0), plane = C * S; /* at = c S + i: an image's (C, S) block is contiguous */
+    if (at >= plane) return;
+    x += xo, dy += dyo;
+    float s = LD(x, at / S * S), a = 0.0f, b = 0.0f, e = 0.0f, f = 0.0f;
+    if (with_dy) {
+        for (long n = 0, k = at; n < N; n++, k += plane) {
+            float d = LD(x, k) - s, g = LD(dy, k);
+            a += d, b += d * d, e += g, f += g * d;
+        }
+    } else {
+        for (long n = 0, k = at; n < N; n++, k += plane) {
+            float d = LD(x, k) - s;
+            a += d, b += d * d;
+        }
+    }
+    cs[at] = a, cs[plane + at] = b;
+    if (with_dy) cs[2 * plane + at] = e, cs[3 * plane + at] = f;
+}
+
+__kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs, __global float *rm, ulong rmo,
+                        __global float *rv, ulong rvo, __global float *out, ulong outo, long N, long C, long S,
+                        int mode, int has_run, float eps, float momentum) {
+    long c = get_global_id(0);
+    if (c >= C) return;
+    long plane = C * S;
+    float a = 0.0f, b = 0.0f, e = 0.0f, f = 0.0f;
+    for (long i = 0; i < S; i++) {
+        a += cs[c * S + i], b += cs[plane + c * S + i];
+        if (mode) e += cs[2 * plane + c * S + i], f += cs[3 * plane + c * S + i];
+    }
+    float M = (float)(N * S), s = LD(x + xo, c * S), md = a / M;
+    float mean = s + md, var = fmax(b / M - md * md, 0.0f), invstd = 1.0f / sqrt(var + eps);
+    out += outo;
+    if (mode == 0) {
+        out[c] = mean, out[C + c] = invstd;
+        if (has_run) {
+            rm[rmo + c] = (1.0f - momentum) * rm[rmo + c] + momentum * mean;
+            rv[rvo + c] = (1.0f - momentum) * rv[rvo + c] + momentum * (var * M / (M - 1.0f));
+        }
+    } else {
+        /* sum(dy (x - mean)) = sum(dy d) - (mean - s) sum(dy) */
+        out[c] = (f - md * e) * invstd, out[C + c] = e, out[2 * C + c] = mean, out[3 * C + c] = invstd;
+    }
+}
+
+__kernel void bn_apply(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt, ulong bto,
+                       __global const float *st, __global T *y, ulong yo, long N, long C, long S, int has_g,
+                       int has_b) {
+    long i = get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
+    if (i >= S || plane >= N * C) return;
+    float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;
+    ST(y + yo, k, (LD(x + xo, k) - st[c]) * st[C + c] * g + b);
 }
 
 /* ---- layer norm: x (R, D), one group per row ---- */
