@@ -9,6 +9,8 @@
  *                 neighbouring work-items write neighbouring elements)
  *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's per-image GEMMs
  *   conv_sum_parts  dw = the sum of grad_weight's per-image float products
+ *   conv_gw_dot   grad_weight's per-image products as dot products, for a
+ *                 small O x K (ops/conv2d.c)
  *
  * Geometry table (`__constant long *g`), as ops/conv2d.c fills it:
  *   g[0..3] N, C, H, W       g[4..5] KH, KW      g[6..7] OH, OW
@@ -126,6 +128,27 @@ __kernel void conv_dy_perm(__global const T *dy, ulong dyo, __global T *dyp, ulo
     if (id >= N * O * P) return;
     long p = id % P, n = id / P % N, o = id / (P * N);
     ST(dyp, dypo + id, LD(dy, dyo + (n * O + o) * P + p)); /* exact: a float holds every storage value */
+}
+
+/* part[n, o, k] (float) = sum over p < P of dy[n, o, p] col[k, n P + p]: the
+ * per-image products of an ungrouped grad_weight whose O x K is too small
+ * for the GEMM's tiles (a first layer: K = 9, O = 32 fills 9 of a tile's 64
+ * columns), one item per (o K + k, n), eight products per step in eight
+ * float lanes (P a multiple of 8), the lanes added pairwise */
+__kernel void conv_gw_dot(__global const T *dy, ulong dyo, __global const T *col, __global float *part, long N,
+                          long O, long K, long P) {
+    long ok = get_global_id(0), n = get_global_id(1);
+    if (ok >= O * K || n >= N) return;
+    long o = ok / K, k = ok % K, a = dyo + (n * O + o) * P, b = k * N * P + n * P;
+    float8 acc = (float8)(0.0f);
+    for (long p = 0; p < P; p += 8) {
+        float8 u = (float8)(LD(dy, a + p), LD(dy, a + p + 1), LD(dy, a + p + 2), LD(dy, a + p + 3), LD(dy, a + p + 4),
+                            LD(dy, a + p + 5), LD(dy, a + p + 6), LD(dy, a + p + 7));
+        float8 v = (float8)(LD(col, b + p), LD(col, b + p + 1), LD(col, b + p + 2), LD(col, b + p + 3),
+                            LD(col, b + p + 4), LD(col, b + p + 5), LD(col, b + p + 6), LD(col, b + p + 7));
+        acc += u * v;
+    }
+    part[(n * O + o) * K + k] = ((acc.s0 + acc.s1) + (acc.s2 + acc.s3)) + ((acc.s4 + acc.s5) + (acc.s6 + acc.s7));
 }
 
 /* dw[i] = sum over s < nparts of part[s*n + i] (float), one item per dw element;

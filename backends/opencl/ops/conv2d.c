@@ -151,6 +151,20 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
 }
 
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
+/* An ungrouped weight gradient whose O x K is under one GEMM tile (64 x 64)
+ * on a CPU device: the per-image products as dot products (conv_gw_dot)
+ * rather than GEMMs that fill a few of a tile's rows and columns (PoCL, the
+ * cnn's first layer, K = 9: the step's conv2d_grad_weight 12.1-12.4 ->
+ * 8.5-9.8 ms); not in reproducible mode (its sums are not the canonical
+ * chunks). LOOM_OPENCL_CONV_GW_DOT=0|1 forces it off or on where it
+ * applies (tests). */
+static bool gw_dot(const loom__cl_op *o, const geom *q) {
+    if (o->cl->reproducible || q->G != 1 || q->P % 8) return false;
+    int e = loom__env_switch("LOOM_OPENCL_CONV_GW_DOT"); /* checked when the backend was made */
+    if (e >= 0) return e == 1;
+    return (o->cl->type & CL_DEVICE_TYPE_CPU) && q->O * q->K < 64 * 64;
+}
+
 loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
@@ -162,6 +176,23 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     /* col (G, K, N*P): image n's columns at n*P of each row */
     if ((st = workspace(o, q.G * q.K * L, es, "im2col", &col)) != LOOM_OK) return st;
     if ((st = im2col(o, &q, x, col, q.P, q.K * L, L)) != LOOM_OK) return st;
+    if (gw_dot(o, &q)) { /* part (N, O, K) per image, then the sum over the images */
+        cl_mem part;
+        if ((st = workspace(o, q.N * q.O * q.K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK ||
+            (st = loom__cl_kernel(o, dw->dtype, "conv_gw_dot", &k)) != LOOM_OK)
+            return st;
+        loom__cl_args ar = loom__cl_args_begin(o, k);
+        loom__cl_arg_t(&ar, dy), loom__cl_arg_mem(&ar, col), loom__cl_arg_mem(&ar, part);
+        loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O), loom__cl_arg_i64(&ar, q.K), loom__cl_arg_i64(&ar, q.P);
+        if ((st = loom__cl_args_end(&ar)) != LOOM_OK || (st = loom__cl_launch_2d(o, k, q.O * q.K, q.N)) != LOOM_OK ||
+            (st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK)
+            return st;
+        ar = loom__cl_args_begin(o, k);
+        loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
+        loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O * q.K);
+        if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+        return loom__cl_launch_1d(o, k, q.O * q.K);
+    }
     /* dyp (O, N*P) = dy (N, O, P) permuted */
     if ((st = workspace(o, q.O * L, es, "permuted dy", &dyp)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dw->dtype, "conv_dy_perm", &k)) != LOOM_OK) return st;
