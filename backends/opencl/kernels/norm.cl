@@ -7,6 +7,19 @@
  * Absent optional inputs (has_* = 0) are bound to some valid buffer and
  * never read. */
 
+/* four consecutive elements i .. i+3 as a float4 (no alignment beyond the
+ * element's): one vector load where the storage type has one */
+#if defined(LOOM_T_F32)
+#define LD4(p, i) vload4(0, (p) + (i))
+#define ST4(p, i, v) vstore4((v), 0, (p) + (i))
+#elif defined(LOOM_T_F16)
+#define LD4(p, i) vload_half4(0, (p) + (i))
+#define ST4(p, i, v) vstore_half4_rte((v), 0, (p) + (i))
+#else
+#define LD4(p, i) ((float4)(LD(p, i), LD(p, (i) + 1), LD(p, (i) + 2), LD(p, (i) + 3)))
+#define ST4(p, i, v) (ST(p, i, (v).s0), ST(p, (i) + 1, (v).s1), ST(p, (i) + 2, (v).s2), ST(p, (i) + 3, (v).s3))
+#endif
+
 /* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
 
 /* batch mean and biased variance of channel c over its first M (N S, or 0
@@ -98,6 +111,20 @@ __kernel void batch_norm_grad(__global const T *x, ulong xo, __global const T *g
     ST(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);
 }
 
+/* the same, four elements per item (S a multiple of 4): a 2-D range (S / 4, N C) */
+__kernel void batch_norm_grad4(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *dy,
+                               ulong dyo, __global const float *st, ulong sto, __global T *dx, ulong dxo, long N,
+                               long C, long S, int train, int has_g) {
+    long i = 4 * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
+    if (i >= S || plane >= N * C) return;
+    st += sto;
+    float M = (float)(N * S);
+    float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];
+    float g = has_g ? LD(gm + gmo, c) : 1.0f;
+    float4 d = LD4(dy + dyo, k), xh = (LD4(x + xo, k) - mean) * invstd;
+    ST4(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);
+}
+
 /* ---- batch norm in training, split for CPU-hosted devices (ops/norm.c) ----
  * One group per channel loops each item over a strided run of the channel's
  * N S elements and meets its group at barriers: PoCL ran those kernels at
@@ -169,6 +196,40 @@ __kernel void bn_apply(__global const T *x, ulong xo, __global const T *gm, ulon
     if (i >= S || plane >= N * C) return;
     float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;
     ST(y + yo, k, (LD(x + xo, k) - st[c]) * st[C + c] * g + b);
+}
+
+/* bn_colsum and bn_apply four elements per item (S a multiple of 4): PoCL
+ * does not vectorize a loop inside an item across its items, so each item
+ * carries four positions in a float4 */
+__kernel void bn_colsum4(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N,
+                         long C, long S, int with_dy) {
+    long at = 4 * get_global_id(0), plane = C * S;
+    if (at >= plane) return;
+    x += xo, dy += dyo;
+    float s = LD(x, at / S * S);
+    float4 a = (float4)(0.0f), b = a, e = a, f = a;
+    if (with_dy) {
+        for (long n = 0, k = at; n < N; n++, k += plane) {
+            float4 d = LD4(x, k) - s, g = LD4(dy, k);
+            a += d, b += d * d, e += g, f += g * d;
+        }
+    } else {
+        for (long n = 0, k = at; n < N; n++, k += plane) {
+            float4 d = LD4(x, k) - s;
+            a += d, b += d * d;
+        }
+    }
+    vstore4(a, 0, cs + at), vstore4(b, 0, cs + plane + at);
+    if (with_dy) vstore4(e, 0, cs + 2 * plane + at), vstore4(f, 0, cs + 3 * plane + at);
+}
+
+__kernel void bn_apply4(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt, ulong bto,
+                        __global const float *st, __global T *y, ulong yo, long N, long C, long S, int has_g,
+                        int has_b) {
+    long i = 4 * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
+    if (i >= S || plane >= N * C) return;
+    float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;
+    ST4(y + yo, k, (LD4(x + xo, k) - st[c]) * st[C + c] * g + b);
 }
 
 /* ---- layer norm: x (R, D), one group per row ---- */
