@@ -120,10 +120,12 @@ size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n) {
     return l;
 }
 
-static loom_status add_launch(loom__cl_op *o, cl_kernel k, size_t global, size_t local) {
+/* records a launch of global0 x global1 items in work-groups of local x 1
+ * (one dimension when global1 is 1) */
+static loom_status add_launch(loom__cl_op *o, cl_kernel k, size_t global, size_t local, size_t global1) {
     loom__cl_node *n = o->node;
     LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
-    n->l[n->n_launch++] = (loom__cl_launch){k, 1, {global, 1}, {local, 1}};
+    n->l[n->n_launch++] = (loom__cl_launch){k, global1 > 1 ? 2 : 1, {global, global1}, {local, 1}};
     return LOOM_OK;
 }
 
@@ -131,21 +133,18 @@ loom_status loom__cl_launch_1d(loom__cl_op *o, cl_kernel k, int64_t n) {
     if (n <= 0) return LOOM_OK;
     size_t local = o->cl->max_wg < 256 ? o->cl->max_wg : 256;
     size_t global = ((size_t)n + local - 1) / local * local;
-    return add_launch(o, k, global, local);
+    return add_launch(o, k, global, local, 1);
 }
 
 loom_status loom__cl_launch_2d(loom__cl_op *o, cl_kernel k, int64_t n0, int64_t n1) {
     if (n0 <= 0 || n1 <= 0) return LOOM_OK;
     size_t l0 = o->cl->max_wg < 64 ? o->cl->max_wg : 64;
-    loom__cl_node *n = o->node;
-    LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
-    n->l[n->n_launch++] = (loom__cl_launch){k, 2, {((size_t)n0 + l0 - 1) / l0 * l0, (size_t)n1}, {l0, 1}};
-    return LOOM_OK;
+    return add_launch(o, k, ((size_t)n0 + l0 - 1) / l0 * l0, l0, (size_t)n1);
 }
 
 loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, size_t local) {
     if (groups <= 0) return LOOM_OK;
-    return add_launch(o, k, (size_t)groups * local, local);
+    return add_launch(o, k, (size_t)groups * local, local, 1);
 }
 
 /* ---- plans ---- */

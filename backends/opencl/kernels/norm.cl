@@ -98,32 +98,22 @@ __kernel void batch_norm_grad_params(__global const T *x, ulong xo, __global con
  * (i, plane) is element plane S + i, its channel the same for a whole
  * work-group (a 64-bit division per element was 60% of this kernel's time
  * on PoCL) */
-__kernel void batch_norm_grad(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *dy,
-                              ulong dyo, __global const float *st, ulong sto, __global T *dx, ulong dxo, long N, long C,
-                              long S, int train, int has_g) {
-    long i = get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
-    if (i >= S || plane >= N * C) return;
-    st += sto;
-    float M = (float)(N * S);
-    float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];
-    float g = has_g ? LD(gm + gmo, c) : 1.0f, d = LD(dy + dyo, k);
-    float xh = (LD(x + xo, k) - mean) * invstd;
-    ST(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);
-}
-
+#define BN_GRAD_KERNEL(name, W, VT, LDW, STW)                                                                 \
+    __kernel void name(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *dy,        \
+                       ulong dyo, __global const float *st, ulong sto, __global T *dx, ulong dxo, long N, long C,   \
+                       long S, int train, int has_g) {                                                           \
+        long i = W * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;              \
+        if (i >= S || plane >= N * C) return;                                                                    \
+        st += sto;                                                                                               \
+        float M = (float)(N * S);                                                                                \
+        float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];                 \
+        float g = has_g ? LD(gm + gmo, c) : 1.0f;                                                                \
+        VT d = LDW(dy + dyo, k), xh = (LDW(x + xo, k) - mean) * invstd;                                          \
+        STW(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);                             \
+    }
+BN_GRAD_KERNEL(batch_norm_grad, 1, float, LD, ST)
 /* the same, four elements per item (S a multiple of 4): a 2-D range (S / 4, N C) */
-__kernel void batch_norm_grad4(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *dy,
-                               ulong dyo, __global const float *st, ulong sto, __global T *dx, ulong dxo, long N,
-                               long C, long S, int train, int has_g) {
-    long i = 4 * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
-    if (i >= S || plane >= N * C) return;
-    st += sto;
-    float M = (float)(N * S);
-    float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];
-    float g = has_g ? LD(gm + gmo, c) : 1.0f;
-    float4 d = LD4(dy + dyo, k), xh = (LD4(x + xo, k) - mean) * invstd;
-    ST4(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);
-}
+BN_GRAD_KERNEL(batch_norm_grad4, 4, float4, LD4, ST4)
 
 /* ---- batch norm in training, split for CPU-hosted devices (ops/norm.c) ----
  * One group per channel loops each item over a strided run of the channel's
@@ -141,27 +131,37 @@ __kernel void batch_norm_grad4(__global const T *x, ulong xo, __global const T *
  *              mode 0 (forward): st (2, C) = mean, invstd and the running
  *              statistics; mode 1 (gradient): out (4, C) = sum(dy xhat),
  *              sum(dy), mean, invstd as batch_norm_grad_params;
- *   bn_apply   a 2-D range (S, N C): y = (x - mean) invstd gamma + beta. */
-__kernel void bn_colsum(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N,
-                        long C, long S, int with_dy) {
-    long at = get_global_id(0), plane = C * S; /* at = c S + i: an image's (C, S) block is contiguous */
-    if (at >= plane) return;
-    x += xo, dy += dyo;
-    float s = LD(x, at / S * S), a = 0.0f, b = 0.0f, e = 0.0f, f = 0.0f;
-    if (with_dy) {
-        for (long n = 0, k = at; n < N; n++, k += plane) {
-            float d = LD(x, k) - s, g = LD(dy, k);
-            a += d, b += d * d, e += g, f += g * d;
-        }
-    } else {
-        for (long n = 0, k = at; n < N; n++, k += plane) {
-            float d = LD(x, k) - s;
-            a += d, b += d * d;
-        }
+ *   bn_apply   a 2-D range (S, N C): y = (x - mean) invstd gamma + beta.
+ * bn_colsum and bn_apply (and batch_norm_grad above) are written once for a
+ * width W: W = 1 (float), and W = 4 (float4, the *4 kernels, S a multiple of
+ * 4): PoCL does not vectorize a loop inside an item across its items, so
+ * each item carries four positions. */
+#define BN_COLSUM_KERNEL(name, W, VT, LDW, CSW)                                                               \
+    __kernel void name(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N, \
+                       long C, long S, int with_dy) {                                                            \
+        long at = W * get_global_id(0), plane = C * S; /* at = c S + i: an image's (C, S) block */              \
+        if (at >= plane) return;                                                                                 \
+        x += xo, dy += dyo;                                                                                      \
+        float s = LD(x, at / S * S);                                                                             \
+        VT a = (VT)(0.0f), b = a, e = a, f = a;                                                                  \
+        if (with_dy) {                                                                                           \
+            for (long n = 0, k = at; n < N; n++, k += plane) {                                                   \
+                VT d = LDW(x, k) - s, g = LDW(dy, k);                                                            \
+                a += d, b += d * d, e += g, f += g * d;                                                          \
+            }                                                                                                    \
+        } else {                                                                                                 \
+            for (long n = 0, k = at; n < N; n++, k += plane) {                                                   \
+                VT d = LDW(x, k) - s;                                                                            \
+                a += d, b += d * d;                                                                              \
+            }                                                                                                    \
+        }                                                                                                        \
+        CSW(cs + at, a), CSW(cs + plane + at, b);                                                                \
+        if (with_dy) CSW(cs + 2 * plane + at, e), CSW(cs + 3 * plane + at, f);                                   \
     }
-    cs[at] = a, cs[plane + at] = b;
-    if (with_dy) cs[2 * plane + at] = e, cs[3 * plane + at] = f;
-}
+#define CS1(p, v) (*(p) = (v))
+#define CS4(p, v) vstore4((v), 0, (p))
+BN_COLSUM_KERNEL(bn_colsum, 1, float, LD, CS1)
+BN_COLSUM_KERNEL(bn_colsum4, 4, float4, LD4, CS4)
 
 __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs, __global float *rm, ulong rmo,
                         __global float *rv, ulong rvo, __global float *out, ulong outo, long N, long C, long S,
@@ -189,48 +189,17 @@ __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs,
     }
 }
 
-__kernel void bn_apply(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt, ulong bto,
-                       __global const float *st, __global T *y, ulong yo, long N, long C, long S, int has_g,
-                       int has_b) {
-    long i = get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
-    if (i >= S || plane >= N * C) return;
-    float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;
-    ST(y + yo, k, (LD(x + xo, k) - st[c]) * st[C + c] * g + b);
-}
-
-/* bn_colsum and bn_apply four elements per item (S a multiple of 4): PoCL
- * does not vectorize a loop inside an item across its items, so each item
- * carries four positions in a float4 */
-__kernel void bn_colsum4(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N,
-                         long C, long S, int with_dy) {
-    long at = 4 * get_global_id(0), plane = C * S;
-    if (at >= plane) return;
-    x += xo, dy += dyo;
-    float s = LD(x, at / S * S);
-    float4 a = (float4)(0.0f), b = a, e = a, f = a;
-    if (with_dy) {
-        for (long n = 0, k = at; n < N; n++, k += plane) {
-            float4 d = LD4(x, k) - s, g = LD4(dy, k);
-            a += d, b += d * d, e += g, f += g * d;
-        }
-    } else {
-        for (long n = 0, k = at; n < N; n++, k += plane) {
-            float4 d = LD4(x, k) - s;
-            a += d, b += d * d;
-        }
+#define BN_APPLY_KERNEL(name, W, VT, LDW, STW)                                                                \
+    __kernel void name(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt,      \
+                       ulong bto, __global const float *st, __global T *y, ulong yo, long N, long C, long S,     \
+                       int has_g, int has_b) {                                                                   \
+        long i = W * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;              \
+        if (i >= S || plane >= N * C) return;                                                                    \
+        float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;                           \
+        STW(y + yo, k, (LDW(x + xo, k) - st[c]) * st[C + c] * g + b);                                            \
     }
-    vstore4(a, 0, cs + at), vstore4(b, 0, cs + plane + at);
-    if (with_dy) vstore4(e, 0, cs + 2 * plane + at), vstore4(f, 0, cs + 3 * plane + at);
-}
-
-__kernel void bn_apply4(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt, ulong bto,
-                        __global const float *st, __global T *y, ulong yo, long N, long C, long S, int has_g,
-                        int has_b) {
-    long i = 4 * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;
-    if (i >= S || plane >= N * C) return;
-    float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;
-    ST4(y + yo, k, (LD4(x + xo, k) - st[c]) * st[C + c] * g + b);
-}
+BN_APPLY_KERNEL(bn_apply, 1, float, LD, ST)
+BN_APPLY_KERNEL(bn_apply4, 4, float4, LD4, ST4)
 
 /* ---- layer norm: x (R, D), one group per row ---- */
 

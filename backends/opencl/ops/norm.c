@@ -6,6 +6,8 @@
  * dx, row statistics), one per column (parameter gradients). Every kernel
  * runs from the program of x's dtype; running statistics and the (4, C)
  * batch-norm statistics are f32. */
+#include <stdio.h>
+
 #include "../opencl.h"
 
 /* src[idx], or x when absent (idx < 0) */
@@ -25,9 +27,23 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
  * 1.2-1.3: PoCL does not vectorize a loop inside an item across items).
  * LOOM_OPENCL_BN_SPLIT=0|1 forces either (tests). */
 static bool bn_split(const loom__cl_op *o) {
+    const loom_tensor *y = o->t;
+    int64_t N, C, S;
+    bn_dims(y->src[0], &N, &C, &S);
+    if (!y->p[LOOM_P_BN_TRAIN] || N * S <= 0) return false;
     int e = loom__env_switch("LOOM_OPENCL_BN_SPLIT"); /* checked when the backend was made */
     if (e >= 0) return e == 1;
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
+}
+
+/* elements per item of the *4 kernels where a plane's S allows them, else 1 */
+static int64_t bn_width(int64_t S) { return S % 4 ? 1 : 4; }
+
+/* `stem`, or its four-per-item form stem4 */
+static loom_status bn_kernel(loom__cl_op *o, loom_dtype dt, const char *stem, int64_t S, cl_kernel *k) {
+    char name[40];
+    snprintf(name, sizeof name, "%s%s", stem, bn_width(S) == 4 ? "4" : "");
+    return loom__cl_kernel(o, dt, name, k);
 }
 
 /* the column sums of x (and dy) into a node-owned cs, then bn_finish into
@@ -41,12 +57,12 @@ static loom_status bn_sums(loom__cl_op *o, const loom_tensor *x, const loom_tens
     cl_kernel k;
     loom_status st;
     if ((st = loom__cl_scratch(o, (size_t)(dy ? 4 : 2) * (size_t)(C * S) * sizeof(float), &cs)) != LOOM_OK ||
-        (st = loom__cl_kernel(o, x->dtype, S % 4 ? "bn_colsum" : "bn_colsum4", &k)) != LOOM_OK)
+        (st = bn_kernel(o, x->dtype, "bn_colsum", S, &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, dy ? dy : x), loom__cl_arg_mem(&a, cs);
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S), loom__cl_arg_i32(&a, dy != NULL);
-    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, S % 4 ? C * S : C * S / 4)) != LOOM_OK ||
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, C * S / bn_width(S))) != LOOM_OK ||
         (st = loom__cl_kernel(o, x->dtype, "bn_finish", &k)) != LOOM_OK)
         return st;
     bool run = mode == 0 && y->p[LOOM_P_BN_RMEAN] >= 0;
@@ -70,7 +86,7 @@ static loom_status bn_split_forward(loom__cl_op *o) {
     cl_kernel k;
     loom_status st;
     if ((st = loom__cl_scratch(o, (size_t)(2 * C) * sizeof(float), &stat)) != LOOM_OK ||
-        (st = bn_sums(o, x, NULL, 0, stat, NULL)) != LOOM_OK || (st = loom__cl_kernel(o, x->dtype, S % 4 ? "bn_apply" : "bn_apply4", &k)) != LOOM_OK)
+        (st = bn_sums(o, x, NULL, 0, stat, NULL)) != LOOM_OK || (st = bn_kernel(o, x->dtype, "bn_apply", S, &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
@@ -79,14 +95,14 @@ static loom_status bn_split_forward(loom__cl_op *o) {
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
     loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_2d(o, k, S % 4 ? S : S / 4, N * C);
+    return loom__cl_launch_2d(o, k, S / bn_width(S), N * C);
 }
 
 loom_status loom__cl_batch_norm(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
-    if (y->p[LOOM_P_BN_TRAIN] && N * S > 0 && bn_split(o)) return bn_split_forward(o);
+    if (bn_split(o)) return bn_split_forward(o);
     size_t local = loom__cl_reduce_local(o->cl, N * S);
     cl_kernel k;
     loom_status st = loom__cl_kernel(o, x->dtype, "batch_norm", &k);
@@ -127,10 +143,8 @@ static loom_status bn_grad_params(loom__cl_op *o, const char *kernel, bool repro
 }
 
 loom_status loom__cl_batch_norm_grad_params(loom__cl_op *o) {
-    const loom_tensor *y = o->t, *x = y->src[0];
-    int64_t N, C, S;
-    bn_dims(x, &N, &C, &S);
-    if (y->p[LOOM_P_BN_TRAIN] && N * S > 0 && bn_split(o)) return bn_sums(o, x, opt(y, y->p[LOOM_P_BN_DY]), 1, NULL, y);
+    const loom_tensor *y = o->t;
+    if (bn_split(o)) return bn_sums(o, y->src[0], opt(y, y->p[LOOM_P_BN_DY]), 1, NULL, y);
     return bn_grad_params(o, "batch_norm_grad_params", false);
 }
 
@@ -139,7 +153,7 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     cl_kernel k;
-    loom_status st = loom__cl_kernel(o, x->dtype, S % 4 ? "batch_norm_grad" : "batch_norm_grad4", &k);
+    loom_status st = bn_kernel(o, x->dtype, "batch_norm_grad", S, &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
@@ -148,7 +162,7 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
     loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_2d(o, k, S % 4 ? S : S / 4, N * C);
+    return loom__cl_launch_2d(o, k, S / bn_width(S), N * C);
 }
 
 /* x viewed as (R, D), D = the last norm_dims dims */

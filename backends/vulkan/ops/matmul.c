@@ -45,15 +45,15 @@ typedef struct form {
     uint32_t local;
     int w;       /* elements per load of A and B: 0 (tiled), 4 or 8 */
     bool rows_x; /* grid x walks row tiles (gemm_wide.comp), else column tiles */
+    const struct form *vstore; /* a texel form: the same with four columns of C per store */
 } form;
-static const form LARGE = {"gemm", 128, 128, 256, 0, false}, SMALL = {"gemm64", 64, 64, 64, 0, false};
-static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true};
-static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true}, TEXEL8 = {"gemmt8", 16, 64, 8, 8, true};
+static const form LARGE = {"gemm", 128, 128, 256, 0, false, NULL}, SMALL = {"gemm64", 64, 64, 64, 0, false, NULL};
+static const form WIDE8 = {"gemmw8", 8, 64, 8, 8, true, NULL}, WIDE4 = {"gemmw4", 8, 64, 8, 4, true, NULL};
+static const form TEXEL4V = {"gemmt4v", 16, 64, 8, 4, true, NULL}, TEXEL8V = {"gemmt8v", 16, 64, 8, 8, true, NULL};
+static const form TEXEL8HV = {"gemmt8v", 8, 64, 8, 8, true, NULL};
+static const form TEXEL4 = {"gemmt4", 16, 64, 8, 4, true, &TEXEL4V}, TEXEL8 = {"gemmt8", 16, 64, 8, 8, true, &TEXEL8V};
 /* f16's 8-element form runs 8 x 8 blocks (shaders/gemm_wide.comp, TEXEL) */
-static const form TEXEL8H = {"gemmt8", 8, 64, 8, 8, true};
-/* the texel forms with four columns of C per store */
-static const form TEXEL4V = {"gemmt4v", 16, 64, 8, 4, true}, TEXEL8V = {"gemmt8v", 16, 64, 8, 8, true};
-static const form TEXEL8HV = {"gemmt8v", 8, 64, 8, 8, true};
+static const form TEXEL8H = {"gemmt8", 8, 64, 8, 8, true, &TEXEL8HV};
 
 /* C's layout allows the aligned four-column stores of TEXEL4V / TEXEL8V
  * (its pushed element offset, the third push word, is checked once bound) */
@@ -167,20 +167,17 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     if (st != LOOM_OK) return st;
     loom__vk_call c;
     record(o, &c, f, dt, d);
-    bool texel8 = f == &TEXEL8 || f == &TEXEL8H;
-    if (texel8 && !(fits_offsets(&c, 8) && loom__vk_texel_ab(&c, dt, 8))) {
+    if (f->vstore && f->w == 8 && !(fits_offsets(&c, 8) && loom__vk_texel_ab(&c, dt, 8))) {
         f = &TEXEL4; /* fits_width 8 implies 4 */
         record(o, &c, f, dt, d);
     }
     if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt, 4))) { /* windows that allow no views */
         f = wide_form(vk, dt, d);
         record(o, &c, f, dt, d);
-    } else if ((f == &TEXEL4 || f == &TEXEL8 || f == &TEXEL8H) && vstore_fits(&c, d) &&
-               loom__env_switch("LOOM_VULKAN_GEMM_VSTORE") != 0) {
+    } else if (f->vstore && vstore_fits(&c, d) && loom__env_switch("LOOM_VULKAN_GEMM_VSTORE") != 0) {
         loom__vk_call v; /* the same product, four columns of C per store */
-        const form *fv = f == &TEXEL8 ? &TEXEL8V : f == &TEXEL8H ? &TEXEL8HV : &TEXEL4V;
-        record(o, &v, fv, dt, d);
-        if (loom__vk_texel_ab(&v, dt, f->w)) c = v, f = fv;
+        record(o, &v, f->vstore, dt, d);
+        if (loom__vk_texel_ab(&v, dt, f->w)) c = v, f = f->vstore;
     }
     if (f->w && !fits_offsets(&c, f->w)) { /* a tensor bound off a word boundary */
         f = f->w == 8 && fits_offsets(&c, 4) && fits_width(vk, dt, d, 4) ? &WIDE4 : tiled(vk, d);
