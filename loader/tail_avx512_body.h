@@ -168,9 +168,13 @@ TAIL_TARGET static inline __attribute__((always_inline)) int64_t TAIL_BODY(loom_
                     p.b = _mm512_mask_blend_epi32(in, fill_b, p.b);
                 }
                 uint8_t *o = r->dst + (oy * W + ox) * 3;
+#if TAIL_VB
+                _mm512_mask_storeu_epi8(o, 0xffffffffffffULL, _mm512_permutexvar_epi8(pack, pack16(p)));
+#else
                 loom__store_rgb8(o, _mm512_castsi512_si256(p.r), _mm512_castsi512_si256(p.g), _mm512_castsi512_si256(p.b));
                 loom__store_rgb8(o + 24, _mm512_extracti64x4_epi64(p.r, 1), _mm512_extracti64x4_epi64(p.g, 1),
                                  _mm512_extracti64x4_epi64(p.b, 1));
+#endif
             }
             if (GRAY)
                 acc = _mm512_add_epi32(acc, gray16(_mm512_cvtepi32_ps(p.r), _mm512_cvtepi32_ps(p.g), _mm512_cvtepi32_ps(p.b)));
