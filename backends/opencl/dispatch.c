@@ -356,9 +356,9 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     cl->ctx = be->ctx;
     cl->stats = &be->stats;
     cl->reproducible = desc && desc->reproducible;
-    static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_GI_FWD", "LOOM_OPENCL_BN_SPLIT",
-                                     "LOOM_OPENCL_CONV_GW_DOT"};
-    loom_status st = loom__env_switches_check(be->ctx, sw, 4);
+    static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_IMPLICIT", "LOOM_OPENCL_CONV_GI_FWD",
+                                     "LOOM_OPENCL_BN_SPLIT", "LOOM_OPENCL_CONV_GW_DOT"};
+    loom_status st = loom__env_switches_check(be->ctx, sw, (int)(sizeof sw / sizeof sw[0]));
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)
         st = loom__err(be->ctx, LOOM_ERR_UNSUPPORTED,

@@ -3,6 +3,9 @@
  *
  *   C[b] (M, N) = op(A[b]) (M, K) x op(B[b]) (K, N) [+ bias]
  *
+ * and gemm_nn_conv, the same with B a convolution's columns computed from
+ * its input as they are loaded (implicit GEMM; GEMM_LOAD_B_cv below).
+ *
  * op(X) = X or X^T: one kernel per transpose pair, gemm_<ta><tb> with
  * n = as stored, t = transposed (A stored (M, K) row-major with leading
  * dimension lda for n, (K, M) for t; B (K, N) for n, (N, K) for t). A and B
@@ -104,12 +107,39 @@ inline float4 run4(__global const T *X, long ld, long r, long c, long rows, long
         Bs[k4][n] = v.s0, Bs[k4 + 1][n] = v.s1, Bs[k4 + 2][n] = v.s2, Bs[k4 + 3][n] = v.s3; \
     }
 
-/* NAME: kernel name; TA, TB: n or t; TC: C's element type; STC: its store */
-#define GEMM_KERNEL(NAME, TA, TB, TC, STC)                                                                   \
+/* B as the columns of a convolution's input, never stored (implicit GEMM,
+ * gemm_nn_conv): B points at image n's group of x (Cg, H, W), row k of the
+ * tile is (c, kh, kw) = (k / (KH KW), k / KW % KH, k % KW), column p the
+ * output position (i, j) = (p / OW, p % OW), and the element is
+ * x[c, i sh - ph + kh dh, j sw - pw + kw dw], 0 in the padding and past K or
+ * N: what conv_im2col writes, so the sums are the same. cg (__constant
+ * long): H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw. */
+#define GEMM_LOAD_B_cv                                                                                  \
+    {                                                                                                   \
+        int k = t >> 4, n4 = (t & 15) << 2;                                                             \
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                                          \
+        long kk = k0 + k, H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4];                     \
+        if (kk < K) {                                                                                   \
+            long c = kk / (KH * KW), kh = kk / KW % KH, kw = kk % KW, p = n0 + n4;                      \
+            long i = p / OW, j = p - i * OW;                                                            \
+            __global const T *xc = B + c * H * W;                                                       \
+            for (int q = 0; q < 4; q++, j++) {                                                          \
+                if (j == OW) j = 0, i++;                                                                \
+                long ih = i * cg[5] - cg[7] + kh * cg[9], iw = j * cg[6] - cg[8] + kw * cg[10];         \
+                if (p + q < N && ih >= 0 && ih < H && iw >= 0 && iw < W) v[q] = LD(xc, ih * W + iw);    \
+            }                                                                                           \
+        }                                                                                               \
+        vstore4(vload4(0, v), 0, &Bs[k][n4]);                                                           \
+    }
+
+/* NAME: kernel name; TA, TB: n or t; TC: C's element type; STC: its store;
+ * XARG: further arguments after has_bias, with their leading comma */
+#define GEMM_KERNEL(NAME, TA, TB, TC, STC) GEMM_KERNEL_X(NAME, TA, TB, TC, STC, )
+#define GEMM_KERNEL_X(NAME, TA, TB, TC, STC, XARG)                                                           \
     __kernel __attribute__((reqd_work_group_size(GEMM_WG, GEMM_WG, 1))) void NAME(                           \
         __global const T *A, ulong ao, __global const T *B, ulong bo, __global TC *C, ulong co,              \
         __global const T *bias, ulong biaso, __constant long *g, long M, long N, long K, long lda, long ldb, \
-        long ldc, int has_bias) {                                                                            \
+        long ldc, int has_bias XARG) {                                                                       \
         __local float As[GEMM_TK][GEMM_TM];                                                                  \
         __local float Bs[GEMM_TK][GEMM_TN];                                                                  \
         int lx = get_local_id(0), ly = get_local_id(1), t = ly * GEMM_WG + lx;                               \
@@ -154,3 +184,5 @@ GEMM_KERNEL(gemm_tn, t, n, T, ST)
 GEMM_KERNEL(gemm_tt, t, t, T, ST)
 GEMM_KERNEL(gemm_tn_cf, t, n, float, ST_F32)
 GEMM_KERNEL(gemm_nt_cf, n, t, float, ST_F32)
+#define GEMM_CONV_ARG , __constant long *cg
+GEMM_KERNEL_X(gemm_nn_conv, n, cv, T, ST, GEMM_CONV_ARG)

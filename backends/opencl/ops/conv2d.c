@@ -5,7 +5,8 @@
  * group)), so a node records at most three launches.
  *
  *   conv2d:      col (N, G, K, P) = im2col(x); y[n, g] (Og, P) = w_g (Og, K) col[n, g] (K, P) + bias
- *                (1x1, stride 1, no padding: x is the column matrix, no im2col)
+ *                (1x1, stride 1, no padding: x is the column matrix, no im2col; on GPUs the
+ *                GEMM reads the columns from x itself, implicit_fwd: no column buffer)
  *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather
  *   grad_weight: col (G, K, N*P) = im2col(x); dyp (O, N*P) = dy permuted;
  *                dw_g (Og, K) = sum over chunks of up to 8 images of dyp_g col_g^T over the chunk
@@ -13,7 +14,7 @@
  *
  * Workspace: per node, sized at plan_prepare (loom__cl_scratch, released with
  * the plan): N*C*KH*KW*P elements of the storage type (float for
- * grad_input), plus N*O*P for grad_weight's permuted dy and its per-chunk
+ * grad_input; none for an implicit forward), plus N*O*P for grad_weight's permuted dy and its per-chunk
  * float products. LOOM_ERR_OOM when
  * one exceeds the device's largest allocation. */
 #include <stdlib.h>
@@ -65,6 +66,19 @@ static bool is_1x1(const geom *q) {
     return q->KH == 1 && q->KW == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
 }
 
+/* The forward's columns read from x inside the GEMM (gemm.cl's
+ * gemm_nn_conv: implicit GEMM), without the N*C*KH*KW*OH*OW column
+ * buffer: the default on GPUs, where the tiled GEMM runs anyway and the
+ * buffer is the memory a large layer cannot spare; a CPU device (PoCL)
+ * keeps im2col + its register GEMM, which it runs faster.
+ * LOOM_OPENCL_CONV_IMPLICIT=0|1 forces either (tests). The sums are
+ * im2col + gemm_nn's, the same bits (reproducible mode included). */
+static bool implicit_fwd(const loom__cl_op *o) {
+    int e = loom__env_switch("LOOM_OPENCL_CONV_IMPLICIT"); /* checked when the backend was made */
+    if (e >= 0) return e == 1;
+    return !(o->cl->type & CL_DEVICE_TYPE_CPU);
+}
+
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
 loom_status loom__cl_conv2d(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
@@ -75,8 +89,11 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     d.a = loom__cl_mat_t(o, w), d.sa[2] = q.Og * q.K;
     d.c = loom__cl_mat_t(o, y), d.sc[1] = q.O * q.P, d.sc[2] = q.Og * q.P;
     if (y->nsrc > 2) d.bias = loom__cl_mat_t(o, y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
+    const int64_t cg[11] = {q.H, q.W, q.KH, q.KW, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
     if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
+    } else if (implicit_fwd(o)) { /* B = x[n, g] (Cg, H, W), read as its columns */
+        d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.H * q.W, d.sb[2] = q.Cg * q.H * q.W, d.conv = cg;
     } else {
         cl_mem col;
         if ((st = workspace(o, q.N * q.G * q.K * q.P, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) return st;

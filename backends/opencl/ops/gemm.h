@@ -23,6 +23,10 @@ typedef struct loom__cl_gemm_desc {
     int64_t batch[3], sa[3], sb[3], sc[3], sbias[3];
     int64_t bias_rs, bias_cs;
     loom__cl_mat a, b, c, bias;
+    /* set: B is a convolution's input read as its columns (gemm.cl's
+     * gemm_nn_conv, the tiled form on any device; ta = tb = false, C of the
+     * storage type): conv[11] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw */
+    const int64_t *conv;
 } loom__cl_gemm_desc;
 
 /* GEMM kernel variants (ops/gemm_select.c); 0 = not chosen yet */

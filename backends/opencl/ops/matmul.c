@@ -15,7 +15,8 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     int v;
     loom_status st = loom__cl_gemm_choose(o->cl, &v);
     if (st != LOOM_OK) return st;
-    const loom__cl_gemm_variant *var = loom__cl_gemm_variant_of(v);
+    LOOM__ASSERT(!d->conv || (!d->ta && !d->tb && !d->c_float));
+    const loom__cl_gemm_variant *var = loom__cl_gemm_variant_of(d->conv ? LOOM__CL_GEMM_TILED : v);
     if (o->cl->max_wg < (size_t)(var->wg * var->wg))
         return loom__err(o->cl->ctx, LOOM_ERR_BACKEND,
                          "opencl: %s (node '%s'): the GEMM needs work-groups of %d items, the device allows %zu",
@@ -24,15 +25,17 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     /* float-output variants exist for conv2d's gradients: tn (grad_input), nt (grad_weight) */
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
     char name[32];
-    snprintf(name, sizeof name, "%s%s", d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb],
+    snprintf(name, sizeof name, "%s%s",
+             d->conv ? "gemm_nn_conv" : d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb],
              var->suffix);
     int64_t g[17];
     for (int i = 0; i < 3; i++)
         g[i] = d->batch[i], g[3 + i] = d->sa[i], g[6 + i] = d->sb[i], g[9 + i] = d->sc[i], g[12 + i] = d->sbias[i];
     g[15] = d->bias_rs, g[16] = d->bias_cs;
-    cl_mem gm;
+    cl_mem gm, cm = NULL;
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 17, &gm)) != LOOM_OK) return st;
+    if (d->conv && (st = loom__cl_meta(o, d->conv, 11, &cm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dt, name, &k)) != LOOM_OK) return st;
     bool has_bias = d->bias.mem != NULL;
     loom__cl_args ar = loom__cl_args_begin(o, k);
@@ -44,6 +47,7 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     loom__cl_arg_i64(&ar, d->M), loom__cl_arg_i64(&ar, d->N), loom__cl_arg_i64(&ar, d->K);
     loom__cl_arg_i64(&ar, d->lda), loom__cl_arg_i64(&ar, d->ldb), loom__cl_arg_i64(&ar, d->ldc);
     loom__cl_arg_i32(&ar, has_bias);
+    if (cm) loom__cl_arg_mem(&ar, cm);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     loom__cl_node *n = o->node;
     LOOM__ASSERT(n->n_launch < LOOM__CL_MAX_LAUNCH);
