@@ -106,19 +106,27 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
 /* A stride-1 convolution's input gradient as a forward convolution of dy
  * (loom__conv_gi_as_forward): one product of K = O*KH*KW terms per dx
  * element instead of a float K x P column buffer of O-term sums and its
- * gather. Off unless LOOM_OPENCL_CONV_GI_FWD=1: on
- * PoCL (2 cores) it is slower (the cnn's second layer, bench-gemm_conv:
- * 7.2 -> 10.2 ms; its column buffer is twice the size), where on lavapipe the
- * Vulkan backend's same form is faster. Never in reproducible mode. */
+ * gather. On GPUs (with the implicit forward: no column buffer at all), or
+ * when LOOM_OPENCL_CONV_GI_FWD=1; off on CPU devices: PoCL (2 cores) runs
+ * it slower (the cnn's second layer, bench-gemm_conv: 7.2 -> 10.2 ms; its
+ * column buffer is twice the size). Never in reproducible mode (other sums
+ * than the column path's). */
+static bool gi_forward(const loom__cl_op *o) {
+    int e = loom__env_switch("LOOM_OPENCL_CONV_GI_FWD"); /* checked when the backend was made */
+    if (e >= 0) return e == 1;
+    return implicit_fwd(o);
+}
+
 static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom *f0) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
     const geom f = *f0; /* the forward convolution of dy */
     size_t es = loom_dtype_size(dx->dtype);
-    cl_mem wt, col;
+    const bool imp = implicit_fwd(o);
+    cl_mem wt, col = NULL;
     cl_kernel k;
     loom_status st;
     if ((st = workspace(o, q->O * q->C * q->KH * q->KW, es, "flipped weights", &wt)) != LOOM_OK ||
-        (st = workspace(o, f.N * f.K * f.P, es, "im2col", &col)) != LOOM_OK)
+        (!imp && (st = workspace(o, f.N * f.K * f.P, es, "im2col", &col)) != LOOM_OK))
         return st;
     if ((st = loom__cl_kernel(o, w->dtype, "conv_wflip", &k)) != LOOM_OK) return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
@@ -126,11 +134,16 @@ static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom 
     loom__cl_arg_i64(&ar, q->O), loom__cl_arg_i64(&ar, q->C), loom__cl_arg_i64(&ar, q->KH * q->KW);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
     if ((st = loom__cl_launch_1d(o, k, q->O * q->C * q->KH * q->KW)) != LOOM_OK) return st;
-    if ((st = im2col(o, &f, dy, col, f.K * f.P, f.K * f.P, f.P)) != LOOM_OK) return st;
     /* batch (1, n, 1): dx[n] (C, H*W) = wt (C, K) @ col[n] (K, H*W) */
     loom__cl_gemm_desc d = {.batch = {1, f.N, 1}, .M = f.Og, .N = f.P, .K = f.K, .lda = f.K, .ldb = f.P, .ldc = f.P};
     d.a = (loom__cl_mat){wt, 0};
-    d.b = (loom__cl_mat){col, 0}, d.sb[1] = f.K * f.P;
+    const int64_t cg[11] = {f.H, f.W, f.KH, f.KW, f.OW, f.sh, f.sw, f.ph, f.pw, f.dh, f.dw};
+    if (imp) { /* the columns read from dy[n] (O, OH, OW) */
+        d.b = loom__cl_mat_t(o, dy), d.sb[1] = f.C * f.H * f.W, d.conv = cg;
+    } else {
+        if ((st = im2col(o, &f, dy, col, f.K * f.P, f.K * f.P, f.P)) != LOOM_OK) return st;
+        d.b = (loom__cl_mat){col, 0}, d.sb[1] = f.K * f.P;
+    }
     d.c = loom__cl_mat_t(o, dx), d.sc[1] = f.O * f.P;
     return loom__cl_gemm(o, dx->dtype, &d);
 }
@@ -142,7 +155,7 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     loom_status st;
     geom f;
     if (!o->cl->reproducible && dy->dtype == dx->dtype && w->dtype == dx->dtype &&
-        loom__conv_gi_as_forward(&q, &f) && loom__env_switch("LOOM_OPENCL_CONV_GI_FWD") == 1)
+        loom__conv_gi_as_forward(&q, &f) && gi_forward(o))
         return grad_input_forward(o, &q, &f);
     cl_mem col;
     if ((st = workspace(o, q.N * q.G * q.K * q.P, sizeof(float), "column", &col)) != LOOM_OK) return st;
