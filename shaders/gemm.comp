@@ -33,6 +33,9 @@
  * a bounds check each), which is what bounds this kernel there; vec4 loads
  * gain nothing on it (one lane loop per component), they serve GPUs.
  *
+ * TB = 2 (gemm*_nc): B is a convolution's input read as its columns
+ * (implicit GEMM; the loader below, table cg at binding 4).
+ *
  * Batch: b in [0, nb), nb = g0*g1*g2, splits into (i0, i1, i2); each
  * operand's element offset is i0*s0 + i1*s1 + i2*s2 with its strides (push
  * constants; 0 = broadcast). The bias (when has_bias) is read at
@@ -83,6 +86,16 @@ TENSOR_IN(0, T, A);
 TENSOR_IN(1, T, B);
 TENSOR_OUT(2, TC, C);
 TENSOR_IN(3, T, bias);
+#if TB == 2
+/* B as a convolution's columns read from its input (implicit GEMM, the
+ * gemm*_nc variants): column n of the product is image n / P's output
+ * position p = n % P = (i, j) = (p / OW, p % OW), row k is (c, kh, kw) =
+ * (k / (KH KW), k / KW % KH, k % KW), and the element is x[image, c,
+ * i sh - ph + kh dh, j sw - pw + kw dw] at B's offset + image * xs, 0 in the
+ * padding: what conv_im2col writes, so the sums (and bits) are the same.
+ * cg: H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P, xs (ops/conv2d.c) */
+TENSOR_IN(4, int, cg);
+#endif
 PUSH {
     uint ao, bo, co, biaso;
     uint M, N, K, lda, ldb, ldc;
@@ -162,6 +175,23 @@ void main() {
 #if TB == 0
                         uint k = r / uint(BN / 4), n4 = r % uint(BN / 4);
                         RUN4(B, bo, pc.ldb, k0 + k, n0 + n4 * 4u, K, N, v);
+                        Bs[k][n4] = v;
+#elif TB == 2
+                        uint k = r / uint(BN / 4), n4 = r % uint(BN / 4);
+                        v = vec4(0.0);
+                        if (k0 + k < K) {
+                            int H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4], P = cg[11];
+                            int kk = int(k0 + k), c = kk / (KH * KW), kh = kk / KW % KH, kw = kk % KW;
+                            for (int e = 0; e < 4; e++) {
+                                uint n = n0 + n4 * 4u + uint(e);
+                                if (n < N) {
+                                    int img = int(n) / P, p = int(n) % P, i = p / OW, j = p % OW;
+                                    int ih = i * cg[5] - cg[7] + kh * cg[9], iw = j * cg[6] - cg[8] + kw * cg[10];
+                                    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                        v[e] = LD(B, bo + uint(img * cg[12] + (c * H + ih) * W + iw));
+                                }
+                            }
+                        }
                         Bs[k][n4] = v;
 #else
                         uint n = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;

@@ -5,6 +5,7 @@
  * (image, group)); a node records at most three dispatches.
  *
  *   conv2d:      col (N, G, K, P) = im2col(x); y[n, g] (Og, P) = w_g (Og, K) col[n, g] (K, P) + bias
+ *                (on GPUs the GEMM reads the columns from x itself: implicit(), no buffer)
  *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather;
  *                stride 1, ungrouped: wt = flip(w) transposed; dx = wt @ im2col(dy)
  *   grad_weight: col (N, G, K, P) = im2col(x);
@@ -170,6 +171,43 @@ static bool is_1x1(const geom *q) {
     return q->KH == 1 && q->KW == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
 }
 
+/* The forward's product reading its columns from x inside the GEMM
+ * (shaders/gemm.comp's gemm*_nc: implicit GEMM), without the column buffer
+ * (N*C*KH*KW*OH*OW elements per node, for the plan's life): the default on
+ * GPUs, where the tiled GEMM runs anyway; a CPU device (lavapipe) keeps
+ * im2col + its texel GEMM, faster there. LOOM_VULKAN_CONV_IMPLICIT=0|1
+ * forces either (tests). The same sums as im2col + the GEMM: the same bits,
+ * reproducible mode included. */
+static bool implicit_fwd(const loom__vk_op *o) {
+    int e = loom__env_switch("LOOM_VULKAN_CONV_IMPLICIT"); /* checked when the device was made */
+    if (e >= 0) return e == 1;
+    return o->vk->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+/* y (N, O, P) = a (O, K) @ columns of x [+ bias (O)] as implicit GEMM, q the
+ * geometry of that forward convolution: one product over the batch (its
+ * columns segmented per image, as flat()) when ungrouped and not
+ * reproducible, else per (image, group) */
+static loom_status implicit(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__vk_mat a, const loom_tensor *y,
+                            const loom_tensor *bias, bool repro) {
+    bool one = use_flat(repro, q);
+    int64_t cg[13] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw, q->P, q->C * q->H * q->W};
+    loom__vk_gemm_desc d = {.repro = repro, .M = q->Og, .K = q->K, .lda = q->K, .ldc = q->P, .conv = cg};
+    d.a = a, d.b = loom__vk_mat_t(x), d.c = loom__vk_mat_t(y);
+    if (bias) d.bias = loom__vk_mat_t(bias), d.bias_rs = 1, d.bias_cs = 0;
+    if (one) {
+        d.batch[0] = d.batch[1] = d.batch[2] = 1, d.N = q->N * q->P, d.ldb = 0;
+        d.cseg = q->P, d.csegs = q->O * q->P;
+    } else { /* batch (1, n, g) */
+        d.batch[0] = 1, d.batch[1] = q->N, d.batch[2] = q->G, d.N = q->P, d.ldb = 0;
+        d.sa[2] = q->Og * q->K;
+        d.sb[1] = q->C * q->H * q->W, d.sb[2] = q->Cg * q->H * q->W;
+        d.sc[1] = q->O * q->P, d.sc[2] = q->Og * q->P;
+        if (bias) d.sbias[2] = q->Og;
+    }
+    return loom__vk_gemm(o, y->dtype, &d);
+}
+
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
 static loom_status conv2d(loom__vk_op *o, bool repro) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
@@ -193,6 +231,7 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
         loom__vk_texel_variant(&c, v4 ? "conv_direct_fwd_t4" : "conv_direct_fwd_t", y->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_1d(&c, n);
     }
+    if (!is_1x1(&q) && implicit_fwd(o)) return implicit(o, &q, x, loom__vk_mat_t(w), y, y->nsrc > 2 ? y->src[2] : NULL, repro);
     if (!is_1x1(&q) && use_flat(repro, &q)) return flat(o, &q, x, loom__vk_mat_t(w), y, y->nsrc > 2 ? y->src[2] : NULL);
     /* batch (1, n, g): y[n, g] (Og, P) = w_g (Og, K) @ col[n, g] (K, P) */
     loom__vk_gemm_desc d = {.batch = {1, q.N, q.G}, .M = q.Og, .N = q.P, .K = q.K, .lda = q.K, .ldb = q.P, .ldc = q.P};
@@ -216,9 +255,10 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
  * element into C x H*W outputs, where the col2im form sums O terms into a
  * float K x P column buffer and gathers it (lavapipe, the cnn's second
  * layer, bench-gemm_conv: 98.5 -> 67.4 ms, 4.7 -> 6.9 GFLOP/s; the cnn
- * step's conv2d_grad_input 99-104 -> 69-70 ms). Not in reproducible mode
- * (the canonical order stays); LOOM_VULKAN_CONV_GI_FWD=0 turns it off (a
- * test and comparison knob). */
+ * step's conv2d_grad_input 99-104 -> 69-70 ms); with the implicit forward
+ * (GPUs) it reads dy's columns inside the GEMM, no buffer at all. Not in
+ * reproducible mode (the canonical order stays); LOOM_VULKAN_CONV_GI_FWD=0
+ * turns it off (a test and comparison knob). */
 static loom_status grad_input_forward(loom__vk_op *o, const geom *q, const geom *f0) {
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
     const geom f = *f0; /* the forward convolution of dy */
@@ -235,6 +275,7 @@ static loom_status grad_input_forward(loom__vk_op *o, const geom *q, const geom 
     loom__vk_u32(&c, (uint32_t)q->O), loom__vk_u32(&c, (uint32_t)q->C), loom__vk_u32(&c, (uint32_t)(q->KH * q->KW));
     loom__vk_u32(&c, (uint32_t)n);
     if ((st = loom__vk_run_1d(&c, n)) != LOOM_OK) return st;
+    if (implicit_fwd(o)) return implicit(o, &f, dy, loom__vk_mat_b(wt), dx, NULL, false); /* no column buffer */
     if (use_flat(false, &f)) return flat(o, &f, dy, loom__vk_mat_b(wt), dx, NULL);
     if ((st = workspace(o, f.N * f.K * f.P, es, "im2col", &col)) != LOOM_OK || (st = im2col(o, &f, dy, col, 0)) != LOOM_OK)
         return st;

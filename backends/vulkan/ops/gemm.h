@@ -28,6 +28,11 @@ typedef struct loom__vk_gemm_desc {
     int64_t bias_rs, bias_cs;
     int64_t cseg, csegs;
     loom__vk_mat a, b, c, bias;
+    /* set: B is a convolution's input read as its columns (shaders/gemm.comp's
+     * gemm*_nc, the tiled form on any device; ta = tb = false, C of the
+     * storage type): conv[13] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw,
+     * OH*OW and the image stride in B (column n is image n / (OH*OW)) */
+    const int64_t *conv;
 } loom__vk_gemm_desc;
 
 /* One dispatch recorded on the node. */

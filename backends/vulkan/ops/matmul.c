@@ -127,12 +127,15 @@ static bool fits_offsets(const loom__vk_call *c, int w) {
     return loom__vk_pushed_aligned(c, (const int[]){0, 1}, 2, (uint32_t)w);
 }
 
-/* begins the dispatch of form f and pushes everything but the grid */
-static void record(loom__vk_op *o, loom__vk_call *c, const form *f, loom_dtype dt, const loom__vk_gemm_desc *d) {
+/* begins the dispatch of form f and pushes everything but the grid (conv: the
+ * implicit GEMM's geometry table, bound fifth) */
+static void record(loom__vk_op *o, loom__vk_call *c, const form *f, loom_dtype dt, const loom__vk_gemm_desc *d,
+                   loom__buffer *conv) {
     /* <prefix>_<ta><tb>[_cf]: float-output variants exist for conv2d's gradients,
-     * tn (grad_input) and nt (grad_weight); f32 uses the plain ones */
+     * tn (grad_input) and nt (grad_weight); f32 uses the plain ones; nc: B read
+     * from a convolution's input */
     char name[32];
-    snprintf(name, sizeof name, "%s_%c%c%s", f->prefix, d->ta ? 't' : 'n', d->tb ? 't' : 'n',
+    snprintf(name, sizeof name, "%s_%c%c%s", f->prefix, d->ta ? 't' : 'n', conv ? 'c' : d->tb ? 't' : 'n',
              d->c_float && dt != LOOM_F32 ? "_cf" : d->repro && dt == LOOM_F32 ? "_r" : "");
     bool has_bias = d->bias.t || d->bias.buf;
     loom__vk_begin(o, c, name, dt);
@@ -141,6 +144,7 @@ static void record(loom__vk_op *o, loom__vk_call *c, const form *f, loom_dtype d
     bind_mat(c, &d->b, false);
     bind_mat(c, &d->c, true);
     bind_mat(c, has_bias ? &d->bias : &d->a, false);
+    if (conv) loom__vk_buf(c, conv, LOOM__VK_R);
     loom__vk_u32(c, (uint32_t)d->M), loom__vk_u32(c, (uint32_t)d->N), loom__vk_u32(c, (uint32_t)d->K);
     loom__vk_u32(c, (uint32_t)d->lda), loom__vk_u32(c, (uint32_t)d->ldb), loom__vk_u32(c, (uint32_t)d->ldc);
     loom__vk_u32(c, has_bias), loom__vk_u32(c, (uint32_t)d->bias_rs), loom__vk_u32(c, (uint32_t)d->bias_cs);
@@ -162,26 +166,36 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
             return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED, "vulkan: %s (node '%s'): a GEMM size of %lld does not fit 31 bits",
                              loom_op_name(o->t->op), o->t->name, (long long)*vals[i]);
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
+    LOOM__ASSERT(!d->conv || (!d->ta && !d->tb && !d->c_float));
     const form *f = &SMALL;
-    loom_status st = pick(o, dt, d, &f);
-    if (st != LOOM_OK) return st;
     loom__vk_call c;
-    record(o, &c, f, dt, d);
+    loom_status st;
+    if (d->conv) { /* the implicit GEMM: the tiled form on any device */
+        loom__buffer *cb;
+        if ((st = loom__vk_meta(o, d->conv, 13, &cb)) != LOOM_OK) return st;
+        f = tiled(vk, d);
+        record(o, &c, f, dt, d, cb);
+    } else if ((st = pick(o, dt, d, &f)) != LOOM_OK) {
+        return st;
+    } else {
+        record(o, &c, f, dt, d, NULL);
+    }
+    /* (the tiled forms have no texel twin and load any width: nothing below changes them) */
     if (f->vstore && f->w == 8 && !(fits_offsets(&c, 8) && loom__vk_texel_ab(&c, dt, 8))) {
         f = &TEXEL4; /* fits_width 8 implies 4 */
-        record(o, &c, f, dt, d);
+        record(o, &c, f, dt, d, NULL);
     }
     if (f == &TEXEL4 && !(fits_offsets(&c, 4) && loom__vk_texel_ab(&c, dt, 4))) { /* windows that allow no views */
         f = wide_form(vk, dt, d);
-        record(o, &c, f, dt, d);
+        record(o, &c, f, dt, d, NULL);
     } else if (f->vstore && vstore_fits(&c, d) && loom__env_switch("LOOM_VULKAN_GEMM_VSTORE") != 0) {
         loom__vk_call v; /* the same product, four columns of C per store */
-        record(o, &v, f->vstore, dt, d);
+        record(o, &v, f->vstore, dt, d, NULL);
         if (loom__vk_texel_ab(&v, dt, f->w)) c = v, f = f->vstore;
     }
     if (f->w && !fits_offsets(&c, f->w)) { /* a tensor bound off a word boundary */
         f = f->w == 8 && fits_offsets(&c, 4) && fits_width(vk, dt, d, 4) ? &WIDE4 : tiled(vk, d);
-        record(o, &c, f, dt, d);
+        record(o, &c, f, dt, d, NULL);
     }
     if (vk->max_local < f->local)
         return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED,
