@@ -30,7 +30,9 @@
 #      tests/gpu/torch_gemm.py (torch.matmul) on the same shapes (gemm.log)
 #   5. cnn training samples/s: `loom train --backend cuda` vs
 #      bench/torch_train.py --device cuda (PyTorch eager), batch 64 and 256,
-#      SGD + momentum, f32 (train_loom_b64.log, train_torch_b64.log, ...)
+#      SGD + momentum, f32 (train_loom_b64.log, train_torch_b64.log, ...);
+#      and on Vulkan, batch 256, the convolutions as implicit GEMM and over
+#      column buffers (train_vk_imp1.log, train_vk_imp0.log)
 #   6. the guide's table for ResNet-50 (224x224 synthetic images, batch 24,
 #      epoch = 1281167 samples): `loom bench` on CUDA and, when the build has
 #      it (LOOM_GPU_VULKAN=ON builds it), Vulkan (bench_cuda.log, bench_vulkan.log
@@ -186,6 +188,14 @@ if [ -e "$data" ]; then
                 --steps $steps --warmup 20 --batch $b --optimizer sgd --threads "$(nproc)"
         fi
     done
+    # the Vulkan cnn step with the convolutions as implicit GEMM (a GPU's default) and over
+    # column buffers (LOOM_VULKAN_CONV_IMPLICIT=0): the speed side of a change measured for memory only
+    if grep -q "^backend vulkan\$" "$out/info.log"; then
+        for imp in 1 0; do
+            phase train_vk_imp$imp 60 env LOOM_VULKAN_CONV_IMPLICIT=$imp "$loom" train --backend vulkan --model cnn \
+                --data-dir "$data" --epochs 1 --max-steps 100 --batch 256 --optimizer sgd --quiet
+        done
+    fi
 else
     log "train: skipped: no Fashion-MNIST at $data"
 fi
@@ -249,6 +259,13 @@ for b in ("64", "256"):
     lo, to = res["loom"], res["torch"]
     ratio = f"{float(lo) / float(to):.2f}" if lo and to and float(to) > 0 else "-"
     L.append(f"| {b} | {lo or '-'} | {to or '-'} | {ratio} |")
+vk = {}
+for imp in ("1", "0"):
+    r = [kv(l) for l in read(f"train_vk_imp{imp}.log").splitlines() if l.startswith("RESULT")]
+    vk[imp] = r[-1].get("samples_per_s") if r else None
+if vk["1"] or vk["0"]:
+    L += ["", "## Vulkan cnn, batch 256, samples/s: convolutions as implicit GEMM (default) / over column buffers", "",
+          f"- {vk['1'] or '-'} / {vk['0'] or '-'}"]
 for bb in ("cuda", "vulkan"):
     t = read(f"bench_{bb}.log").strip()
     if t:
