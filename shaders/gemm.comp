@@ -33,8 +33,9 @@
  * a bounds check each), which is what bounds this kernel there; vec4 loads
  * gain nothing on it (one lane loop per component), they serve GPUs.
  *
- * TB = 2 (gemm*_nc): B is a convolution's input read as its columns
- * (implicit GEMM; the loader below, table cg at binding 4).
+ * TB = 2 (gemm*_nc) / 3 (gemm*_nx): B is a convolution's input read as
+ * its columns, or their transpose (implicit GEMM; conv_col below, table cg
+ * at binding 4).
  *
  * Batch: b in [0, nb), nb = g0*g1*g2, splits into (i0, i1, i2); each
  * operand's element offset is i0*s0 + i1*s1 + i2*s2 with its strides (push
@@ -86,15 +87,23 @@ TENSOR_IN(0, T, A);
 TENSOR_IN(1, T, B);
 TENSOR_OUT(2, TC, C);
 TENSOR_IN(3, T, bias);
-#if TB == 2
-/* B as a convolution's columns read from its input (implicit GEMM, the
- * gemm*_nc variants): column n of the product is image n / P's output
- * position p = n % P = (i, j) = (p / OW, p % OW), row k is (c, kh, kw) =
- * (k / (KH KW), k / KW % KH, k % KW), and the element is x[image, c,
- * i sh - ph + kh dh, j sw - pw + kw dw] at B's offset + image * xs, 0 in the
- * padding: what conv_im2col writes, so the sums (and bits) are the same.
- * cg: H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P, xs (ops/conv2d.c) */
+#if TB >= 2
+/* A convolution's input read as its columns (implicit GEMM): element (row
+ * kk, column q) of the column matrix is, with (c, kh, kw) = (kk / (KH KW),
+ * kk / KW % KH, kk % KW), image q / P's output position p = q % P = (i, j)
+ * = (p / OW, p % OW), the input value x[image, c, i sh - ph + kh dh,
+ * j sw - pw + kw dw] at B's offset + image * xs, 0 in the padding: what
+ * conv_im2col writes, so the sums (and bits) are the same. TB = 2 (gemm*_nc,
+ * the forward): B (K, N) is that matrix; TB = 3 (gemm*_nx, the weight
+ * gradient): B (N, K) is, read transposed. cg: H, W, KH, KW, OW, sh, sw, ph,
+ * pw, dh, dw, P, xs (ops/conv2d.c) */
 TENSOR_IN(4, int, cg);
+float conv_col(uint bo, int kk, int q) {
+    int H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4], P = cg[11];
+    int c = kk / (KH * KW), kh = kk / KW % KH, kw = kk % KW, img = q / P, p = q % P, i = p / OW, j = p % OW;
+    int ih = i * cg[5] - cg[7] + kh * cg[9], iw = j * cg[6] - cg[8] + kw * cg[10];
+    return ih >= 0 && ih < H && iw >= 0 && iw < W ? LD(B, bo + uint(img * cg[12] + (c * H + ih) * W + iw)) : 0.0;
+}
 #endif
 PUSH {
     uint ao, bo, co, biaso;
@@ -179,20 +188,18 @@ void main() {
 #elif TB == 2
                         uint k = r / uint(BN / 4), n4 = r % uint(BN / 4);
                         v = vec4(0.0);
-                        if (k0 + k < K) {
-                            int H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4], P = cg[11];
-                            int kk = int(k0 + k), c = kk / (KH * KW), kh = kk / KW % KH, kw = kk % KW;
-                            for (int e = 0; e < 4; e++) {
-                                uint n = n0 + n4 * 4u + uint(e);
-                                if (n < N) {
-                                    int img = int(n) / P, p = int(n) % P, i = p / OW, j = p % OW;
-                                    int ih = i * cg[5] - cg[7] + kh * cg[9], iw = j * cg[6] - cg[8] + kw * cg[10];
-                                    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                                        v[e] = LD(B, bo + uint(img * cg[12] + (c * H + ih) * W + iw));
-                                }
-                            }
-                        }
+                        for (int e = 0; e < 4; e++)
+                            if (k0 + k < K && n0 + n4 * 4u + uint(e) < N) v[e] = conv_col(bo, int(k0 + k), int(n0 + n4 * 4u) + e);
                         Bs[k][n4] = v;
+#elif TB == 3
+                        uint n = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
+                        v = vec4(0.0);
+                        for (int e = 0; e < 4; e++)
+                            if (n0 + n < N && k0 + k4 + uint(e) < K) v[e] = conv_col(bo, int(n0 + n), int(k0 + k4) + e);
+                        Bs[k4][n >> 2][n & 3u] = v.x;
+                        Bs[k4 + 1u][n >> 2][n & 3u] = v.y;
+                        Bs[k4 + 2u][n >> 2][n & 3u] = v.z;
+                        Bs[k4 + 3u][n >> 2][n & 3u] = v.w;
 #else
                         uint n = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
                         RUN4(B, bo, pc.ldb, n0 + n, k0 + k4, N, K, v);

@@ -3,8 +3,9 @@
  *
  *   C[b] (M, N) = op(A[b]) (M, K) x op(B[b]) (K, N) [+ bias]
  *
- * and gemm_nn_conv, the same with B a convolution's columns computed from
- * its input as they are loaded (implicit GEMM; GEMM_LOAD_B_cv below).
+ * and gemm_nn_conv / gemm_nt_cf_conv, the same with a convolution's
+ * columns computed from its input as they are loaded (implicit GEMM: the
+ * forward, and the weight gradient with A read from dy; conv_col below).
  *
  * op(X) = X or X^T: one kernel per transpose pair, gemm_<ta><tb> with
  * n = as stored, t = transposed (A stored (M, K) row-major with leading
@@ -107,29 +108,51 @@ inline float4 run4(__global const T *X, long ld, long r, long c, long rows, long
         Bs[k4][n] = v.s0, Bs[k4 + 1][n] = v.s1, Bs[k4 + 2][n] = v.s2, Bs[k4 + 3][n] = v.s3; \
     }
 
-/* B as the columns of a convolution's input, never stored (implicit GEMM,
- * gemm_nn_conv): B points at image n's group of x (Cg, H, W), row k of the
- * tile is (c, kh, kw) = (k / (KH KW), k / KW % KH, k % KW), column p the
- * output position (i, j) = (p / OW, p % OW), and the element is
- * x[c, i sh - ph + kh dh, j sw - pw + kw dw], 0 in the padding and past K or
- * N: what conv_im2col writes, so the sums are the same. cg (__constant
- * long): H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw. */
-#define GEMM_LOAD_B_cv                                                                                  \
-    {                                                                                                   \
-        int k = t >> 4, n4 = (t & 15) << 2;                                                             \
-        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                                          \
-        long kk = k0 + k, H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4];                     \
-        if (kk < K) {                                                                                   \
-            long c = kk / (KH * KW), kh = kk / KW % KH, kw = kk % KW, p = n0 + n4;                      \
-            long i = p / OW, j = p - i * OW;                                                            \
-            __global const T *xc = B + c * H * W;                                                       \
-            for (int q = 0; q < 4; q++, j++) {                                                          \
-                if (j == OW) j = 0, i++;                                                                \
-                long ih = i * cg[5] - cg[7] + kh * cg[9], iw = j * cg[6] - cg[8] + kw * cg[10];         \
-                if (p + q < N && ih >= 0 && ih < H && iw >= 0 && iw < W) v[q] = LD(xc, ih * W + iw);    \
-            }                                                                                           \
-        }                                                                                               \
-        vstore4(vload4(0, v), 0, &Bs[k][n4]);                                                           \
+/* A convolution's input read as its columns, never stored (implicit GEMM):
+ * element (row kk, column q) of the column matrix is, with (c, kh, kw) =
+ * (kk / (KH KW), kk / KW % KH, kk % KW), image q / P's output position
+ * p = q % P = (i, j) = (p / OW, p % OW), the input value
+ * x[image, c, i sh - ph + kh dh, j sw - pw + kw dw] at X + image * xs, 0 in
+ * the padding: what conv_im2col writes, so the sums (and bits) are the same.
+ * cg (__constant long): H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P, xs, ys. */
+inline float conv_col(__global const T *X, __constant long *cg, long kk, long q) {
+    long H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4], P = cg[11];
+    long c = kk / (KH * KW), kh = kk / KW % KH, kw = kk % KW, img = q / P, p = q - img * P;
+    long i = p / OW, j = p - i * OW;
+    long ih = i * cg[5] - cg[7] + kh * cg[9], iw = j * cg[6] - cg[8] + kw * cg[10];
+    return ih >= 0 && ih < H && iw >= 0 && iw < W ? LD(X, img * cg[12] + (c * H + ih) * W + iw) : 0.0f;
+}
+
+/* gemm_nn_conv (the forward): B (K, N) = the columns of x, rows k0.., columns n0.. */
+#define GEMM_LOAD_B_cv                                                                      \
+    {                                                                                       \
+        int k = t >> 4, n4 = (t & 15) << 2;                                                 \
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                              \
+        for (int e = 0; e < 4; e++)                                                         \
+            if (k0 + k < K && n0 + n4 + e < N) v[e] = conv_col(B, cg, k0 + k, n0 + n4 + e); \
+        vstore4(vload4(0, v), 0, &Bs[k][n4]);                                               \
+    }
+/* gemm_nt_cf_conv (the weight gradient): A (M, K) = dy (images, O, P) as
+ * rows o and columns q (image q / P, position q % P, image stride ys);
+ * B^T with B (N, K) = the columns of x (rows kk, columns q) */
+#define GEMM_LOAD_A_dy                                                                   \
+    {                                                                                    \
+        int m = t >> 2, k4 = (t & 3) << 2;                                               \
+        long P = cg[11];                                                                 \
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                           \
+        for (int e = 0; e < 4; e++) {                                                    \
+            long q = k0 + k4 + e, img = q / P;                                           \
+            if (m0 + m < M && q < K) v[e] = LD(A, img * cg[13] + (m0 + m) * P + q - img * P); \
+        }                                                                                \
+        As[k4][m] = v[0], As[k4 + 1][m] = v[1], As[k4 + 2][m] = v[2], As[k4 + 3][m] = v[3]; \
+    }
+#define GEMM_LOAD_B_tx                                                                      \
+    {                                                                                       \
+        int n = t >> 2, k4 = (t & 3) << 2;                                                  \
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                              \
+        for (int e = 0; e < 4; e++)                                                         \
+            if (n0 + n < N && k0 + k4 + e < K) v[e] = conv_col(B, cg, n0 + n, k0 + k4 + e); \
+        Bs[k4][n] = v[0], Bs[k4 + 1][n] = v[1], Bs[k4 + 2][n] = v[2], Bs[k4 + 3][n] = v[3]; \
     }
 
 /* NAME: kernel name; TA, TB: n or t; TC: C's element type; STC: its store;
@@ -186,3 +209,4 @@ GEMM_KERNEL(gemm_tn_cf, t, n, float, ST_F32)
 GEMM_KERNEL(gemm_nt_cf, n, t, float, ST_F32)
 #define GEMM_CONV_ARG , __constant long *cg
 GEMM_KERNEL_X(gemm_nn_conv, n, cv, T, ST, GEMM_CONV_ARG)
+GEMM_KERNEL_X(gemm_nt_cf_conv, dy, tx, float, ST_F32, GEMM_CONV_ARG)

@@ -10,6 +10,7 @@
  *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather
  *   grad_weight: col (G, K, N*P) = im2col(x); dyp (O, N*P) = dy permuted;
  *                dw_g (Og, K) = sum over chunks of up to 8 images of dyp_g col_g^T over the chunk
+ *                (on GPUs both read where they are inside the GEMM: grad_weight_implicit)
  * with K = C/groups*KH*KW, P = OH*OW.
  *
  * Workspace: per node, sized at plan_prepare (loom__cl_scratch, released with
@@ -67,7 +68,8 @@ static bool is_1x1(const geom *q) {
 }
 
 /* The forward's columns read from x inside the GEMM (gemm.cl's
- * gemm_nn_conv: implicit GEMM), without the N*C*KH*KW*OH*OW column
+ * gemm_nn_conv: implicit GEMM; the weight gradient likewise,
+ * grad_weight_implicit), without the N*C*KH*KW*OH*OW column
  * buffer: the default on GPUs, where the tiled GEMM runs anyway and the
  * buffer is the memory a large layer cannot spare; a CPU device (PoCL)
  * keeps im2col + its register GEMM, which it runs faster.
@@ -89,7 +91,7 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     d.a = loom__cl_mat_t(o, w), d.sa[2] = q.Og * q.K;
     d.c = loom__cl_mat_t(o, y), d.sc[1] = q.O * q.P, d.sc[2] = q.Og * q.P;
     if (y->nsrc > 2) d.bias = loom__cl_mat_t(o, y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
-    const int64_t cg[11] = {q.H, q.W, q.KH, q.KW, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
+    const int64_t cg[14] = {q.H, q.W, q.KH, q.KW, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.P, q.C * q.H * q.W, 0};
     if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else if (implicit_fwd(o)) { /* B = x[n, g] (Cg, H, W), read as its columns */
@@ -137,7 +139,7 @@ static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom 
     /* batch (1, n, 1): dx[n] (C, H*W) = wt (C, K) @ col[n] (K, H*W) */
     loom__cl_gemm_desc d = {.batch = {1, f.N, 1}, .M = f.Og, .N = f.P, .K = f.K, .lda = f.K, .ldb = f.P, .ldc = f.P};
     d.a = (loom__cl_mat){wt, 0};
-    const int64_t cg[11] = {f.H, f.W, f.KH, f.KW, f.OW, f.sh, f.sw, f.ph, f.pw, f.dh, f.dw};
+    const int64_t cg[14] = {f.H, f.W, f.KH, f.KW, f.OW, f.sh, f.sw, f.ph, f.pw, f.dh, f.dw, f.P, f.C * f.H * f.W, 0};
     if (imp) { /* the columns read from dy[n] (O, OH, OW) */
         d.b = loom__cl_mat_t(o, dy), d.sb[1] = f.C * f.H * f.W, d.conv = cg;
     } else {
@@ -195,6 +197,34 @@ static bool gw_dot(const loom__cl_op *o, const geom *q) {
     return (o->cl->type & CL_DEVICE_TYPE_CPU) && q->O * q->K < 64 * 64;
 }
 
+/* dw = the sum over chunks of images of dy_chunk (Og, CH*P) @ cols_chunk^T
+ * as implicit GEMM (gemm_nt_cf_conv: dy and the columns of x read where they
+ * are, no column buffer and no permuted dy; the chunks and sums of the
+ * column path below, so the same bits) */
+static loom_status grad_weight_implicit(loom__cl_op *o, const geom *q) {
+    const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
+    int64_t ch = loom__conv_gw_chunk(q->N, o->cl->reproducible), nparts = q->N / ch;
+    const int64_t cg[14] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw,
+                            q->P, q->C * q->H * q->W, q->O * q->P};
+    cl_mem part;
+    cl_kernel k;
+    loom_status st;
+    if ((st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;
+    /* batch (1, s, g): part[s, g] (Og, K) = dy[s*CH .., g] (Og, CH*P) @ cols_g(x[s*CH ..])^T */
+    loom__cl_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, nparts, q->G}, .M = q->Og, .N = q->K,
+                            .K = ch * q->P, .ldc = q->K, .conv = cg};
+    d.a = loom__cl_mat_t(o, dy), d.sa[1] = ch * q->O * q->P, d.sa[2] = q->Og * q->P;
+    d.b = loom__cl_mat_t(o, x), d.sb[1] = ch * q->C * q->H * q->W, d.sb[2] = q->Cg * q->H * q->W;
+    d.c = (loom__cl_mat){part, 0}, d.sc[1] = q->O * q->K, d.sc[2] = q->Og * q->K;
+    if ((st = loom__cl_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
+    if ((st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK) return st;
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
+    loom__cl_arg_i64(&ar, nparts), loom__cl_arg_i64(&ar, q->O * q->K);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, q->O * q->K);
+}
+
 loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
@@ -203,6 +233,7 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     loom_status st;
     cl_mem col, dyp;
     cl_kernel k;
+    if (!gw_dot(o, &q) && implicit_fwd(o)) return grad_weight_implicit(o, &q);
     /* col (G, K, N*P): image n's columns at n*P of each row */
     if ((st = workspace(o, q.G * q.K * L, es, "im2col", &col)) != LOOM_OK) return st;
     if ((st = im2col(o, &q, x, col, q.P, q.K * L, L)) != LOOM_OK) return st;

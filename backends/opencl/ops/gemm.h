@@ -23,9 +23,12 @@ typedef struct loom__cl_gemm_desc {
     int64_t batch[3], sa[3], sb[3], sc[3], sbias[3];
     int64_t bias_rs, bias_cs;
     loom__cl_mat a, b, c, bias;
-    /* set: B is a convolution's input read as its columns (gemm.cl's
-     * gemm_nn_conv, the tiled form on any device; ta = tb = false, C of the
-     * storage type): conv[11] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw */
+    /* set: implicit GEMM (gemm.cl's conv_col; the tiled form on any device):
+     * nn (C of the storage type): B is a convolution's input read as its
+     * columns (the forward); nt with float C: A is dy (images, O, P) read as
+     * (O, images * P), B^T the input's columns (the weight gradient).
+     * conv[14] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P = OH*OW, and the
+     * image strides of x and dy (column q is image q / P) */
     const int64_t *conv;
 } loom__cl_gemm_desc;
 

@@ -15,7 +15,7 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     int v;
     loom_status st = loom__cl_gemm_choose(o->cl, &v);
     if (st != LOOM_OK) return st;
-    LOOM__ASSERT(!d->conv || (!d->ta && !d->tb && !d->c_float));
+    LOOM__ASSERT(!d->conv || (!d->ta && d->tb == d->c_float)); /* nn: the forward; nt_cf: the weight gradient */
     const loom__cl_gemm_variant *var = loom__cl_gemm_variant_of(d->conv ? LOOM__CL_GEMM_TILED : v);
     if (o->cl->max_wg < (size_t)(var->wg * var->wg))
         return loom__err(o->cl->ctx, LOOM_ERR_BACKEND,
@@ -26,7 +26,7 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
     char name[32];
     snprintf(name, sizeof name, "%s%s",
-             d->conv ? "gemm_nn_conv" : d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb],
+             d->conv ? (d->tb ? "gemm_nt_cf_conv" : "gemm_nn_conv") : d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb],
              var->suffix);
     int64_t g[17];
     for (int i = 0; i < 3; i++)
@@ -35,7 +35,7 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     cl_mem gm, cm = NULL;
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 17, &gm)) != LOOM_OK) return st;
-    if (d->conv && (st = loom__cl_meta(o, d->conv, 11, &cm)) != LOOM_OK) return st;
+    if (d->conv && (st = loom__cl_meta(o, d->conv, 14, &cm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dt, name, &k)) != LOOM_OK) return st;
     bool has_bias = d->bias.mem != NULL;
     loom__cl_args ar = loom__cl_args_begin(o, k);

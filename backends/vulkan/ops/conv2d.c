@@ -171,9 +171,10 @@ static bool is_1x1(const geom *q) {
     return q->KH == 1 && q->KW == 1 && q->sh == 1 && q->sw == 1 && q->ph == 0 && q->pw == 0;
 }
 
-/* The forward's product reading its columns from x inside the GEMM
- * (shaders/gemm.comp's gemm*_nc: implicit GEMM), without the column buffer
- * (N*C*KH*KW*OH*OW elements per node, for the plan's life): the default on
+/* The forward's and the weight gradient's products reading the columns of
+ * x inside the GEMM (shaders/gemm.comp's gemm*_nc / gemm*_nx: implicit GEMM;
+ * the weight gradient per image, as the per-image column path), without the
+ * column buffer (N*C*KH*KW*OH*OW elements per node, for the plan's life): the default on
  * GPUs, where the tiled GEMM runs anyway; a CPU device (lavapipe) keeps
  * im2col + its texel GEMM, faster there. LOOM_VULKAN_CONV_IMPLICIT=0|1
  * forces either (tests). The same sums as im2col + the GEMM: the same bits,
@@ -411,13 +412,17 @@ static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
         loom__vk_texel_variant(&c, "conv_direct_gw_t", dw->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_groups(&c, n, loom__vk_reduce_local(o->vk, q.N * q.P));
     }
-    if (!is_1x1(&q) && use_flat(repro, &q)) return flat_grad_weight(o, &q);
+    bool imp = !is_1x1(&q) && implicit_fwd(o);
+    if (!is_1x1(&q) && !imp && use_flat(repro, &q)) return flat_grad_weight(o, &q);
     /* batch (1, n, g): part[n, g] (Og, K) = dy[n, g] (Og, P) @ col[n, g]^T (P, K), in float */
     loom__vk_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.Og, .N = q.K, .K = q.P,
                             .lda = q.P, .ldb = q.P, .ldc = q.K};
     d.repro = repro;
     d.a = loom__vk_mat_t(dy), d.sa[1] = q.O * q.P, d.sa[2] = q.Og * q.P;
-    if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
+    int64_t cg[13] = {q.H, q.W, q.KH, q.KW, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.P, q.C * q.H * q.W};
+    if (imp) { /* the columns of x[n, g] read inside the GEMM (implicit: no buffer) */
+        d.b = loom__vk_mat_t(x), d.sb[1] = q.C * q.H * q.W, d.sb[2] = q.Cg * q.H * q.W, d.conv = cg;
+    } else if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__vk_mat_t(x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else {
         loom__buffer *col;

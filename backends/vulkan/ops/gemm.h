@@ -29,9 +29,10 @@ typedef struct loom__vk_gemm_desc {
     int64_t cseg, csegs;
     loom__vk_mat a, b, c, bias;
     /* set: B is a convolution's input read as its columns (shaders/gemm.comp's
-     * gemm*_nc, the tiled form on any device; ta = tb = false, C of the
-     * storage type): conv[13] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw,
-     * OH*OW and the image stride in B (column n is image n / (OH*OW)) */
+     * gemm*_nc: ta = tb = false, C of the storage type; the forward) or their
+     * transpose (gemm*_nx: tb, float C; the weight gradient); the tiled form
+     * on any device. conv[13] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw,
+     * OH*OW and the image stride in B (column q is image q / (OH*OW)) */
     const int64_t *conv;
 } loom__vk_gemm_desc;
 
