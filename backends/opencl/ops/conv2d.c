@@ -78,7 +78,7 @@ static bool is_1x1(const geom *q) {
 static bool implicit_fwd(const loom__cl_op *o) {
     int e = loom__env_switch("LOOM_OPENCL_CONV_IMPLICIT"); /* checked when the backend was made */
     if (e >= 0) return e == 1;
-    return !(o->cl->type & CL_DEVICE_TYPE_CPU);
+    return !(o->cl->type & CL_DEVICE_TYPE_CPU) && o->cl->max_wg >= 256; /* the tiled GEMM's work-groups */
 }
 
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
