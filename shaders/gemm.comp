@@ -33,9 +33,9 @@
  * a bounds check each), which is what bounds this kernel there; vec4 loads
  * gain nothing on it (one lane loop per component), they serve GPUs.
  *
- * TB = 2 (gemm*_nc) / 3 (gemm*_nx): B is a convolution's input read as
- * its columns, or their transpose (implicit GEMM; conv_col below, table cg
- * at binding 4).
+ * TB = 2 (gemm*_nc) / TA = 2, TB = 3 (gemm*_yx): B is a convolution's
+ * input read as its columns, or their transpose with A read from dy
+ * (implicit GEMM; conv_col below, table cg at binding 4).
  *
  * Batch: b in [0, nb), nb = g0*g1*g2, splits into (i0, i1, i2); each
  * operand's element offset is i0*s0 + i1*s1 + i2*s2 with its strides (push
@@ -94,9 +94,11 @@ TENSOR_IN(3, T, bias);
  * = (p / OW, p % OW), the input value x[image, c, i sh - ph + kh dh,
  * j sw - pw + kw dw] at B's offset + image * xs, 0 in the padding: what
  * conv_im2col writes, so the sums (and bits) are the same. TB = 2 (gemm*_nc,
- * the forward): B (K, N) is that matrix; TB = 3 (gemm*_nx, the weight
- * gradient): B (N, K) is, read transposed. cg: H, W, KH, KW, OW, sh, sw, ph,
- * pw, dh, dw, P, xs (ops/conv2d.c) */
+ * the forward): B (K, N) is that matrix; TB = 3 with TA = 2 (gemm*_yx, the
+ * weight gradient over a chunk of images): B (N, K) is, read transposed, and
+ * A (M, K) is dy (images, O, P) read as rows o and columns q (image q / P,
+ * position q % P, image stride ys). cg: H, W, KH, KW, OW, sh, sw, ph, pw, dh,
+ * dw, P, xs, ys (ops/conv2d.c) */
 TENSOR_IN(4, int, cg);
 float conv_col(uint bo, int kk, int q) {
     int H = cg[0], W = cg[1], KH = cg[2], KW = cg[3], OW = cg[4], P = cg[11];
@@ -164,7 +166,19 @@ void main() {
                     for (int q = 0; q < BM * BK / 4 / NT; q++) {
                         uint r = l + uint(q * NT);
                         vec4 v;
-#if TA == 0
+#if TA == 2
+                        uint m = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
+                        v = vec4(0.0);
+                        for (int e = 0; e < 4; e++) {
+                            int q = int(k0 + k4) + e, img = q / cg[11];
+                            if (m0 + m < M && uint(q) < K)
+                                v[e] = LD(A, ao + uint(img * cg[13] + int(m0 + m) * cg[11] + q - img * cg[11]));
+                        }
+                        As[k4][m >> 2][m & 3u] = v.x;
+                        As[k4 + 1u][m >> 2][m & 3u] = v.y;
+                        As[k4 + 2u][m >> 2][m & 3u] = v.z;
+                        As[k4 + 3u][m >> 2][m & 3u] = v.w;
+#elif TA == 0
                         uint m = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
                         RUN4(A, ao, pc.lda, m0 + m, k0 + k4, M, K, v);
                         As[k4][m >> 2][m & 3u] = v.x;

@@ -172,8 +172,8 @@ static bool is_1x1(const geom *q) {
 }
 
 /* The forward's and the weight gradient's products reading the columns of
- * x inside the GEMM (shaders/gemm.comp's gemm*_nc / gemm*_nx: implicit GEMM;
- * the weight gradient per image, as the per-image column path), without the
+ * x inside the GEMM (shaders/gemm.comp's gemm*_nc / gemm*_yx: implicit GEMM;
+ * the weight gradient over chunks of images, grad_weight_implicit), without the
  * column buffer (N*C*KH*KW*OH*OW elements per node, for the plan's life): the default on
  * GPUs, where the tiled GEMM runs anyway; a CPU device (lavapipe) keeps
  * im2col + its texel GEMM, faster there. LOOM_VULKAN_CONV_IMPLICIT=0|1
@@ -192,7 +192,7 @@ static bool implicit_fwd(const loom__vk_op *o) {
 static loom_status implicit(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__vk_mat a, const loom_tensor *y,
                             const loom_tensor *bias, bool repro) {
     bool one = use_flat(repro, q);
-    int64_t cg[13] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw, q->P, q->C * q->H * q->W};
+    int64_t cg[14] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw, q->P, q->C * q->H * q->W, 0};
     loom__vk_gemm_desc d = {.repro = repro, .M = q->Og, .K = q->K, .lda = q->K, .ldc = q->P, .conv = cg};
     d.a = a, d.b = loom__vk_mat_t(x), d.c = loom__vk_mat_t(y);
     if (bias) d.bias = loom__vk_mat_t(bias), d.bias_rs = 1, d.bias_cs = 0;
@@ -392,6 +392,28 @@ static bool flat_gw_first(const loom__vk_op *o, bool repro, const geom *q) {
     return o->vk->texel && !is_1x1(q) && use_flat(repro, q) && q->P % 4 == 0;
 }
 
+/* The weight gradient as implicit GEMM (gemm*_yx: dy and the columns of x
+ * read inside the GEMM, no column buffers): part[s, g] (Og, K) = dy over
+ * the chunk's images (Og, CH*P) @ their columns^T, then the parts summed in
+ * order; CH as the flat form (loom__conv_gw_chunk: 1 in reproducible mode,
+ * where the sums are the per-image column path's, the same bits) */
+static loom_status grad_weight_implicit(loom__vk_op *o, const geom *q, bool repro) {
+    const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
+    int64_t ch = loom__conv_gw_chunk(q->N, repro), nparts = q->N / ch;
+    int64_t cg[14] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw,
+                      q->P, q->C * q->H * q->W, q->O * q->P};
+    loom__buffer *part;
+    loom_status st;
+    if ((st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;
+    loom__vk_gemm_desc d = {.tb = true, .c_float = true, .repro = repro, .batch = {1, nparts, q->G}, .M = q->Og,
+                            .N = q->K, .K = ch * q->P, .ldc = q->K, .conv = cg};
+    d.a = loom__vk_mat_t(dy), d.sa[1] = ch * q->O * q->P, d.sa[2] = q->Og * q->P;
+    d.b = loom__vk_mat_t(x), d.sb[1] = ch * q->C * q->H * q->W, d.sb[2] = q->Cg * q->H * q->W;
+    d.c = loom__vk_mat_b(part), d.sc[1] = q->O * q->K, d.sc[2] = q->Og * q->K;
+    if ((st = loom__vk_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
+    return sum_parts(o, part, nparts);
+}
+
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
 static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
@@ -412,17 +434,14 @@ static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
         loom__vk_texel_variant(&c, "conv_direct_gw_t", dw->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_groups(&c, n, loom__vk_reduce_local(o->vk, q.N * q.P));
     }
-    bool imp = !is_1x1(&q) && implicit_fwd(o);
-    if (!is_1x1(&q) && !imp && use_flat(repro, &q)) return flat_grad_weight(o, &q);
+    if (!is_1x1(&q) && implicit_fwd(o)) return grad_weight_implicit(o, &q, repro);
+    if (!is_1x1(&q) && use_flat(repro, &q)) return flat_grad_weight(o, &q);
     /* batch (1, n, g): part[n, g] (Og, K) = dy[n, g] (Og, P) @ col[n, g]^T (P, K), in float */
     loom__vk_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.Og, .N = q.K, .K = q.P,
                             .lda = q.P, .ldb = q.P, .ldc = q.K};
     d.repro = repro;
     d.a = loom__vk_mat_t(dy), d.sa[1] = q.O * q.P, d.sa[2] = q.Og * q.P;
-    int64_t cg[13] = {q.H, q.W, q.KH, q.KW, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.P, q.C * q.H * q.W};
-    if (imp) { /* the columns of x[n, g] read inside the GEMM (implicit: no buffer) */
-        d.b = loom__vk_mat_t(x), d.sb[1] = q.C * q.H * q.W, d.sb[2] = q.Cg * q.H * q.W, d.conv = cg;
-    } else if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
+    if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__vk_mat_t(x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else {
         loom__buffer *col;

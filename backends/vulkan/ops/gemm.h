@@ -30,9 +30,10 @@ typedef struct loom__vk_gemm_desc {
     loom__vk_mat a, b, c, bias;
     /* set: B is a convolution's input read as its columns (shaders/gemm.comp's
      * gemm*_nc: ta = tb = false, C of the storage type; the forward) or their
-     * transpose (gemm*_nx: tb, float C; the weight gradient); the tiled form
-     * on any device. conv[13] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw,
-     * OH*OW and the image stride in B (column q is image q / (OH*OW)) */
+     * transpose with A = dy (images, O, P) read as (O, images * P)
+     * (gemm*_yx: tb, float C; the weight gradient); the tiled form on any
+     * device. conv[14] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, OH*OW and
+     * the image strides of B (x) and A (dy): column q is image q / (OH*OW) */
     const int64_t *conv;
 } loom__vk_gemm_desc;
 

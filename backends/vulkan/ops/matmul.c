@@ -133,9 +133,11 @@ static void record(loom__vk_op *o, loom__vk_call *c, const form *f, loom_dtype d
                    loom__buffer *conv) {
     /* <prefix>_<ta><tb>[_cf]: float-output variants exist for conv2d's gradients,
      * tn (grad_input) and nt (grad_weight); f32 uses the plain ones; nc: B read
-     * from a convolution's input, nx: its transpose */
+     * from a convolution's input; yx: A read from dy, B the input's columns
+     * transposed */
     char name[32];
-    snprintf(name, sizeof name, "%s_%c%c%s", f->prefix, d->ta ? 't' : 'n', conv ? (d->tb ? 'x' : 'c') : d->tb ? 't' : 'n',
+    snprintf(name, sizeof name, "%s_%c%c%s", f->prefix, conv && d->tb ? 'y' : d->ta ? 't' : 'n',
+             conv ? (d->tb ? 'x' : 'c') : d->tb ? 't' : 'n',
              d->c_float && dt != LOOM_F32 ? "_cf" : d->repro && dt == LOOM_F32 ? "_r" : "");
     bool has_bias = d->bias.t || d->bias.buf;
     loom__vk_begin(o, c, name, dt);
@@ -166,13 +168,13 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
             return loom__err(vk->ctx, LOOM_ERR_UNSUPPORTED, "vulkan: %s (node '%s'): a GEMM size of %lld does not fit 31 bits",
                              loom_op_name(o->t->op), o->t->name, (long long)*vals[i]);
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
-    LOOM__ASSERT(!d->conv || (!d->ta && d->tb == d->c_float)); /* nc: the forward; nx: the weight gradient */
+    LOOM__ASSERT(!d->conv || (!d->ta && d->tb == d->c_float)); /* nc: the forward; yx: the weight gradient */
     const form *f = &SMALL;
     loom__vk_call c;
     loom_status st;
     if (d->conv) { /* the implicit GEMM: the tiled form on any device */
         loom__buffer *cb;
-        if ((st = loom__vk_meta(o, d->conv, 13, &cb)) != LOOM_OK) return st;
+        if ((st = loom__vk_meta(o, d->conv, 14, &cb)) != LOOM_OK) return st;
         f = tiled(vk, d);
         record(o, &c, f, dt, d, cb);
     } else if ((st = pick(o, dt, d, &f)) != LOOM_OK) {
