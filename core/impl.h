@@ -211,6 +211,12 @@ bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f);
  * ~1e-4): the largest divisor of N up to 8; 1 in reproducible mode (one
  * product per image, the canonical order of core/repro.h). */
 int64_t loom__conv_gw_chunk(int64_t N, bool reproducible);
+/* The geometry table of the GPU backends' implicit-GEMM convolutions (the
+ * columns of x read inside the GEMM: kernels/gemm.cl's conv_col,
+ * shaders/gemm.comp's): H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P = OH*OW,
+ * and the image strides of x (C*H*W) and of dy (O*P). */
+#define LOOM__CONV_IMPLICIT_LEN 14
+void loom__conv_implicit_table(const loom__conv_geom *q, int64_t t[LOOM__CONV_IMPLICIT_LEN]);
 
 /* A matmul node y as one batched GEMM (core/ops/matmul.c), for the GPU
  * backends: C (M, N) = op(A) op(B) per batch item, row-major with leading

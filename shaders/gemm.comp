@@ -169,10 +169,10 @@ void main() {
 #if TA == 2
                         uint m = r / uint(BK / 4), k4 = (r % uint(BK / 4)) * 4u;
                         v = vec4(0.0);
-                        for (int e = 0; e < 4; e++) {
-                            int q = int(k0 + k4) + e, img = q / cg[11];
-                            if (m0 + m < M && uint(q) < K)
-                                v[e] = LD(A, ao + uint(img * cg[13] + int(m0 + m) * cg[11] + q - img * cg[11]));
+                        for (int e = 0; e < 4; e++) { /* column kq: image kq / P, position kq % P */
+                            int kq = int(k0 + k4) + e, img = kq / cg[11];
+                            if (m0 + m < M && uint(kq) < K)
+                                v[e] = LD(A, ao + uint(img * cg[13] + int(m0 + m) * cg[11] + kq - img * cg[11]));
                         }
                         As[k4][m >> 2][m & 3u] = v.x;
                         As[k4 + 1u][m >> 2][m & 3u] = v.y;

@@ -140,6 +140,12 @@ bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f) {
     return true;
 }
 
+void loom__conv_implicit_table(const loom__conv_geom *q, int64_t t[LOOM__CONV_IMPLICIT_LEN]) {
+    const int64_t v[LOOM__CONV_IMPLICIT_LEN] = {q->H,  q->W,  q->KH, q->KW, q->OW, q->sh,          q->sw,
+                                                q->ph, q->pw, q->dh, q->dw, q->P,  q->C * q->H * q->W, q->O * q->P};
+    for (int i = 0; i < LOOM__CONV_IMPLICIT_LEN; i++) t[i] = v[i];
+}
+
 int64_t loom__conv_gw_chunk(int64_t N, bool reproducible) {
     int64_t ch = reproducible ? 1 : 8;
     while (ch > 1 && N % ch) ch--;

@@ -15,9 +15,9 @@
  *
  * Workspace: per node, sized at plan_prepare (loom__cl_scratch, released with
  * the plan): N*C*KH*KW*P elements of the storage type (float for
- * grad_input; none for an implicit forward), plus N*O*P for grad_weight's permuted dy and its per-chunk
- * float products. LOOM_ERR_OOM when
- * one exceeds the device's largest allocation. */
+ * grad_input; none for the implicit forms), plus N*O*P for grad_weight's
+ * permuted dy and its per-chunk float products. LOOM_ERR_OOM when one
+ * exceeds the device's largest allocation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,7 +91,8 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     d.a = loom__cl_mat_t(o, w), d.sa[2] = q.Og * q.K;
     d.c = loom__cl_mat_t(o, y), d.sc[1] = q.O * q.P, d.sc[2] = q.Og * q.P;
     if (y->nsrc > 2) d.bias = loom__cl_mat_t(o, y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
-    const int64_t cg[14] = {q.H, q.W, q.KH, q.KW, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.P, q.C * q.H * q.W, 0};
+    int64_t cg[LOOM__CONV_IMPLICIT_LEN];
+    loom__conv_implicit_table(&q, cg);
     if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else if (implicit_fwd(o)) { /* B = x[n, g] (Cg, H, W), read as its columns */
@@ -139,7 +140,8 @@ static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom 
     /* batch (1, n, 1): dx[n] (C, H*W) = wt (C, K) @ col[n] (K, H*W) */
     loom__cl_gemm_desc d = {.batch = {1, f.N, 1}, .M = f.Og, .N = f.P, .K = f.K, .lda = f.K, .ldb = f.P, .ldc = f.P};
     d.a = (loom__cl_mat){wt, 0};
-    const int64_t cg[14] = {f.H, f.W, f.KH, f.KW, f.OW, f.sh, f.sw, f.ph, f.pw, f.dh, f.dw, f.P, f.C * f.H * f.W, 0};
+    int64_t cg[LOOM__CONV_IMPLICIT_LEN];
+    loom__conv_implicit_table(&f, cg);
     if (imp) { /* the columns read from dy[n] (O, OH, OW) */
         d.b = loom__cl_mat_t(o, dy), d.sb[1] = f.C * f.H * f.W, d.conv = cg;
     } else {
@@ -197,6 +199,20 @@ static bool gw_dot(const loom__cl_op *o, const geom *q) {
     return (o->cl->type & CL_DEVICE_TYPE_CPU) && q->O * q->K < 64 * 64;
 }
 
+/* dw = the sum, in order, of nparts float products part[s] (each dw's size) */
+static loom_status sum_parts(loom__cl_op *o, cl_mem part, int64_t nparts) {
+    const loom_tensor *dw = o->t;
+    int64_t n = loom_tensor_numel(dw);
+    cl_kernel k;
+    loom_status st;
+    if ((st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK) return st;
+    loom__cl_args ar = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
+    loom__cl_arg_i64(&ar, nparts), loom__cl_arg_i64(&ar, n);
+    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
+    return loom__cl_launch_1d(o, k, n);
+}
+
 /* dw = the sum over chunks of images of dy_chunk (Og, CH*P) @ cols_chunk^T
  * as implicit GEMM (gemm_nt_cf_conv: dy and the columns of x read where they
  * are, no column buffer and no permuted dy; the chunks and sums of the
@@ -204,10 +220,9 @@ static bool gw_dot(const loom__cl_op *o, const geom *q) {
 static loom_status grad_weight_implicit(loom__cl_op *o, const geom *q) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     int64_t ch = loom__conv_gw_chunk(q->N, o->cl->reproducible), nparts = q->N / ch;
-    const int64_t cg[14] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw,
-                            q->P, q->C * q->H * q->W, q->O * q->P};
+    int64_t cg[LOOM__CONV_IMPLICIT_LEN];
+    loom__conv_implicit_table(q, cg);
     cl_mem part;
-    cl_kernel k;
     loom_status st;
     if ((st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;
     /* batch (1, s, g): part[s, g] (Og, K) = dy[s*CH .., g] (Og, CH*P) @ cols_g(x[s*CH ..])^T */
@@ -217,12 +232,7 @@ static loom_status grad_weight_implicit(loom__cl_op *o, const geom *q) {
     d.b = loom__cl_mat_t(o, x), d.sb[1] = ch * q->C * q->H * q->W, d.sb[2] = q->Cg * q->H * q->W;
     d.c = (loom__cl_mat){part, 0}, d.sc[1] = q->O * q->K, d.sc[2] = q->Og * q->K;
     if ((st = loom__cl_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
-    if ((st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK) return st;
-    loom__cl_args ar = loom__cl_args_begin(o, k);
-    loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
-    loom__cl_arg_i64(&ar, nparts), loom__cl_arg_i64(&ar, q->O * q->K);
-    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, q->O * q->K);
+    return sum_parts(o, part, nparts);
 }
 
 loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
@@ -245,14 +255,9 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
         loom__cl_args ar = loom__cl_args_begin(o, k);
         loom__cl_arg_t(&ar, dy), loom__cl_arg_mem(&ar, col), loom__cl_arg_mem(&ar, part);
         loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O), loom__cl_arg_i64(&ar, q.K), loom__cl_arg_i64(&ar, q.P);
-        if ((st = loom__cl_args_end(&ar)) != LOOM_OK || (st = loom__cl_launch_2d(o, k, q.O * q.K, q.N)) != LOOM_OK ||
-            (st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK)
+        if ((st = loom__cl_args_end(&ar)) != LOOM_OK || (st = loom__cl_launch_2d(o, k, q.O * q.K, q.N)) != LOOM_OK)
             return st;
-        ar = loom__cl_args_begin(o, k);
-        loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
-        loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O * q.K);
-        if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-        return loom__cl_launch_1d(o, k, q.O * q.K);
+        return sum_parts(o, part, q.N);
     }
     /* dyp (O, N*P) = dy (N, O, P) permuted */
     if ((st = workspace(o, q.O * L, es, "permuted dy", &dyp)) != LOOM_OK) return st;
@@ -277,11 +282,5 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     d.b = (loom__cl_mat){col, 0}, d.sb[1] = ch * q.P, d.sb[2] = q.K * L;
     d.c = (loom__cl_mat){part, 0}, d.sc[1] = q.O * q.K, d.sc[2] = q.Og * q.K;
     if ((st = loom__cl_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
-    /* dw = sum over s of part[s] */
-    if ((st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK) return st;
-    ar = loom__cl_args_begin(o, k);
-    loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
-    loom__cl_arg_i64(&ar, nparts), loom__cl_arg_i64(&ar, q.O * q.K);
-    if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, q.O * q.K);
+    return sum_parts(o, part, nparts); /* dw = sum over s of part[s] */
 }

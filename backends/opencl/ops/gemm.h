@@ -27,8 +27,7 @@ typedef struct loom__cl_gemm_desc {
      * nn (C of the storage type): B is a convolution's input read as its
      * columns (the forward); nt with float C: A is dy (images, O, P) read as
      * (O, images * P), B^T the input's columns (the weight gradient).
-     * conv[14] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P = OH*OW, and the
-     * image strides of x and dy (column q is image q / P) */
+     * conv: loom__conv_implicit_table's (column q is image q / P) */
     const int64_t *conv;
 } loom__cl_gemm_desc;
 

@@ -25,9 +25,10 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     /* float-output variants exist for conv2d's gradients: tn (grad_input), nt (grad_weight) */
     LOOM__ASSERT(!d->c_float || d->ta != d->tb);
     char name[32];
-    snprintf(name, sizeof name, "%s%s",
-             d->conv ? (d->tb ? "gemm_nt_cf_conv" : "gemm_nn_conv") : d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf") : names[d->ta * 2 + d->tb],
-             var->suffix);
+    const char *base = d->conv      ? (d->tb ? "gemm_nt_cf_conv" : "gemm_nn_conv")
+                       : d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf")
+                                    : names[d->ta * 2 + d->tb];
+    snprintf(name, sizeof name, "%s%s", base, var->suffix);
     int64_t g[17];
     for (int i = 0; i < 3; i++)
         g[i] = d->batch[i], g[3 + i] = d->sa[i], g[6 + i] = d->sb[i], g[9 + i] = d->sc[i], g[12 + i] = d->sbias[i];
@@ -35,7 +36,7 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     cl_mem gm, cm = NULL;
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 17, &gm)) != LOOM_OK) return st;
-    if (d->conv && (st = loom__cl_meta(o, d->conv, 14, &cm)) != LOOM_OK) return st;
+    if (d->conv && (st = loom__cl_meta(o, d->conv, LOOM__CONV_IMPLICIT_LEN, &cm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dt, name, &k)) != LOOM_OK) return st;
     bool has_bias = d->bias.mem != NULL;
     loom__cl_args ar = loom__cl_args_begin(o, k);

@@ -192,15 +192,16 @@ static bool implicit_fwd(const loom__vk_op *o) {
 static loom_status implicit(loom__vk_op *o, const geom *q, const loom_tensor *x, loom__vk_mat a, const loom_tensor *y,
                             const loom_tensor *bias, bool repro) {
     bool one = use_flat(repro, q);
-    int64_t cg[14] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw, q->P, q->C * q->H * q->W, 0};
+    int64_t cg[LOOM__CONV_IMPLICIT_LEN];
+    loom__conv_implicit_table(q, cg);
     loom__vk_gemm_desc d = {.repro = repro, .M = q->Og, .K = q->K, .lda = q->K, .ldc = q->P, .conv = cg};
     d.a = a, d.b = loom__vk_mat_t(x), d.c = loom__vk_mat_t(y);
     if (bias) d.bias = loom__vk_mat_t(bias), d.bias_rs = 1, d.bias_cs = 0;
     if (one) {
-        d.batch[0] = d.batch[1] = d.batch[2] = 1, d.N = q->N * q->P, d.ldb = 0;
+        d.batch[0] = d.batch[1] = d.batch[2] = 1, d.N = q->N * q->P;
         d.cseg = q->P, d.csegs = q->O * q->P;
     } else { /* batch (1, n, g) */
-        d.batch[0] = 1, d.batch[1] = q->N, d.batch[2] = q->G, d.N = q->P, d.ldb = 0;
+        d.batch[0] = 1, d.batch[1] = q->N, d.batch[2] = q->G, d.N = q->P;
         d.sa[2] = q->Og * q->K;
         d.sb[1] = q->C * q->H * q->W, d.sb[2] = q->Cg * q->H * q->W;
         d.sc[1] = q->O * q->P, d.sc[2] = q->Og * q->P;
@@ -400,8 +401,8 @@ static bool flat_gw_first(const loom__vk_op *o, bool repro, const geom *q) {
 static loom_status grad_weight_implicit(loom__vk_op *o, const geom *q, bool repro) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     int64_t ch = loom__conv_gw_chunk(q->N, repro), nparts = q->N / ch;
-    int64_t cg[14] = {q->H, q->W, q->KH, q->KW, q->OW, q->sh, q->sw, q->ph, q->pw, q->dh, q->dw,
-                      q->P, q->C * q->H * q->W, q->O * q->P};
+    int64_t cg[LOOM__CONV_IMPLICIT_LEN];
+    loom__conv_implicit_table(q, cg);
     loom__buffer *part;
     loom_status st;
     if ((st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;

@@ -32,8 +32,7 @@ typedef struct loom__vk_gemm_desc {
      * gemm*_nc: ta = tb = false, C of the storage type; the forward) or their
      * transpose with A = dy (images, O, P) read as (O, images * P)
      * (gemm*_yx: tb, float C; the weight gradient); the tiled form on any
-     * device. conv[14] = H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, OH*OW and
-     * the image strides of B (x) and A (dy): column q is image q / (OH*OW) */
+     * device. conv: loom__conv_implicit_table's (column q is image q / (OH*OW)) */
     const int64_t *conv;
 } loom__vk_gemm_desc;
 

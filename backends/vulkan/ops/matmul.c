@@ -174,7 +174,7 @@ loom_status loom__vk_gemm(loom__vk_op *o, loom_dtype dt, const loom__vk_gemm_des
     loom_status st;
     if (d->conv) { /* the implicit GEMM: the tiled form on any device */
         loom__buffer *cb;
-        if ((st = loom__vk_meta(o, d->conv, 14, &cb)) != LOOM_OK) return st;
+        if ((st = loom__vk_meta(o, d->conv, LOOM__CONV_IMPLICIT_LEN, &cb)) != LOOM_OK) return st;
         f = tiled(vk, d);
         record(o, &c, f, dt, d, cb);
     } else if ((st = pick(o, dt, d, &f)) != LOOM_OK) {
