@@ -108,13 +108,16 @@ VBMI static inline __m512i to_u8_512(__m512i acc, int bits) {
     return _mm512_min_epi32(_mm512_max_epi32(v, _mm512_setzero_si512()), _mm512_set1_epi32(255));
 }
 
+/* vpermb indices: lane i's bytes 0..2 to bytes 3 i .. 3 i + 2 (RGBx words to 48 RGB bytes) */
+#define PACK3(i) 4 * (i), 4 * (i) + 1, 4 * (i) + 2
+static const uint8_t PACK48[64] = {PACK3(0),  PACK3(1),  PACK3(2),  PACK3(3),  PACK3(4),  PACK3(5),
+                                   PACK3(6),  PACK3(7),  PACK3(8),  PACK3(9),  PACK3(10), PACK3(11),
+                                   PACK3(12), PACK3(13), PACK3(14), PACK3(15)};
+#undef PACK3
+
 VBMI static void width_row512(const loom__wplan512 *p, const uint8_t *s, int64_t row_bytes, int bits, int32_t half,
                               uint8_t *o) {
-    const __m512i h = _mm512_set1_epi32(half);
-    uint8_t pk[64] = {0}; /* lane i's bytes 0..2 to bytes 3 i .. 3 i + 2 */
-    for (int i = 0; i < 16; i++)
-        for (int j = 0; j < 3; j++) pk[3 * i + j] = (uint8_t)(4 * i + j);
-    const __m512i pack = _mm512_loadu_si512(pk);
+    const __m512i h = _mm512_set1_epi32(half), pack = _mm512_loadu_si512(PACK48);
     for (int64_t b = 0; b < p->nb; b++) {
         const uint8_t *q = s + p->base[b];
         int64_t avail = row_bytes - p->base[b]; /* bytes left in the row from q */
