@@ -3,7 +3,9 @@
  * most LOOM__VK_CONV_DIRECT_K; larger K runs im2col + gemm.comp):
  *   K_FWD   y[n,o,i,j] = sum_{c,kh,kw} x[n, g*Cg+c, i*sh-ph+kh*dh, j*sw-pw+kw*dw] * w[o,c,kh,kw]
  *           (+ bias[o], added at the end); one invocation per 4 output
- *           positions and block of OB output channels (K <= MAXK)
+ *           positions and block of OB output channels (K <= MAXK); with KFIX
+ *           (f32, texel views, vec4 stores) the window's shape CGF x KHF x KWF is
+ *           compiled in and every loop unrolled (blocks of up to OBF channels)
  *   K_GI    dx[n,ci,ih,iw] = sum over (kh, kw) with ih = i*sh-ph+kh*dh, iw = j*sw-pw+kw*dw
  *           inside the output, and o in ci's group, of dy[n,o,i,j] * w[o,c,kh,kw];
  *           a gather (no atomics), one invocation per 4 dx elements of a row
@@ -17,6 +19,7 @@
  * The geometry comes in the push constants (G: the group count is C/Cg). */
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 /* LD0 / LD1 (common.glsl): bindings 0 and 1 (x and w, dy and w, dy and x),
@@ -51,6 +54,44 @@ void main() {
     int t = int(id % uint(np)), r = int(id / uint(np));
     int ob = r % nob, r2 = r / nob, gr = r2 % G, n = r2 / G;
     uint xb = pc.xo + uint((n * pc.C + gr * pc.Cg) * H * W);
+#if defined(KFIX)
+    /* the window's shape fixed at compile time (CGF x KHF x KWF = KFIX, the
+     * host picks it): every loop unrolled, so the RP windows stay in
+     * registers (lavapipe keeps an array indexed at run time in memory and
+     * reaches it lane by lane); same products and order as below */
+    float xv[RP * KFIX];
+    [[unroll]] for (int q = 0; q < RP; q++) {
+        int p = min(t * RP + q, P - 1); /* past the end: a copy of the last position, not stored */
+        int i = p / OW, j = p - i * OW;
+        int ih0 = i * pc.sh - pc.ph, iw0 = j * pc.sw - pc.pw;
+        [[unroll]] for (int c = 0; c < CGF; c++)
+            [[unroll]] for (int kh = 0; kh < KHF; kh++) {
+                int ih = ih0 + kh * pc.dh;
+                bool rowin = ih >= 0 && ih < H;
+                uint xr = xb + uint((c * H + ih) * W);
+                [[unroll]] for (int kw = 0; kw < KWF; kw++) {
+                    int iw = iw0 + kw * pc.dw;
+                    xv[q * KFIX + (c * KHF + kh) * KWF + kw] = rowin && iw >= 0 && iw < W ? LD0(x, xr + uint(iw)) : 0.0;
+                }
+            }
+    }
+    int o0 = gr * pc.Og + ob * pc.OB, o1 = min(o0 + pc.OB, (gr + 1) * pc.Og);
+    [[unroll]] for (int oo = 0; oo < OBF; oo++) {
+        int o = o0 + oo;
+        if (o >= o1) break;
+        float acc[RP];
+        [[unroll]] for (int q = 0; q < RP; q++) acc[q] = 0.0;
+        [[unroll]] for (int k = 0; k < KFIX; k++) {
+            float wv = LD1(w, pc.wo + uint(o * KFIX + k));
+            [[unroll]] for (int q = 0; q < RP; q++) acc[q] += xv[q * KFIX + k] * wv;
+        }
+        float bv = pc.hb != 0 ? LD(bias, pc.bo + uint(o)) : 0.0;
+        [[unroll]] for (int q = 0; q < RP; q += 4) { /* P % 4 == 0: a vec4 is wholly in or out */
+            vec4 v = vec4(acc[q], acc[q + 1], acc[q + 2], acc[q + 3]);
+            if (t * RP + q < P) y4[(pc.yo + uint((n * pc.O + o) * P + t * RP + q)) / 4u] = pc.hb != 0 ? v + bv : v;
+        }
+    }
+#else
     float xv[RP * MAXK];
     for (int q = 0; q < RP; q++) {
         int p = min(t * RP + q, P - 1); /* past the end: a copy of the last position, not stored */
@@ -87,6 +128,7 @@ void main() {
         }
 #endif
     }
+#endif
 }
 
 #elif defined(K_GI)

@@ -53,6 +53,14 @@ static const conv_spec specs[] = {
     /* 17: a batch of 12 (C*KH*KW = 36): the Vulkan backend's flat weight
      * gradient sums chunks of 6 images, then the two chunks' products */
     {{12, 4, 4, 4}, {3, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    /* 18-21: first-layer windows (one or three channels, 3x3 or 5x5) on
+     * planes of a multiple of 4 positions, which the Vulkan backend's direct
+     * forward runs with the window's shape compiled in: 40 output channels
+     * (two blocks of 32, the second partial), a dilated 5x5, three channels */
+    {{2, 1, 8, 6}, {40, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    {{2, 1, 9, 8}, {6, 1, 5, 5}, {1, 1, 4, 4, 2, 2, 1}, 0},
+    {{2, 3, 4, 6}, {5, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    {{2, 3, 8, 7}, {4, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, 0},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -93,6 +101,10 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d 12->5 3x5 kernel pad (0, 2) + bias", conv, 15, 0, 0, 0},
     {"conv2d 6->4 3x3 pad 2 (full)", conv, 16, 0, 0, 0},
     {"conv2d batch 12 pad 1 + bias (weight gradient in two chunks)", conv, 17, 0, 0, 0},
+    {"conv2d 1->40 3x3 pad 1 + bias (fixed window)", conv, 18, 0, 0, 0},
+    {"conv2d 1->6 5x5 dilation 2 pad 4 (fixed window)", conv, 19, 0, 0, 0},
+    {"conv2d 3->5 3x3 pad 1 + bias (fixed window)", conv, 20, 0, 0, 0},
+    {"conv2d 3->4 3x3 stride 2 pad 1 (fixed window)", conv, 21, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };
