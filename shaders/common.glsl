@@ -147,6 +147,14 @@ TEXEL_IN(1, in1_t);
 uint loom_gid() {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
 }
+/* a / d for a < 2^22 without an integer division (lavapipe divides lane by
+ * lane): the float quotient is within 1 of the true one; one correction */
+uint loom_udiv22(uint a, uint d) {
+    uint q = uint(float(a) * (1.0 / float(d)));
+    if (q * d > a) q--;
+    else if (a - q * d >= d) q++;
+    return q;
+}
 /* the flat work-group index (loom__vk_run_groups; check it against the count) */
 uint loom_group() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 

@@ -145,7 +145,11 @@ PUSH {
 void main() {
     uint k = loom_gid(), S4 = pc.S / 4u;
     if (k >= pc.N * pc.C * S4) return;
+#if defined(FASTDIV) /* N C S / 4 < 2^22 (the host checks) */
+    uint C = pc.C, p = loom_udiv22(k, S4), c = p - loom_udiv22(p, C) * C;
+#else
     uint C = pc.C, c = (k / S4) % C;
+#endif
     float M = float(pc.N * pc.S);
     float sdx = st[pc.sto + c] / M, sd = st[pc.sto + C + c] / M;
     float mean = st[pc.sto + 2u * C + c], invstd = st[pc.sto + 3u * C + c];

@@ -14,12 +14,13 @@ static loom_tensor *running(loom_graph *g, const char *name, loom_dtype dt, int6
 /* variant: bit 0..1 shape (bit 6: shapes 4..), bit 2 gamma, bit 3 beta, bit 4 running stats, bit 5 eval.
  * The two large shapes give a channel more elements than a GPU work-group has invocations (N S = 585 and
  * 600 > 256), with S = 195 < 256 and S = 300 > 256, so a kernel that walks a channel by the group size
- * carries its (n, i) position across planes both ways. */
+ * carries its (n, i) position across planes both ways. Shape 5 (BN_BIG2 | 1): planes of 164 = 4 x 41
+ * elements, where float(41) * (1 / 41.0f) rounds below 1 (a float quotient needs its correction). */
 enum { BN_4x3 = 0, BN_4D = 1, BN_3D = 2, BN_BIG1 = 3, BN_G = 4, BN_B = 8, BN_RUN = 16, BN_EVAL = 32, BN_BIG2 = 64 };
 
 static loom_tensor *batch_norm(loom_graph *g, loom_dtype dt, int v) {
-    static const int64_t shapes[][4] = {{4, 3}, {2, 3, 5, 4}, {3, 4, 7}, {3, 2, 13, 15}, {2, 2, 20, 15}};
-    static const int nd[] = {2, 4, 3, 4, 4};
+    static const int64_t shapes[][4] = {{4, 3}, {2, 3, 5, 4}, {3, 4, 7}, {3, 2, 13, 15}, {2, 2, 20, 15}, {2, 3, 164}};
+    static const int nd[] = {2, 4, 3, 4, 4, 3};
     int s = (v & 3) + (v & BN_BIG2 ? 4 : 0);
     int64_t c = shapes[s][1];
     loom_tensor *x = tc_param(g, "x", dt, nd[s], shapes[s], -2, 3);
@@ -57,9 +58,12 @@ const loom_op_case loom_cases_norm[] = {
     {"batch_norm train (3,4,7) beta only + running stats", batch_norm, BN_3D | BN_B | BN_RUN, 0, 0, 0},
     {"batch_norm train (2,3,5,4) affine + running stats", batch_norm, BN_4D | BN_G | BN_B | BN_RUN, 0, 0, 0},
     {"batch_norm eval (2,3,5,4) affine", batch_norm, BN_4D | BN_G | BN_B | BN_EVAL, 0, 0, 0},
+    {"batch_norm train (2,3,5,4) gamma only", batch_norm, BN_4D | BN_G, 0, 0, 0},
+    {"batch_norm train (2,3,5,4) beta only + running stats", batch_norm, BN_4D | BN_B | BN_RUN, 0, 0, 0},
     /* f32/f64 only: bf16's 8-bit sums of 600 gradient terms exceed the 16-bit tolerance on the CPU too */
     {"batch_norm train (3,2,13,15) affine + running stats", batch_norm, BN_BIG1 | BN_G | BN_B | BN_RUN, 0, TC_NO_16BIT, 0},
     {"batch_norm train (2,2,20,15) affine", batch_norm, BN_BIG2 | BN_G | BN_B, 0, TC_NO_16BIT, 0},
+    {"batch_norm train (2,3,164) affine", batch_norm, BN_BIG2 | 1 | BN_G | BN_B, 0, 0, 0},
     {"batch_norm eval (4,3) no affine", batch_norm, BN_4x3 | BN_EVAL, 0, 0, 0},
     {"batch_norm eval (3,4,7) gamma only", batch_norm, BN_3D | BN_G | BN_EVAL, 0, 0, 0},
     {"layer_norm (4,7) last 1 affine", layer_norm, 0 | 4 | 8, 0, 0, 0},

@@ -26,11 +26,81 @@ static void bn_dims(const loom_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
  * offsets the binding pushed (push words `words`) allow it. */
 static bool v4_wanted(loom_dtype dt, int64_t S) { return dt == LOOM_F32 && S % 4 == 0; }
 
+/* Batch norm in training split into barrier-free passes (shaders/bn_split.comp:
+ * column sums over the batch that read x, and dy, once; a per-channel finish;
+ * an elementwise apply) and the gradient's channel found without an integer
+ * division (batch_norm_grad_v4tq), on CPU devices: lavapipe runs the
+ * per-channel work-groups' three passes over x, their barriers and its
+ * lane-by-lane divisions slower. f32 planes of a multiple of 4 elements,
+ * N C S / 4 < 2^22 (loom_udiv22); LOOM_VULKAN_BN_SPLIT=0|1 forces either form
+ * (checked when the device was made). */
+static bool split(const loom__vk_op *o, loom_dtype dt, int64_t N, int64_t C, int64_t S) {
+    if (!v4_wanted(dt, S) || N * C * (S / 4) >= ((int64_t)1 << 22)) return false;
+    int e = loom__env_switch("LOOM_VULKAN_BN_SPLIT");
+    if (e >= 0) return e == 1;
+    return o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+/* the column sums of x (and dy, when given) into cs (2 or 4, C, S/4); false when an offset is not
+ * a multiple of 4 (nothing recorded) */
+static loom_status colsum(loom__vk_op *o, const loom_tensor *x, const loom_tensor *dy, int64_t N, int64_t C,
+                          int64_t S, loom__buffer *cs, bool *ok) {
+    loom__vk_call c;
+    loom__vk_begin(o, &c, dy ? "bn_colsum_dy" : "bn_colsum", LOOM_F32);
+    loom__vk_in(&c, x), loom__vk_in(&c, dy ? dy : x);
+    *ok = loom__vk_pushed_aligned(&c, (const int[]){0, 1}, 2, 4); /* xo, dyo */
+    if (!*ok) return LOOM_OK;
+    loom__vk_buf(&c, cs, LOOM__VK_W);
+    loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
+    loom__vk_texel_variant(&c, dy ? "bn_colsum_dy_t" : "bn_colsum_t", LOOM_F32, (const int[]){0, 1}, dy ? 2 : 1, 4);
+    return loom__vk_run_1d(&c, C * (S / 4));
+}
+
+/* the split forward (train): *done false when an offset rules it out (nothing recorded) */
+static loom_status forward_split(loom__vk_op *o, int64_t N, int64_t C, int64_t S, bool *done) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    bool run = y->p[LOOM_P_BN_RMEAN] >= 0;
+    loom__buffer *cs, *st;
+    loom_status s;
+    *done = false;
+    if ((s = loom__vk_scratch(o, (size_t)(2 * C * (S / 4)) * sizeof(float), &cs)) != LOOM_OK ||
+        (s = loom__vk_scratch(o, (size_t)(2 * C) * sizeof(float), &st)) != LOOM_OK)
+        return s;
+    /* the apply first (not yet run): its offsets decide */
+    loom__vk_call ap;
+    loom__vk_begin(o, &ap, "bn_apply", LOOM_F32);
+    loom__vk_in(&ap, x), loom__vk_in(&ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&ap, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__vk_buf(&ap, st, LOOM__VK_R), loom__vk_out(&ap, y);
+    if (!loom__vk_pushed_aligned(&ap, (const int[]){0, 3}, 2, 4)) return LOOM_OK; /* xo, yo */
+    loom__vk_u32(&ap, (uint32_t)N), loom__vk_u32(&ap, (uint32_t)C), loom__vk_u32(&ap, (uint32_t)S);
+    loom__vk_i32(&ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&ap, y->p[LOOM_P_BN_BETA] >= 0);
+    loom__vk_texel_variant(&ap, "bn_apply_t", LOOM_F32, (const int[]){0}, 1, 4);
+    if ((s = colsum(o, x, NULL, N, C, S, cs, done)) != LOOM_OK || !*done) return s;
+    /* bindings x, cs, rm, rv (x again without running statistics), st: push {xo, rmo, rvo, N, C, S, has_run, eps, momentum} */
+    loom__vk_call f;
+    loom__vk_begin(o, &f, "bn_finish", LOOM_F32);
+    loom__vk_in(&f, x), loom__vk_buf(&f, cs, LOOM__VK_R);
+    if (run)
+        loom__vk_inout(&f, opt(y, y->p[LOOM_P_BN_RMEAN])), loom__vk_inout(&f, opt(y, y->p[LOOM_P_BN_RVAR]));
+    else
+        loom__vk_in(&f, x), loom__vk_in(&f, x);
+    loom__vk_buf(&f, st, LOOM__VK_W);
+    loom__vk_u32(&f, (uint32_t)N), loom__vk_u32(&f, (uint32_t)C), loom__vk_u32(&f, (uint32_t)S);
+    loom__vk_i32(&f, run), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_EPS]), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_MOMENTUM]);
+    if ((s = loom__vk_run_1d(&f, C)) != LOOM_OK) return s;
+    return loom__vk_run_1d(&ap, N * C * (S / 4));
+}
+
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
+    if (train && split(o, x->dtype, N, C, S)) {
+        bool done;
+        loom_status st = forward_split(o, N, C, S, &done);
+        if (st != LOOM_OK || done) return st;
+    }
     loom__vk_call c;
     static const int words[] = {0, 5}; /* xo, yo */
     bool v4 = v4_wanted(x->dtype, S);
@@ -56,6 +126,22 @@ loom_status loom__vk_batch_norm_grad_params(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
+    if (y->p[LOOM_P_BN_TRAIN] != 0 && split(o, x->dtype, N, C, S)) {
+        loom__buffer *cs;
+        bool done;
+        loom_status st = loom__vk_scratch(o, (size_t)(4 * C * (S / 4)) * sizeof(float), &cs);
+        if (st == LOOM_OK) st = colsum(o, x, opt(y, y->p[LOOM_P_BN_DY]), N, C, S, cs, &done);
+        if (st != LOOM_OK) return st;
+        if (done) {
+            /* bindings x, cs, out (4, C): push {xo, outo, N, C, S, eps} */
+            loom__vk_call f;
+            loom__vk_begin(o, &f, "bn_finish_grad", LOOM_F32);
+            loom__vk_in(&f, x), loom__vk_buf(&f, cs, LOOM__VK_R), loom__vk_out(&f, y);
+            loom__vk_u32(&f, (uint32_t)N), loom__vk_u32(&f, (uint32_t)C), loom__vk_u32(&f, (uint32_t)S);
+            loom__vk_f32(&f, (float)y->f[LOOM_F_BN_EPS]);
+            return loom__vk_run_1d(&f, C);
+        }
+    }
     loom__vk_call c;
     static const int words[] = {0, 1}; /* xo, dyo */
     bool v4 = v4_wanted(x->dtype, S);
@@ -84,7 +170,9 @@ loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
         loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
         if (!v4 || loom__vk_pushed_aligned(&c, words, 3, 4)) break;
     }
-    if (v4) loom__vk_texel_variant(&c, "batch_norm_grad_v4t", x->dtype, (const int[]){0, 2}, 2, 4);
+    if (v4)
+        loom__vk_texel_variant(&c, split(o, x->dtype, N, C, S) ? "batch_norm_grad_v4tq" : "batch_norm_grad_v4t", x->dtype,
+                               (const int[]){0, 2}, 2, 4);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
     return loom__vk_run_1d(&c, v4 ? N * C * (S / 4) : N * C * S);
