@@ -351,6 +351,11 @@ loom_status loom__vk_meta(loom__vk_op *o, const int64_t *v, int count, loom__buf
     return loom__vk_write(o->vk, *out, 0, tmp, (size_t)count * sizeof *tmp);
 }
 
+const loom__vk_node *loom__vk_nodes_before(const loom__vk_op *o, int *n) {
+    *n = (int)(o->node - o->vp->nodes);
+    return o->vp->nodes;
+}
+
 loom_status loom__vk_scratch(loom__vk_op *o, size_t bytes, loom__buffer **out) {
     loom_status st = loom__vk_alloc(o->vk, o->vk->type_device, bytes, out);
     if (st != LOOM_OK) return st;

@@ -320,7 +320,7 @@ struct loom__vk_node {
     /* before each run: write per-step words into params (may be NULL) */
     loom_status (*before_run)(loom__vk *vk, const loom_plan *p, loom__vk_node *n);
     uint32_t *params; /* LOOM__VK_PARAM_WORDS words of the plan's params buffer (host-mapped) */
-    void *user;       /* for the op's hooks */
+    void *user;       /* for the op's hooks; conv2d: its flat column buffer (ops/conv2d.c) */
 };
 
 /* What an op's host function gets at plan_prepare. */
@@ -428,6 +428,8 @@ loom_status loom__vk_cross_entropy_repro(loom__vk_op *o);
 loom_status loom__vk_cross_entropy_grad_repro(loom__vk_op *o);
 /* A device scratch buffer owned by the node (contents undefined). */
 loom_status loom__vk_scratch(loom__vk_op *o, size_t bytes, loom__buffer **out);
+/* the nodes prepared before this one in the same plan (exec order): *n of them */
+const loom__vk_node *loom__vk_nodes_before(const loom__vk_op *o, int *n);
 
 /* Host helpers for the op files. */
 /* element offset of t in its whole buffer (for host reads in a check

@@ -160,6 +160,7 @@ static loom_status flat(loom__vk_op *o, const geom *q, const loom_tensor *x, loo
     if ((st = workspace(o, q->K * ld, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK ||
         (st = im2col(o, q, x, col, ld)) != LOOM_OK)
         return st;
+    if (o->t->op == LOOM_OP_CONV2D && x == o->t->src[0]) o->node->user = col; /* for forward_columns() */
     loom__vk_gemm_desc d = {.batch = {1, 1, 1}, .M = q->O, .N = np, .K = q->K, .lda = q->K, .ldb = ld, .ldc = q->P};
     d.cseg = q->P, d.csegs = q->O * q->P;
     d.a = a, d.b = loom__vk_mat_b(col), d.c = loom__vk_mat_t(y);
@@ -378,17 +379,38 @@ static loom_status sum_parts(loom__vk_op *o, loom__buffer *part, int64_t nparts)
  * rather than N short ones, where one product over all N*P terms would
  * round worse (CH: loom__conv_gw_chunk, shared with backends/opencl). Not in
  * reproducible mode (use_flat). */
+/* The column buffer (K, ld) of x that the flat forward of the same
+ * convolution wrote earlier in this plan (node->user of that conv2d node),
+ * or NULL: the weight gradient reads it instead of running im2col again
+ * (x is unchanged between the two, as the gradient reads x itself; the
+ * buffer is that node's own, written by nothing else). */
+static loom__buffer *forward_columns(const loom__vk_op *o, const geom *q, const loom_tensor *x) {
+    int n;
+    const loom__vk_node *nodes = loom__vk_nodes_before(o, &n);
+    for (int i = 0; i < n; i++) {
+        const loom_tensor *t = nodes[i].t;
+        if (!nodes[i].user || !t || t->op != LOOM_OP_CONV2D || t->src[0] != x) continue;
+        geom f = loom__conv_geom_of(t);
+        if (f.N == q->N && f.C == q->C && f.H == q->H && f.W == q->W && f.O == q->O && f.KH == q->KH &&
+            f.KW == q->KW && f.sh == q->sh && f.sw == q->sw && f.ph == q->ph && f.pw == q->pw && f.dh == q->dh &&
+            f.dw == q->dw && f.G == q->G)
+            return nodes[i].user;
+    }
+    return NULL;
+}
+
 static loom_status flat_grad_weight(loom__vk_op *o, const geom *q) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     int64_t np = q->N * q->P, ld = (np + 7) / 8 * 8, ch = loom__conv_gw_chunk(q->N, false), nparts = q->N / ch;
     geom f = {.N = q->N, .C = q->O, .H = q->OH, .W = q->OW, .O = q->O, .KH = 1, .KW = 1, .OH = q->OH, .OW = q->OW,
               .sh = 1, .sw = 1, .dh = 1, .dw = 1, .G = 1, .Cg = q->O, .Og = q->O, .K = q->O, .P = q->P};
-    loom__buffer *dyf, *col, *part = NULL;
+    loom__buffer *dyf, *col = forward_columns(o, q, x), *part = NULL;
+    bool own = !col || loom__env_switch("LOOM_VULKAN_CONV_SHARE_COLS") == 0;
     loom_status st;
     if ((st = workspace(o, q->O * ld, loom_dtype_size(dy->dtype), "output gradient columns", &dyf)) != LOOM_OK ||
-        (st = workspace(o, q->K * ld, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK ||
+        (own && (st = workspace(o, q->K * ld, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) ||
         (nparts > 1 && (st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) ||
-        (st = im2col(o, &f, dy, dyf, ld)) != LOOM_OK || (st = im2col(o, q, x, col, ld)) != LOOM_OK)
+        (st = im2col(o, &f, dy, dyf, ld)) != LOOM_OK || (own && (st = im2col(o, q, x, col, ld)) != LOOM_OK))
         return st;
     /* batch (1, nparts, 1): part[s] (O, K) = dyf[:, s*CH*P ..] (O, CH*P) @ col[:, s*CH*P ..]^T */
     loom__vk_gemm_desc d = {.tb = true, .c_float = nparts > 1, .batch = {1, nparts, 1}, .M = q->O, .N = q->K,
