@@ -14,6 +14,8 @@
  *           invocation sums every L-th (n, i, j) (L = the group size) for
  *           each tap of the block, in blocks of 32 positions (f32 block sums
  *           added into an f32 total), then a tree over the group per tap
+ *   K_GWF   the same sums with the window's shape compiled in (KFIX): per (image,
+ *           chunk of positions) float parts, summed by conv2d.comp's K_SUM_PARTS
  * All arithmetic in float; the storage type T for x, w, bias, y, dy, dx, dw.
  * Same loops and formulas as the F64 reference in backends/cpu/ops/conv2d.c.
  * The geometry comes in the push constants (G: the group count is C/Cg). */
@@ -256,6 +258,63 @@ void main() {
         }
 }
 
+#elif defined(K_GWF)
+/* the weight gradient with the window's shape fixed at compile time (CGF x
+ * KHF x KWF = KFIX taps; f32, texel views: the host picks it on CPU
+ * devices): one invocation per (image n, group, block of OBG output
+ * channels, chunk of CP positions) keeps the block's OBG x KFIX sums in
+ * registers, reads each position's window once for the block's channels
+ * and each dy value once for the window's taps, and writes its sums to
+ * part[n * nch + chunk] (O, KFIX) f32; conv_sum_parts adds the N nch parts
+ * in order. Within a chunk the positions are summed in order. */
+#define RP 4
+TENSOR_IN(0, T, dy);    // dy (N, O, OH, OW)
+TENSOR_IN(1, T, x);     // x (N, C, H, W)
+TENSOR_OUT(2, float, part);
+PUSH { uint dyo, xo; GEOM; int CP, nch; uint n; } pc;
+
+void main() {
+    uint id = loom_gid();
+    if (id >= pc.n) return;
+    int OW = pc.OW, H = pc.H, W = pc.W, P = pc.OH * OW, G = pc.C / pc.Cg, nob = (pc.Og + OBG - 1) / OBG;
+    int chunk = int(id % uint(pc.nch)), r = int(id / uint(pc.nch));
+    int ob = r % nob, r2 = r / nob, gr = r2 % G, n = r2 / G;
+    int o0 = gr * pc.Og + ob * OBG, no = min(OBG, (gr + 1) * pc.Og - o0);
+    uint xb = pc.xo + uint((n * pc.C + gr * pc.Cg) * H * W), dyb = pc.dyo + uint((n * pc.O + o0) * P);
+    float acc[OBG * KFIX];
+    [[unroll]] for (int e = 0; e < OBG * KFIX; e++) acc[e] = 0.0;
+    int p0 = chunk * pc.CP, p1 = min(p0 + pc.CP, P);
+    int i = p0 / OW, j = p0 - i * OW; /* the position p's (i, j), carried along */
+    for (int pb = p0; pb < p1; pb += RP) {
+        float xv[RP * KFIX], dv[RP * OBG];
+        [[unroll]] for (int q = 0; q < RP; q++) {
+            int p = pb + q;
+            bool live = p < p1;
+            int ih0 = i * pc.sh - pc.ph, iw0 = j * pc.sw - pc.pw;
+            [[unroll]] for (int c = 0; c < CGF; c++)
+                [[unroll]] for (int kh = 0; kh < KHF; kh++) {
+                    int ih = ih0 + kh * pc.dh;
+                    bool rowin = live && ih >= 0 && ih < H;
+                    uint xr = xb + uint((c * H + ih) * W);
+                    [[unroll]] for (int kw = 0; kw < KWF; kw++) {
+                        int iw = iw0 + kw * pc.dw;
+                        xv[q * KFIX + (c * KHF + kh) * KWF + kw] = rowin && iw >= 0 && iw < W ? LD1(x, xr + uint(iw)) : 0.0;
+                    }
+                }
+            [[unroll]] for (int oo = 0; oo < OBG; oo++)
+                dv[q * OBG + oo] = live && oo < no ? LD0(dy, dyb + uint(oo * P + p)) : 0.0;
+            if (++j == OW) j = 0, i++;
+        }
+        [[unroll]] for (int oo = 0; oo < OBG; oo++)
+            [[unroll]] for (int k = 0; k < KFIX; k++)
+                [[unroll]] for (int q = 0; q < RP; q++) acc[oo * KFIX + k] += dv[q * OBG + oo] * xv[q * KFIX + k];
+    }
+    uint base = uint((n * pc.nch + chunk) * pc.O + o0) * uint(KFIX);
+    [[unroll]] for (int oo = 0; oo < OBG; oo++)
+        if (oo < no)
+            [[unroll]] for (int k = 0; k < KFIX; k++) part[base + uint(oo * KFIX + k)] = acc[oo * KFIX + k];
+}
+
 #else
-#error "conv2d_direct.comp: define one of K_FWD, K_GI, K_GW"
+#error "conv2d_direct.comp: define one of K_FWD, K_GI, K_GW, K_GWF"
 #endif

@@ -211,16 +211,18 @@ static loom_status implicit(loom__vk_op *o, const geom *q, const loom_tensor *x,
     return loom__vk_gemm(o, y->dtype, &d);
 }
 
-/* The direct forward with its window's shape fixed at compile time
- * (conv2d_direct.comp's KFIX variants, texel views only: CPU devices), for
- * the first layers of image models; NULL for any other window or with
- * LOOM_VULKAN_CONV_FIXED=0. Unrolled, the windows stay in registers
- * (lavapipe, the cnn's first layer, batch 64: 7.6 -> 2.2 ms). */
+/* The direct forward and weight gradient with the window's shape fixed at
+ * compile time (conv2d_direct.comp's KFIX variants <kernel>_<shape>, texel
+ * views only: CPU devices), for the first layers of image models: the
+ * shape's name, or NULL for any other window or with LOOM_VULKAN_CONV_FIXED=0.
+ * Unrolled, the windows and sums stay in registers (lavapipe keeps a
+ * run-time-indexed array in memory; the cnn's first layer, batch 64:
+ * forward 7.6 -> 2.2 ms). */
 static const char *fixed_window(const geom *q) {
     static const struct {
         int64_t Cg, KH, KW;
         const char *name;
-    } v[] = {{1, 3, 3, "conv_direct_fwd_c1k3"}, {3, 3, 3, "conv_direct_fwd_c3k3"}, {1, 5, 5, "conv_direct_fwd_c1k5"}};
+    } v[] = {{1, 3, 3, "c1k3"}, {3, 3, 3, "c3k3"}, {1, 5, 5, "c1k5"}};
     if (loom__env_switch("LOOM_VULKAN_CONV_FIXED") == 0) return NULL; /* checked when the device was made */
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (q->Cg == v[i].Cg && q->KH == v[i].KH && q->KW == v[i].KW) return v[i].name;
@@ -248,7 +250,9 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
         /* one vec4 store per channel: f32, P and y's element offset (push word 3) multiples of 4 */
         bool v4 = y->dtype == LOOM_F32 && q.P % 4 == 0 && loom__vk_pushed_aligned(&c, (const int[]){3}, 1, 4);
         const char *fixed = v4 ? fixed_window(&q) : NULL;
-        if (!fixed || !loom__vk_texel_variant(&c, fixed, y->dtype, (const int[]){0, 1}, 2, 1))
+        char name[64];
+        if (fixed) snprintf(name, sizeof name, "conv_direct_fwd_%s", fixed);
+        if (!fixed || !loom__vk_texel_variant(&c, name, y->dtype, (const int[]){0, 1}, 2, 1))
             loom__vk_texel_variant(&c, v4 ? "conv_direct_fwd_t4" : "conv_direct_fwd_t", y->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_1d(&c, n);
     }
@@ -455,11 +459,49 @@ static loom_status grad_weight_implicit(loom__vk_op *o, const geom *q, bool repr
     return sum_parts(o, part, nparts);
 }
 
+/* The weight gradient with the window's shape compiled in (K_GWF, f32,
+ * texel views): per-(image, chunk of positions) sums in registers into
+ * float parts, then conv_sum_parts; *done false when the texel views are
+ * not to be had (nothing recorded) */
+static loom_status grad_weight_fixed(loom__vk_op *o, const geom *q, const char *fixed, bool *done) {
+    const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
+    int64_t nch = (q->P + 127) / 128, cp = ((q->P + nch - 1) / nch + 3) / 4 * 4; /* chunks of <= 128 positions */
+    nch = (q->P + cp - 1) / cp;
+    int64_t obg = q->KH * q->KW * q->Cg > 9 ? 4 : 8; /* OBG of the variant */
+    int64_t n = q->N * q->G * ((q->Og + obg - 1) / obg) * nch;
+    char name[64];
+    snprintf(name, sizeof name, "conv_direct_gwf_%s", fixed);
+    loom__buffer *part;
+    loom_status st;
+    *done = false;
+    if ((st = workspace(o, q->N * nch * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK)
+        return st;
+    loom__vk_call c;
+    /* bindings dy, x, part: push {dyo, xo, geometry, CP, nch, n} */
+    loom__vk_begin(o, &c, "conv_direct_gw", LOOM_F32); /* replaced by the texel variant */
+    loom__vk_in(&c, dy), loom__vk_in(&c, x), loom__vk_buf(&c, part, LOOM__VK_W);
+    push_geom(&c, q);
+    loom__vk_i32(&c, (int32_t)cp), loom__vk_i32(&c, (int32_t)nch), loom__vk_u32(&c, (uint32_t)n);
+    if (!loom__vk_texel_variant(&c, name, LOOM_F32, (const int[]){0, 1}, 2, 1)) return LOOM_OK;
+    *done = true;
+    if ((st = loom__vk_run_1d(&c, n)) != LOOM_OK) return st;
+    return sum_parts(o, part, q->N * nch);
+}
+
 /* dw (O,Cg,KH,KW) = conv2d_grad_weight(dy (N,O,OH,OW), x (N,C,H,W)) */
 static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
     loom_status st;
+    const char *fixed = use_direct(repro, &q) && dw->dtype == LOOM_F32 && dy->dtype == LOOM_F32 &&
+                                x->dtype == LOOM_F32 && o->vk->texel
+                            ? fixed_window(&q)
+                            : NULL;
+    if (fixed) {
+        bool done;
+        if ((st = direct_fits(o, &q)) != LOOM_OK || (st = grad_weight_fixed(o, &q, fixed, &done)) != LOOM_OK || done)
+            return st;
+    }
     if (use_direct(repro, &q) && !flat_gw_first(o, repro, &q)) {
         if ((st = direct_fits(o, &q)) != LOOM_OK) return st;
         int64_t n = q.G * ((q.Og + 3) / 4) * q.Cg * ((q.KH * q.KW + 8) / 9);
