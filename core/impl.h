@@ -198,6 +198,9 @@ typedef struct loom__conv_geom {
     int64_t sh, sw, ph, pw, dh, dw, G, Cg, Og, K, P;
 } loom__conv_geom;
 loom__conv_geom loom__conv_geom_of(const loom_tensor *t);
+/* a and b are the same convolution's sizes (the GPU backends' weight
+ * gradient finds its forward's column buffer by them) */
+bool loom__conv_geom_same(const loom__conv_geom *a, const loom__conv_geom *b);
 /* A stride-1, undilated, ungrouped convolution's input gradient q (padding
  * at most KH-1, KW-1; not 1x1 unpadded) as a forward convolution: dx =
  * conv2d(dy, wt, padding KH-1-ph, KW-1-pw), wt (C, O, KH, KW) the weights

@@ -189,7 +189,7 @@ static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
         loom__cl_node *n = &cp->nodes[e];
         n->t = t;
         n->err_slot = -1;
-        loom__cl_op o = {cl, p, t, n, cp->err_buf};
+        loom__cl_op o = {cl, p, t, n, cp->err_buf, cp->nodes};
         loom__cl_fn fn = (loom__cl_fn)loom__kernel_variant(&loom__cl_kernels[t->op], cl->reproducible);
         LOOM__ASSERT(fn); /* plan.c checked support */
         loom_status st = fn(&o);
@@ -357,7 +357,8 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     cl->stats = &be->stats;
     cl->reproducible = desc && desc->reproducible;
     static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_IMPLICIT", "LOOM_OPENCL_CONV_GI_FWD",
-                                     "LOOM_OPENCL_BN_SPLIT", "LOOM_OPENCL_CONV_GW_DOT"};
+                                     "LOOM_OPENCL_BN_SPLIT", "LOOM_OPENCL_CONV_GW_DOT",
+                                     "LOOM_OPENCL_CONV_SHARE_COLS"};
     loom_status st = loom__env_switches_check(be->ctx, sw, (int)(sizeof sw / sizeof sw[0]));
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)

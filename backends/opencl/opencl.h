@@ -237,6 +237,7 @@ struct loom__cl_node {
     loom_status (*check)(loom__cl *cl, const loom_plan *p, const loom_tensor *t, int32_t bad);
     /* before each run (e.g. dropout: the plan step); may be NULL */
     loom_status (*before_run)(loom__cl *cl, const loom_plan *p, loom__cl_node *n);
+    cl_mem cols; /* conv2d on the column path: its im2col buffer (ops/conv2d.c), or NULL */
 };
 
 /* What an op's host function gets at plan_prepare. */
@@ -246,6 +247,7 @@ struct loom__cl_op {
     const loom_tensor *t; /* the node */
     loom__cl_node *node;  /* to fill */
     cl_mem err_buf;       /* the plan's error slots */
+    const loom__cl_node *first; /* the plan's nodes in exec order: first .. node - 1 are prepared */
 };
 
 typedef loom_status (*loom__cl_fn)(loom__cl_op *o);

@@ -152,6 +152,12 @@ int64_t loom__conv_gw_chunk(int64_t N, bool reproducible) {
     return ch;
 }
 
+bool loom__conv_geom_same(const loom__conv_geom *a, const loom__conv_geom *b) {
+    return a->N == b->N && a->C == b->C && a->H == b->H && a->W == b->W && a->O == b->O && a->KH == b->KH &&
+           a->KW == b->KW && a->sh == b->sh && a->sw == b->sw && a->ph == b->ph && a->pw == b->pw &&
+           a->dh == b->dh && a->dw == b->dw && a->G == b->G;
+}
+
 loom__conv_geom loom__conv_geom_of(const loom_tensor *t) {
     const int64_t *xd, *wd, *yd;
     switch (t->op) {

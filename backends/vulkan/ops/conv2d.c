@@ -395,9 +395,7 @@ static loom__buffer *forward_columns(const loom__vk_op *o, const geom *q, const 
         const loom_tensor *t = nodes[i].t;
         if (!nodes[i].user || !t || t->op != LOOM_OP_CONV2D || t->src[0] != x) continue;
         geom f = loom__conv_geom_of(t);
-        if (f.N == q->N && f.C == q->C && f.H == q->H && f.W == q->W && f.O == q->O && f.KH == q->KH &&
-            f.KW == q->KW && f.sh == q->sh && f.sw == q->sw && f.ph == q->ph && f.pw == q->pw && f.dh == q->dh &&
-            f.dw == q->dw && f.G == q->G)
+        if (loom__conv_geom_same(&f, q))
             return nodes[i].user;
     }
     return NULL;
