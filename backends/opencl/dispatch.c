@@ -142,6 +142,11 @@ loom_status loom__cl_launch_2d(loom__cl_op *o, cl_kernel k, int64_t n0, int64_t 
     return add_launch(o, k, ((size_t)n0 + l0 - 1) / l0 * l0, l0, (size_t)n1);
 }
 
+loom_status loom__cl_launch_2d_local(loom__cl_op *o, cl_kernel k, int64_t n0, size_t l0, int64_t n1) {
+    if (n0 <= 0 || n1 <= 0) return LOOM_OK;
+    return add_launch(o, k, ((size_t)n0 + l0 - 1) / l0 * l0, l0, (size_t)n1);
+}
+
 loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, size_t local) {
     if (groups <= 0) return LOOM_OK;
     return add_launch(o, k, (size_t)groups * local, local, 1);
@@ -358,7 +363,7 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     cl->reproducible = desc && desc->reproducible;
     static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_IMPLICIT", "LOOM_OPENCL_CONV_GI_FWD",
                                      "LOOM_OPENCL_BN_SPLIT", "LOOM_OPENCL_CONV_GW_DOT",
-                                     "LOOM_OPENCL_CONV_SHARE_COLS"};
+                                     "LOOM_OPENCL_CONV_SHARE_COLS", "LOOM_OPENCL_POOL_2D"};
     loom_status st = loom__env_switches_check(be->ctx, sw, (int)(sizeof sw / sizeof sw[0]));
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)

@@ -293,6 +293,8 @@ loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, 
 /* A 2-D range of n0 x n1 items (n0 rounded up to the work-group's 64 items,
  * or the device limit; kernels check both indices). */
 loom_status loom__cl_launch_2d(loom__cl_op *o, cl_kernel k, int64_t n0, int64_t n1);
+/* The same with work-groups of l0 x 1 items (n0 rounded up to l0; l0 at most the device limit) */
+loom_status loom__cl_launch_2d_local(loom__cl_op *o, cl_kernel k, int64_t n0, size_t l0, int64_t n1);
 /* A power-of-two work-group size for reducing `n` items: min(256, device
  * limit, next power of two >= n), at least 1. */
 size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);

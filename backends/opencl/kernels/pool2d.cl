@@ -113,14 +113,25 @@ __kernel void pool2d_grad(__global const T *x, ulong xo, __global const T *dy, u
     ST(dx + dxo, k, acc);
 }
 
-/* the first maximum of a, b (top row), c, d; a NaN replaces the maximum so far */
+/* the first maximum of a, b (top row), c, d; a NaN replaces the maximum so
+ * far. Selects, not branches, and x != x for isnan: PoCL vectorizes the
+ * work-group loop over them (the branching form ran scalar) */
 inline int arg4(float a, float b, float c, float d) {
-    int k = 0;
-    float m = a;
-    if (b > m || isnan(b)) m = b, k = 1;
-    if (c > m || isnan(c)) m = c, k = 2;
-    if (d > m || isnan(d)) k = 3;
-    return k;
+    bool tb = b > a || b != b;
+    float m = tb ? b : a;
+    int k = tb ? 1 : 0;
+    bool tc = c > m || c != c;
+    m = tc ? c : m;
+    k = tc ? 2 : k;
+    bool td = d > m || d != d;
+    return td ? 3 : k;
+}
+
+/* the value arg4 picks (the forward) */
+inline float max4(float a, float b, float c, float d) {
+    float m = b > a || b != b ? b : a;
+    m = c > m || c != c ? c : m;
+    return d > m || d != d ? d : m;
 }
 
 /* window k = (p * OH + i) * OW + j of x (P, 2 OH, W = 2 OW): its top-left at r * 2W + 2j, r = k / OW */
@@ -129,9 +140,18 @@ __kernel void max2(__global const T *x, ulong xo, __global T *y, ulong yo, long 
     if (k >= windows) return;
     long top = (k / OW) * 2 * W + 2 * (k % OW);
     x += xo;
-    float a = LD(x, top), b = LD(x, top + 1), c = LD(x, top + W), d = LD(x, top + W + 1);
-    int q = arg4(a, b, c, d);
-    ST(y + yo, k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
+    ST(y + yo, k, max4(LD(x, top), LD(x, top + 1), LD(x, top + W), LD(x, top + W + 1)));
+}
+
+/* max2 over a 2-D range (j, r): window j of window row r (CPU devices:
+ * neighbouring work-items read x at stride 2, which PoCL loads as vectors,
+ * where max2's k / OW, k % OW leave it gathering lane by lane) */
+__kernel void max2_2d(__global const T *x, ulong xo, __global T *y, ulong yo, long rows, long W, long OW) {
+    long j = get_global_id(0), r = get_global_id(1);
+    if (j >= OW || r >= rows) return;
+    long top = r * 2 * W + 2 * j;
+    x += xo;
+    ST(y + yo, r * OW + j, max4(LD(x, top), LD(x, top + 1), LD(x, top + W), LD(x, top + W + 1)));
 }
 
 __kernel void max2_grad(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo,
