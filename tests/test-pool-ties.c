@@ -69,20 +69,4 @@ static void check_backend(loom_ctx *ctx, const char *name, bool repro) {
     loom_backend_destroy(be);
 }
 
-int main(void) {
-    loom_ctx *ctx = NULL;
-    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
-    const char *names[16];
-    int nb = loom_backend_list(names, 16);
-    for (int b = 0; b < nb && b < 16; b++) {
-        const char *why = NULL;
-        if (!loom_backend_available(ctx, names[b], &why)) {
-            printf("backend %s: skipped: %s\n", names[b], why ? why : "not available");
-            continue;
-        }
-        check_backend(ctx, names[b], false);
-        check_backend(ctx, names[b], true);
-    }
-    loom_ctx_destroy(ctx);
-    return tu_summary();
-}
+int main(void) { return tu_every_backend(check_backend); }

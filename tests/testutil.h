@@ -49,6 +49,27 @@ static inline int tu_summary(void) {
     return tu_failed ? 1 : 0;
 }
 
+/* check(ctx, name, reproducible) on every backend available here, with its
+ * ordinary and then its reproducible kernels (a backend not available
+ * prints why); then the closing line and the exit code (tu_summary). */
+static inline int tu_every_backend(void (*check)(loom_ctx *ctx, const char *name, bool reproducible)) {
+    loom_ctx *ctx = NULL;
+    if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
+    const char *names[16];
+    int nb = loom_backend_list(names, 16);
+    for (int b = 0; b < nb && b < 16; b++) {
+        const char *why = NULL;
+        if (!loom_backend_available(ctx, names[b], &why)) {
+            printf("backend %s: skipped: %s\n", names[b], why ? why : "not available");
+            continue;
+        }
+        check(ctx, names[b], false);
+        check(ctx, names[b], true);
+    }
+    loom_ctx_destroy(ctx);
+    return tu_summary();
+}
+
 /* The whole test cannot run here: say why, exit code 77 (ctest: skipped). */
 static inline int tu_skip(const char *why) {
     printf("SKIP: %s\n", why);
