@@ -18,15 +18,18 @@ static loom_status run(loom__cl_op *o, int kind, const char *name) {
     return loom__cl_launch_1d(o, k, n);
 }
 
-loom_status loom__cl_relu(loom__cl_op *o) { return run(o, LOOM_K_ACT_RELU, "act_relu"); }
-loom_status loom__cl_leaky_relu(loom__cl_op *o) { return run(o, LOOM_K_ACT_LEAKY, "act_leaky_relu"); }
-loom_status loom__cl_gelu(loom__cl_op *o) { return run(o, LOOM_K_ACT_GELU, "act_gelu"); }
-loom_status loom__cl_silu(loom__cl_op *o) { return run(o, LOOM_K_ACT_SILU, "act_silu"); }
-loom_status loom__cl_tanh(loom__cl_op *o) { return run(o, LOOM_K_ACT_TANH, "act_tanh"); }
-loom_status loom__cl_sigmoid(loom__cl_op *o) { return run(o, LOOM_K_ACT_SIGMOID, "act_sigmoid"); }
-loom_status loom__cl_relu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_RELU_GRAD, "act_relu_grad"); }
-loom_status loom__cl_leaky_relu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_LEAKY_GRAD, "act_leaky_relu_grad"); }
-loom_status loom__cl_gelu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_GELU_GRAD, "act_gelu_grad"); }
-loom_status loom__cl_silu_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_SILU_GRAD, "act_silu_grad"); }
-loom_status loom__cl_tanh_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_TANH_GRAD, "act_tanh_grad"); }
-loom_status loom__cl_sigmoid_grad(loom__cl_op *o) { return run(o, LOOM_K_ACT_SIGMOID_GRAD, "act_sigmoid_grad"); }
+/* loom__cl_<name>: kind LOOM_K_ACT_<KIND>, kernel act_<name> */
+#define LOOM__CL_ACT(name, KIND) \
+    loom_status loom__cl_##name(loom__cl_op *o) { return run(o, LOOM_K_ACT_##KIND, "act_" #name); }
+LOOM__CL_ACT(relu, RELU)
+LOOM__CL_ACT(leaky_relu, LEAKY)
+LOOM__CL_ACT(gelu, GELU)
+LOOM__CL_ACT(silu, SILU)
+LOOM__CL_ACT(tanh, TANH)
+LOOM__CL_ACT(sigmoid, SIGMOID)
+LOOM__CL_ACT(relu_grad, RELU_GRAD)
+LOOM__CL_ACT(leaky_relu_grad, LEAKY_GRAD)
+LOOM__CL_ACT(gelu_grad, GELU_GRAD)
+LOOM__CL_ACT(silu_grad, SILU_GRAD)
+LOOM__CL_ACT(tanh_grad, TANH_GRAD)
+LOOM__CL_ACT(sigmoid_grad, SIGMOID_GRAD)
