@@ -49,10 +49,12 @@ static inline int tu_summary(void) {
     return tu_failed ? 1 : 0;
 }
 
-/* check(ctx, name, reproducible) on every backend available here, with its
- * ordinary and then its reproducible kernels (a backend not available
- * prints why); then the closing line and the exit code (tu_summary). */
-static inline int tu_every_backend(void (*check)(loom_ctx *ctx, const char *name, bool reproducible)) {
+/* check(ctx, be, name, reproducible) on every backend available here, made
+ * with its ordinary and then its reproducible kernels (a backend not
+ * available, or without a reproducible mode, prints why; a backend that
+ * fails to be made otherwise fails the test); then the closing line and the
+ * exit code (tu_summary). */
+static inline int tu_every_backend(void (*check)(loom_ctx *ctx, loom_backend *be, const char *name, bool reproducible)) {
     loom_ctx *ctx = NULL;
     if (loom_ctx_create(NULL, &ctx) != LOOM_OK) return 1;
     const char *names[16];
@@ -63,8 +65,17 @@ static inline int tu_every_backend(void (*check)(loom_ctx *ctx, const char *name
             printf("backend %s: skipped: %s\n", names[b], why ? why : "not available");
             continue;
         }
-        check(ctx, names[b], false);
-        check(ctx, names[b], true);
+        for (int repro = 0; repro < 2; repro++) {
+            loom_backend *be = NULL;
+            loom_status st = loom_backend_create(ctx, names[b], &(loom_backend_desc){.reproducible = repro}, &be);
+            if (st != LOOM_OK && repro) {
+                printf("%s: no reproducible mode: %s\n", names[b], loom_last_error(ctx));
+                continue;
+            }
+            CHECK_OK(ctx, st);
+            if (be) check(ctx, be, names[b], repro);
+            loom_backend_destroy(be);
+        }
     }
     loom_ctx_destroy(ctx);
     return tu_summary();
