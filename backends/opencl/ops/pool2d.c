@@ -19,7 +19,7 @@ static loom_status geom(loom__cl_op *o, const int64_t *xd, const int64_t *yd, cl
  * ms), one work-item per window (1-D) on GPUs; LOOM_OPENCL_POOL_2D=0|1
  * forces either (checked when the backend was made). The gradient stays
  * 1-D: its 2-D form ran slower on PoCL (2.6-2.9 vs 1.8-2.2 ms per step). */
-static bool by_rows(const loom__cl_op *o) {
+static bool pool_2d(const loom__cl_op *o) {
     int e = loom__env_switch("LOOM_OPENCL_POOL_2D");
     if (e >= 0) return e == 1;
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
@@ -39,7 +39,7 @@ static loom_status forward(loom__cl_op *o, int kind) {
     loom_status st;
     int64_t nw;
     if (kind == LOOM_K_POOL_MAX && loom__pool_max2(y, x->dims, &nw)) {
-        bool two = by_rows(o);
+        bool two = pool_2d(o);
         int64_t OW = x->dims[3] / 2, rows = nw / OW;
         if ((st = loom__cl_kernel(o, y->dtype, two ? "max2_2d" : "max2", &k)) != LOOM_OK) return st;
         loom__cl_args a = loom__cl_args_begin(o, k);

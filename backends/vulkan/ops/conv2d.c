@@ -214,18 +214,21 @@ static loom_status implicit(loom__vk_op *o, const geom *q, const loom_tensor *x,
 /* The direct forward and weight gradient with the window's shape fixed at
  * compile time (conv2d_direct.comp's KFIX variants <kernel>_<shape>, texel
  * views only: CPU devices), for the first layers of image models: the
- * shape's name, or NULL for any other window or with LOOM_VULKAN_CONV_FIXED=0.
+ * shape, or NULL for any other window or with LOOM_VULKAN_CONV_FIXED=0.
  * Unrolled, the windows and sums stay in registers (lavapipe keeps a
  * run-time-indexed array in memory; the cnn's first layer, batch 64:
  * forward 7.6 -> 2.2 ms). */
-static const char *fixed_window(const geom *q) {
-    static const struct {
-        int64_t Cg, KH, KW;
-        const char *name;
-    } v[] = {{1, 3, 3, "c1k3"}, {3, 3, 3, "c3k3"}, {1, 5, 5, "c1k5"}};
+typedef struct fixed_shape {
+    int64_t Cg, KH, KW;
+    const char *name;
+    int64_t gw_ob; /* output channels per invocation of its K_GWF variant (OBG in variants.txt) */
+} fixed_shape;
+
+static const fixed_shape *fixed_window(const geom *q) {
+    static const fixed_shape v[] = {{1, 3, 3, "c1k3", 8}, {3, 3, 3, "c3k3", 4}, {1, 5, 5, "c1k5", 4}};
     if (loom__env_switch("LOOM_VULKAN_CONV_FIXED") == 0) return NULL; /* checked when the device was made */
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        if (q->Cg == v[i].Cg && q->KH == v[i].KH && q->KW == v[i].KW) return v[i].name;
+        if (q->Cg == v[i].Cg && q->KH == v[i].KH && q->KW == v[i].KW) return &v[i];
     return NULL;
 }
 
@@ -249,9 +252,9 @@ static loom_status conv2d(loom__vk_op *o, bool repro) {
         loom__vk_i32(&c, y->nsrc > 2), loom__vk_i32(&c, (int32_t)ob), loom__vk_u32(&c, (uint32_t)n);
         /* one vec4 store per channel: f32, P and y's element offset (push word 3) multiples of 4 */
         bool v4 = y->dtype == LOOM_F32 && q.P % 4 == 0 && loom__vk_pushed_aligned(&c, (const int[]){3}, 1, 4);
-        const char *fixed = v4 ? fixed_window(&q) : NULL;
+        const fixed_shape *fixed = v4 ? fixed_window(&q) : NULL;
         char name[64];
-        if (fixed) snprintf(name, sizeof name, "conv_direct_fwd_%s", fixed);
+        if (fixed) snprintf(name, sizeof name, "conv_direct_fwd_%s", fixed->name);
         if (!fixed || !loom__vk_texel_variant(&c, name, y->dtype, (const int[]){0, 1}, 2, 1))
             loom__vk_texel_variant(&c, v4 ? "conv_direct_fwd_t4" : "conv_direct_fwd_t", y->dtype, (const int[]){0, 1}, 2, 1);
         return loom__vk_run_1d(&c, n);
@@ -387,8 +390,10 @@ static loom_status sum_parts(loom__vk_op *o, loom__buffer *part, int64_t nparts)
  * convolution wrote earlier in this plan (node->user of that conv2d node),
  * or NULL: the weight gradient reads it instead of running im2col again
  * (x is unchanged between the two, as the gradient reads x itself; the
- * buffer is that node's own, written by nothing else). */
+ * buffer is that node's own, written by nothing else). Not with
+ * LOOM_VULKAN_CONV_SHARE_COLS=0. */
 static loom__buffer *forward_columns(const loom__vk_op *o, const geom *q, const loom_tensor *x) {
+    if (loom__env_switch("LOOM_VULKAN_CONV_SHARE_COLS") == 0) return NULL;
     int n;
     const loom__vk_node *nodes = loom__vk_nodes_before(o, &n);
     for (int i = 0; i < n; i++) {
@@ -407,7 +412,7 @@ static loom_status flat_grad_weight(loom__vk_op *o, const geom *q) {
     geom f = {.N = q->N, .C = q->O, .H = q->OH, .W = q->OW, .O = q->O, .KH = 1, .KW = 1, .OH = q->OH, .OW = q->OW,
               .sh = 1, .sw = 1, .dh = 1, .dw = 1, .G = 1, .Cg = q->O, .Og = q->O, .K = q->O, .P = q->P};
     loom__buffer *dyf, *col = forward_columns(o, q, x), *part = NULL;
-    bool own = !col || loom__env_switch("LOOM_VULKAN_CONV_SHARE_COLS") == 0;
+    bool own = !col;
     loom_status st;
     if ((st = workspace(o, q->O * ld, loom_dtype_size(dy->dtype), "output gradient columns", &dyf)) != LOOM_OK ||
         (own && (st = workspace(o, q->K * ld, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) ||
@@ -461,14 +466,13 @@ static loom_status grad_weight_implicit(loom__vk_op *o, const geom *q, bool repr
  * texel views): per-(image, chunk of positions) sums in registers into
  * float parts, then conv_sum_parts; *done false when the texel views are
  * not to be had (nothing recorded) */
-static loom_status grad_weight_fixed(loom__vk_op *o, const geom *q, const char *fixed, bool *done) {
+static loom_status grad_weight_fixed(loom__vk_op *o, const geom *q, const fixed_shape *fixed, bool *done) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     int64_t nch = (q->P + 127) / 128, cp = ((q->P + nch - 1) / nch + 3) / 4 * 4; /* chunks of <= 128 positions */
     nch = (q->P + cp - 1) / cp;
-    int64_t obg = q->KH * q->KW * q->Cg > 9 ? 4 : 8; /* OBG of the variant */
-    int64_t n = q->N * q->G * ((q->Og + obg - 1) / obg) * nch;
+    int64_t n = q->N * q->G * ((q->Og + fixed->gw_ob - 1) / fixed->gw_ob) * nch;
     char name[64];
-    snprintf(name, sizeof name, "conv_direct_gwf_%s", fixed);
+    snprintf(name, sizeof name, "conv_direct_gwf_%s", fixed->name);
     loom__buffer *part;
     loom_status st;
     *done = false;
@@ -491,7 +495,7 @@ static loom_status conv2d_grad_weight(loom__vk_op *o, bool repro) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
     loom_status st;
-    const char *fixed = use_direct(repro, &q) && dw->dtype == LOOM_F32 && dy->dtype == LOOM_F32 &&
+    const fixed_shape *fixed = use_direct(repro, &q) && dw->dtype == LOOM_F32 && dy->dtype == LOOM_F32 &&
                                 x->dtype == LOOM_F32 && o->vk->texel
                             ? fixed_window(&q)
                             : NULL;
