@@ -66,6 +66,9 @@ typedef struct loom__backend_vtbl {
      * (loom_plan_run_read); NULL: plan_run, then buffer_read */
     loom_status (*plan_run_read)(loom_backend *be, loom_plan *p, loom__buffer *buf, size_t off, void *dst, size_t n);
     void (*plan_release)(loom_backend *be, loom_plan *p);
+    /* how many fused groups (core/fuse.h) the prepared plan runs as fused
+     * kernels (tests); NULL: none */
+    int (*plan_fused)(const loom_plan *p);
     loom_status (*synchronize)(loom_backend *be);
     /* Do the device's kernels compute in IEEE binary64 (augment_u8's
      * RandomAffine needs it)? NULL = yes (the CPU, CUDA). */
@@ -141,6 +144,10 @@ struct loom_plan {
  * either way). On error nothing changes and buf is still the caller's. The
  * caller checks size and alignment (backend rules). */
 loom_status loom__plan_rebind(loom_plan *p, const loom_tensor *t, loom__buffer *buf, size_t off, const char *what);
+
+/* How many fused groups (core/fuse.h) prepared plan p runs as fused kernels
+ * (0 when its backend fuses none); for tests. */
+int loom__plan_fused_groups(const loom_plan *p);
 
 /* The pool geometry table (LOOM_G_POOL_LEN values, layout LOOM_G_POOL_*) of
  * pool node t or its gradient, from x's dims xd and y's dims yd (core/ops/pool2d.c). */

@@ -444,6 +444,10 @@ loom_status loom_plan_set_profiling(loom_plan *p, bool on) {
     return LOOM_OK;
 }
 
+int loom__plan_fused_groups(const loom_plan *p) {
+    return p && !p->prepare_pending && p->be->vt->plan_fused ? p->be->vt->plan_fused(p) : 0;
+}
+
 int loom_plan_profile(const loom_plan *p, loom_op_time *out, int max) {
     if (!p->node_seconds) return -1;
     loom_op_time acc[LOOM_OP_COUNT] = {{0}};

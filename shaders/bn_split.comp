@@ -16,7 +16,13 @@
  *                then (MODE_GRAD) out (4, C) = sum(dy xhat), sum(dy), mean,
  *                invstd as norm.comp's batch_norm_grad_params, or st (2, C) =
  *                mean, invstd and the running statistics
- *   K_BN_APPLY   one invocation per vec4: y = (x - mean) invstd gamma + beta
+ *   K_BN_APPLY   one invocation per vec4: y = (x - mean) invstd gamma + beta;
+ *                FUSE (a fused group, core/fuse.h): then the add of a
+ *                same-shape tensor and/or relu, each output written, as the
+ *                add and relu kernels would one after the other
+ *   K_BN_APPLY_POOL  (a fused group) one invocation per 2x2 window of even
+ *                planes, a window row per vec2: the apply, then max pooling
+ *                (loom_arg4) and, with has_relu, relu of the maximum
  * f32 only, planes of a multiple of 4 elements (S % 4 == 0), one vec4 per
  * load; TEXEL (the *_t variants): x and dy read through R32G32B32A32_SFLOAT
  * texel views (bindings 10 and 11, one texel = one vec4 of the storage
@@ -119,7 +125,14 @@ TENSOR_IN(1, float, gm); /* x when absent (has_g == 0, not read) */
 TENSOR_IN(2, float, bt);
 TENSOR_IN(3, float, st);
 TENSOR_OUT(4, vec4, y);
+#if defined(FUSE)
+TENSOR_IN(5, vec4, other); /* the add's other operand; x when there is no add (not read) */
+TENSOR_OUT(6, vec4, ya);   /* the add's output; x when there is no add (not written) */
+TENSOR_OUT(7, vec4, yr);   /* relu's output; x when there is no relu (not written) */
+PUSH { uint xo, gmo, bto, yo, oo, ao, ro, N, C, S; int has_g, has_b, has_add, has_relu; } pc;
+#else
 PUSH { uint xo, gmo, bto, yo, N, C, S; int has_g, has_b; } pc;
+#endif
 
 void main() {
     uint k = loom_gid(), S4 = pc.S / 4u;
@@ -129,8 +142,49 @@ void main() {
     float g = pc.has_g != 0 ? gm[pc.gmo + c] : 1.0, b = pc.has_b != 0 ? bt[pc.bto + c] : 0.0;
     precise vec4 v = (XV(pc.xo / 4u + k) - mean) * invstd * g + b;
     y[pc.yo / 4u + k] = v;
+#if defined(FUSE)
+    vec4 last = v;
+    if (pc.has_add != 0) {
+        precise vec4 a = v + other[pc.oo / 4u + k];
+        ya[pc.ao / 4u + k] = a;
+        last = a;
+    }
+    if (pc.has_relu != 0) { /* activation.comp's relu: NaN stays NaN */
+        vec4 r;
+        for (int q = 0; q < 4; q++) r[q] = last[q] > 0.0 || isnan(last[q]) ? last[q] : 0.0;
+        yr[pc.ro / 4u + k] = r;
+    }
+#endif
+}
+
+#elif defined(K_BN_APPLY_POOL)
+TENSOR_IN(0, vec2, x);
+TENSOR_IN(1, float, gm); /* x when absent (has_g == 0, not read) */
+TENSOR_IN(2, float, bt);
+TENSOR_IN(3, float, st);
+TENSOR_OUT(4, vec2, y);
+TENSOR_OUT(5, float, yp); /* the pooled maxima */
+TENSOR_OUT(6, float, yr); /* relu's output; x when there is no relu (not written) */
+PUSH { uint xo, gmo, bto, yo, po, ro, windows, C, OHW, W, OW; int has_g, has_b, has_relu; } pc;
+
+void main() {
+    uint k = loom_gid();
+    if (k >= pc.windows) return;
+    uint p = loom_udiv22(k, pc.OHW), C = pc.C, c = p - loom_udiv22(p, C) * C;
+    uint r = loom_udiv22(k, pc.OW), j = k - r * pc.OW; /* r: the window row over all planes */
+    uint top = r * 2u * pc.W + 2u * j;
+    float mean = st[c], invstd = st[C + c];
+    float g = pc.has_g != 0 ? gm[pc.gmo + c] : 1.0, b = pc.has_b != 0 ? bt[pc.bto + c] : 0.0;
+    precise vec2 v0 = (x[(pc.xo + top) / 2u] - mean) * invstd * g + b;
+    precise vec2 v1 = (x[(pc.xo + top + pc.W) / 2u] - mean) * invstd * g + b;
+    y[(pc.yo + top) / 2u] = v0;
+    y[(pc.yo + top + pc.W) / 2u] = v1;
+    int q = loom_arg4(v0.x, v0.y, v1.x, v1.y);
+    float m = q == 0 ? v0.x : q == 1 ? v0.y : q == 2 ? v1.x : v1.y;
+    yp[pc.po + k] = m;
+    if (pc.has_relu != 0) yr[pc.ro + k] = m > 0.0 || isnan(m) ? m : 0.0;
 }
 
 #else
-#error "bn_split.comp: define K_BN_COLSUM, K_BN_FINISH or K_BN_APPLY"
+#error "bn_split.comp: define K_BN_COLSUM, K_BN_FINISH, K_BN_APPLY or K_BN_APPLY_POOL"
 #endif

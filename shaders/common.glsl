@@ -155,6 +155,16 @@ uint loom_udiv22(uint a, uint d) {
     else if (a - q * d >= d) q++;
     return q;
 }
+/* 2x2 max pooling's rule (core's pool_argmax on a window a b / c d): the
+ * first maximum in window order; a NaN replaces the maximum so far */
+int loom_arg4(float a, float b, float c, float d) {
+    int k = 0;
+    float m = a;
+    if (b > m || isnan(b)) m = b, k = 1;
+    if (c > m || isnan(c)) m = c, k = 2;
+    if (d > m || isnan(d)) k = 3;
+    return k;
+}
 /* the flat work-group index (loom__vk_run_groups; check it against the count) */
 uint loom_group() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 

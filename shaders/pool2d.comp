@@ -11,7 +11,11 @@
  * push constants: the forward loads the window's four values once; the
  * gradient writes the window's four dx values (dy at the argmax, 0 at the
  * others) instead of four invocations each recomputing the window. Same
- * rule (arg4 below = pool_argmax on a 2x2 window), same bits.
+ * rule (loom_arg4, common.glsl = pool_argmax on a 2x2 window), same bits.
+ * RELU (f32; ops/pool2d.c, a fused group of core/fuse.h): the gradient
+ * first runs relu_grad over the pooled values, rx (relu's input) and dy,
+ * writes it (relu_grad's output, rg) and routes it to the argmax, as the
+ * relu_grad and max2_grad kernels one after the other.
  *
  * Geometry table g (int32 meta, loom__vk_meta): LOOM_G_POOL_* (core/params.h). */
 #version 450
@@ -45,26 +49,41 @@ PUSH { uint xo, yo; uint windows, W, OW; } pc;
 TENSOR_IN(0, vec2, x);
 TENSOR_IN(1, T, dy);
 TENSOR_OUT(2, vec2, dx);
+#if defined(RELU)
+TENSOR_IN(3, T, rx);
+TENSOR_OUT(4, T, rg);
+PUSH { uint xo, dyo, dxo, rxo, rgo; uint windows, W, OW; } pc;
+#else
 PUSH { uint xo, dyo, dxo; uint windows, W, OW; } pc;
+#endif
 #elif defined(K_MAX2_GRAD)
 TENSOR_IN(0, T, x);
 TENSOR_IN(1, T, dy);
 TENSOR_OUT(2, T, dx);
+#if defined(RELU)
+TENSOR_IN(3, T, rx);
+TENSOR_OUT(4, T, rg);
+PUSH { uint xo, dyo, dxo, rxo, rgo; uint windows, W, OW; } pc;
+#else
 PUSH { uint xo, dyo, dxo; uint windows, W, OW; } pc;
+#endif
 #else
 #error "pool2d.comp: define K_POOL2D, K_POOL2D_GRAD, K_MAX2 or K_MAX2_GRAD"
 #endif
 
 #if defined(K_MAX2) || defined(K_MAX2_GRAD)
-/* the first maximum of a, b (top row), c, d; a NaN replaces the maximum so far */
-int arg4(float a, float b, float c, float d) {
-    int k = 0;
-    float m = a;
-    if (b > m || isnan(b)) m = b, k = 1;
-    if (c > m || isnan(c)) m = c, k = 2;
-    if (d > m || isnan(d)) k = 3;
-    return k;
+#if defined(K_MAX2_GRAD) && defined(RELU)
+/* the pooled gradient: relu_grad of relu's input and dy (activation.comp's rule), written as relu_grad's output */
+float pooled_grad(uint k) {
+    float v = LD(rx, pc.rxo + k), d = LD(dy, pc.dyo + k), g = v > 0.0 || isnan(v) ? d : 0.0;
+    ST(rg, pc.rgo + k, g);
+    return g;
 }
+#elif defined(K_MAX2_GRAD) && defined(V2)
+float pooled_grad(uint k) { return LD(dy, pc.dyo + k); }
+#elif defined(K_MAX2_GRAD)
+float pooled_grad(uint k) { return LD1(dy, pc.dyo + k); }
+#endif
 
 void main() {
     uint k = loom_gid();
@@ -78,15 +97,15 @@ void main() {
     float a = LD0(x, pc.xo + top), b = LD0(x, pc.xo + top + 1u);
     float c = LD0(x, pc.xo + top + pc.W), d = LD0(x, pc.xo + top + pc.W + 1u);
 #endif
-    int q = arg4(a, b, c, d);
+    int q = loom_arg4(a, b, c, d);
 #if defined(K_MAX2)
     ST(y, pc.yo + k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
 #elif defined(V2)
-    float g = LD(dy, pc.dyo + k);
+    float g = pooled_grad(k);
     dx[(pc.dxo + top) / 2u] = vec2(q == 0 ? g : 0.0, q == 1 ? g : 0.0);
     dx[(pc.dxo + top + pc.W) / 2u] = vec2(q == 2 ? g : 0.0, q == 3 ? g : 0.0);
 #else
-    float g = LD1(dy, pc.dyo + k);
+    float g = pooled_grad(k);
     ST(dx, pc.dxo + top, q == 0 ? g : 0.0);
     ST(dx, pc.dxo + top + 1u, q == 1 ? g : 0.0);
     ST(dx, pc.dxo + top + pc.W, q == 2 ? g : 0.0);

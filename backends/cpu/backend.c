@@ -146,7 +146,7 @@ static loom_status cpu_buffer_read(loom_backend *be, loom__buffer *b, size_t off
 typedef struct cpu_plan {
     float *scratch;
     size_t scratch_floats;
-    loom__cpu_fusion *fuse;
+    loom__fusion *fuse;
 } cpu_plan;
 
 static bool is16(loom_dtype dt) { return dt == LOOM_F16 || dt == LOOM_BF16; }
@@ -185,7 +185,7 @@ static void cpu_plan_release(loom_backend *be, loom_plan *p) {
     (void)be;
     cpu_plan *cp = p->impl;
     if (!cp) return;
-    loom__cpu_fusion_free(cp->fuse);
+    loom__fusion_free(cp->fuse);
     free(cp->scratch);
     free(cp);
     p->impl = NULL;
@@ -205,7 +205,7 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
         int fg = cp->fuse ? cp->fuse->group_at[e] : -1;
         if (fg == -2) continue; /* ran in its group */
         if (fg >= 0) { /* a fused group: its time counts as its batch-norm node's */
-            const loom__cpu_group *grp = &cp->fuse->groups[fg];
+            const loom__fuse_group *grp = &cp->fuse->groups[fg];
             loom_status st = loom__cpu_fusion_run(cpu, p, grp);
             if (st != LOOM_OK) return st;
             if (p->node_seconds)
@@ -249,8 +249,8 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
     return LOOM_OK;
 }
 
-int loom__cpu_plan_fused_groups(const loom_plan *p) {
-    const cpu_plan *cp = p && !strcmp(p->be->vt->name, "cpu") ? p->impl : NULL;
+static int cpu_plan_fused(const loom_plan *p) {
+    const cpu_plan *cp = p->impl;
     return cp && cp->fuse ? cp->fuse->n_groups : 0;
 }
 
@@ -272,6 +272,7 @@ const loom__backend_vtbl loom__cpu_backend = {
     .plan_prepare = cpu_plan_prepare,
     .plan_run = cpu_plan_run,
     .plan_release = cpu_plan_release,
+    .plan_fused = cpu_plan_fused,
     .synchronize = cpu_synchronize,
     .can_profile = true,
     .reproducible = true,

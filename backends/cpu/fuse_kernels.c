@@ -124,7 +124,7 @@ __attribute__((target("avx2"))) static void fwd_range_avx2(void *v, int64_t c0, 
 __attribute__((target("avx2"))) static void bwd_range_avx2(void *v, int64_t c0, int64_t c1) { bwd_body(v, c0, c1); }
 #endif
 
-loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom__cpu_group *g) {
+loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom__fuse_group *g) {
     fjob j;
     memset(&j, 0, sizeof j);
     loom__cpu_args a;

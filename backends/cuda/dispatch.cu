@@ -380,6 +380,7 @@ extern "C" const loom__backend_vtbl loom__cuda_backend = {
     .plan_run = cu_plan_run,
     .plan_run_read = cu_plan_run_read,
     .plan_release = cu_plan_release,
+    .plan_fused = NULL, /* no fused groups yet */
     .synchronize = cu_synchronize,
     .f64 = NULL, /* every CUDA GPU has IEEE doubles */
     .can_profile = true,

@@ -53,6 +53,7 @@ struct loom__vk_plan {
     VkCommandBuffer cmd, cmd_prof;
     VkQueryPool qpool;
     int barriers; /* in cmd, for the log */
+    int n_fused;  /* groups recorded by a fused kernel (core/fuse.h) */
     VkBufferView *views; /* the texel views of the dispatches (write_sets) */
     int nviews;
 };
@@ -356,6 +357,11 @@ const loom__vk_node *loom__vk_nodes_before(const loom__vk_op *o, int *n) {
     return o->vp->nodes;
 }
 
+void loom__vk_fuse_member(loom__vk_op *o, int exec) {
+    LOOM__ASSERT(exec > (int)(o->node - o->vp->nodes) && exec < o->vp->n);
+    o->vp->nodes[exec].fused = true;
+}
+
 loom_status loom__vk_scratch(loom__vk_op *o, size_t bytes, loom__buffer **out) {
     loom_status st = loom__vk_alloc(o->vk, o->vk->type_device, bytes, out);
     if (st != LOOM_OK) return st;
@@ -582,6 +588,9 @@ static loom_status prepare(loom__vk *vk, loom_plan *p) {
         (st = loom__vk_alloc(vk, vk->type_upload, n1 * LOOM__VK_PARAM_WORDS * sizeof(uint32_t), &vp->params)) != LOOM_OK)
         return st;
     memset(vp->params->map, 0, n1 * LOOM__VK_PARAM_WORDS * sizeof(uint32_t));
+    loom__fusion *fu = NULL;
+    if (!vk->reproducible && loom__env_switch("LOOM_VULKAN_FUSE") != 0 && (st = loom__fusion_plan(p, NULL, LOOM__FUSE_POOL_GRAD, &fu)) != LOOM_OK)
+        return st;
     for (int e = 0; e < p->n_exec; e++) {
         const loom_tensor *t = p->exec[e];
         loom__vk_node *n = &vp->nodes[e];
@@ -589,10 +598,22 @@ static loom_status prepare(loom__vk *vk, loom_plan *p) {
         n->err_slot = -1;
         n->first = vp->nd;
         n->params = (uint32_t *)(void *)(vp->params->map + (size_t)e * LOOM__VK_PARAM_WORDS * sizeof(uint32_t));
+        if (n->fused) continue; /* recorded with its group */
         loom__vk_op o = {vk, p, t, n, vp};
+        bool done = false;
+        if (fu && fu->group_at[e] >= 0 && (st = loom__vk_fused(&o, &fu->groups[fu->group_at[e]], &done)) != LOOM_OK) {
+            loom__fusion_free(fu);
+            return st;
+        }
+        if (done) {
+            vp->n_fused++;
+            LOOM__ASSERT(n->first + n->count == vp->nd);
+            continue;
+        }
         loom__vk_fn fn = (loom__vk_fn)loom__kernel_variant(&loom__vk_kernels[t->op], vk->reproducible);
         LOOM__ASSERT(fn); /* plan.c checked support */
         if ((st = fn(&o)) != LOOM_OK) {
+            loom__fusion_free(fu);
             if (loom_last_status(vk->ctx) != st)
                 loom__err(vk->ctx, st, "vulkan: preparing op '%s' (node '%s') failed", loom_op_name(t->op), t->name);
             return st;
@@ -600,12 +621,18 @@ static loom_status prepare(loom__vk *vk, loom_plan *p) {
         LOOM__ASSERT(n->first + n->count == vp->nd);
         LOOM__ASSERT(n->err_slot < 0 || n->check);
     }
+    loom__fusion_free(fu);
     if ((st = write_sets(vk, vp)) != LOOM_OK || (st = alloc_cmd(vk, &vp->cmd)) != LOOM_OK ||
         (st = record(vk, vp, vp->cmd, false)) != LOOM_OK)
         return st;
-    loom__log(vk->ctx, LOOM_LOG_DEBUG, "vulkan: plan of %d nodes: %d dispatches, %d barriers", vp->n, vp->nd,
-              vp->barriers);
+    loom__log(vk->ctx, LOOM_LOG_DEBUG, "vulkan: plan of %d nodes: %d dispatches, %d barriers, %d fused groups", vp->n,
+              vp->nd, vp->barriers, vp->n_fused);
     return LOOM_OK;
+}
+
+static int vk_plan_fused(const loom_plan *p) {
+    const loom__vk_plan *vp = p->impl;
+    return vp ? vp->n_fused : 0;
 }
 
 static loom_status vk_plan_prepare(loom_backend *be, loom_plan *p) {
@@ -757,6 +784,7 @@ const loom__backend_vtbl loom__vulkan_backend = {
     .plan_run = vk_plan_run,
     .plan_run_read = vk_plan_run_read,
     .plan_release = vk_plan_release,
+    .plan_fused = vk_plan_fused,
     .synchronize = vk_synchronize,
     .f64 = vk_f64,
     .can_profile = true,

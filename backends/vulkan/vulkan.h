@@ -105,6 +105,7 @@
 #include <vulkan/vulkan.h>
 
 #include "../../core/backend_impl.h"
+#include "../../core/fuse.h"
 #include "loom/vulkan.h" /* the public adoption API (adopt.c) */
 
 #define LOOM__VK_MAX_BIND 10    /* storage-buffer bindings per dispatch (one descriptor-set layout) */
@@ -321,6 +322,7 @@ struct loom__vk_node {
     loom_status (*before_run)(loom__vk *vk, const loom_plan *p, loom__vk_node *n);
     uint32_t *params; /* LOOM__VK_PARAM_WORDS words of the plan's params buffer (host-mapped) */
     void *user;       /* for the op's hooks; conv2d: its flat column buffer (ops/conv2d.c) */
+    bool fused;       /* recorded by an earlier node's fused group: no dispatches of its own */
 };
 
 /* What an op's host function gets at plan_prepare. */
@@ -430,6 +432,19 @@ loom_status loom__vk_cross_entropy_grad_repro(loom__vk_op *o);
 loom_status loom__vk_scratch(loom__vk_op *o, size_t bytes, loom__buffer **out);
 /* the nodes prepared before this one in the same plan (exec order): *n of them */
 const loom__vk_node *loom__vk_nodes_before(const loom__vk_op *o, int *n);
+/* Fused groups (core/fuse.h), recorded at the group's first node o by
+ * loom__vk_fused (ops/fuse.c; not in reproducible mode; LOOM_VULKAN_FUSE=0
+ * turns them off): the members a kernel covered are marked with
+ * loom__vk_fuse_member and record nothing themselves; *done false when this
+ * group's shapes or offsets rule the fused kernel out (nothing recorded, the
+ * members run one by one).
+ *   loom__vk_bn_fused (ops/norm.c): batch_norm in training, split form, ->
+ *     add and/or relu, or -> 2x2 max_pool2d (-> relu)
+ *   loom__vk_relu_max2_grad (ops/pool2d.c): relu_grad -> 2x2 max_pool2d_grad */
+loom_status loom__vk_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done);
+loom_status loom__vk_bn_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done);
+loom_status loom__vk_relu_max2_grad(loom__vk_op *o, const loom__fuse_group *g, bool *done);
+void loom__vk_fuse_member(loom__vk_op *o, int exec);
 
 /* Host helpers for the op files. */
 /* element offset of t in its whole buffer (for host reads in a check

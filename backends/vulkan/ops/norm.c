@@ -56,10 +56,62 @@ static loom_status colsum(loom__vk_op *o, const loom_tensor *x, const loom_tenso
     return loom__vk_run_1d(&c, C * (S / 4));
 }
 
-/* the split forward (train): *done false when an offset rules it out (nothing recorded) */
-static loom_status forward_split(loom__vk_op *o, int64_t N, int64_t C, int64_t S, bool *done) {
+/* the elementwise apply (bn_apply): *ok false when an offset rules it out */
+static void apply_plain(loom__vk_op *o, loom__buffer *st, int64_t N, int64_t C, int64_t S, loom__vk_call *ap, bool *ok) {
     const loom_tensor *y = o->t, *x = y->src[0];
-    bool run = y->p[LOOM_P_BN_RMEAN] >= 0;
+    loom__vk_begin(o, ap, "bn_apply", LOOM_F32);
+    loom__vk_in(ap, x), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__vk_buf(ap, st, LOOM__VK_R), loom__vk_out(ap, y);
+    if (!(*ok = loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 4))) return; /* xo, yo */
+    loom__vk_u32(ap, (uint32_t)N), loom__vk_u32(ap, (uint32_t)C), loom__vk_u32(ap, (uint32_t)S);
+    loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
+    loom__vk_texel_variant(ap, "bn_apply_t", LOOM_F32, (const int[]){0}, 1, 4);
+}
+
+/* fused group g's apply: the add and relu after the batch norm (bn_apply_fuse), or the 2x2
+ * max pooling and relu (bn_apply_pool, one invocation per window); *ok false when a shape
+ * or an offset rules it out */
+static void apply_fused(loom__vk_op *o, const loom__fuse_group *g, loom__buffer *st, int64_t N, int64_t C, int64_t S,
+                        loom__vk_call *ap, bool *ok) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    const loom_tensor *add = g->m[LOOM__FU_ADD] >= 0 ? o->plan->exec[g->m[LOOM__FU_ADD]] : NULL;
+    const loom_tensor *pool = g->m[LOOM__FU_POOL] >= 0 ? o->plan->exec[g->m[LOOM__FU_POOL]] : NULL;
+    const loom_tensor *relu = g->m[LOOM__FU_RELU] >= 0 ? o->plan->exec[g->m[LOOM__FU_RELU]] : NULL;
+    int64_t nw = 0;
+    *ok = false;
+    if (pool && (!loom__pool_max2(pool, x->dims, &nw) || nw >= ((int64_t)1 << 22))) return;
+    loom__vk_begin(o, ap, pool ? "bn_apply_pool" : "bn_apply_fuse", LOOM_F32);
+    loom__vk_in(ap, x), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_BETA]));
+    loom__vk_buf(ap, st, LOOM__VK_R), loom__vk_out(ap, y);
+    if (pool) {
+        /* push {xo, gmo, bto, yo, po, ro, windows, C, OHW, W, OW, has_g, has_b, has_relu} */
+        loom__vk_out(ap, pool);
+        if (relu) loom__vk_out(ap, relu); else loom__vk_in(ap, x);
+        if (!(*ok = loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 2))) return; /* xo, yo: vec2 rows */
+        loom__vk_u32(ap, (uint32_t)nw), loom__vk_u32(ap, (uint32_t)C);
+        loom__vk_u32(ap, (uint32_t)(pool->dims[2] * pool->dims[3])), loom__vk_u32(ap, (uint32_t)x->dims[3]);
+        loom__vk_u32(ap, (uint32_t)pool->dims[3]);
+        loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
+        loom__vk_i32(ap, relu != NULL);
+        return;
+    }
+    /* push {xo, gmo, bto, yo, oo, ao, ro, N, C, S, has_g, has_b, has_add, has_relu} */
+    loom__vk_in(ap, add ? add->src[add->src[0] == y ? 1 : 0] : x);
+    if (add) loom__vk_out(ap, add); else loom__vk_in(ap, x);
+    if (relu) loom__vk_out(ap, relu); else loom__vk_in(ap, x);
+    if (!(*ok = loom__vk_pushed_aligned(ap, (const int[]){0, 3, 4, 5, 6}, 5, 4))) return;
+    loom__vk_u32(ap, (uint32_t)N), loom__vk_u32(ap, (uint32_t)C), loom__vk_u32(ap, (uint32_t)S);
+    loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
+    loom__vk_i32(ap, add != NULL), loom__vk_i32(ap, relu != NULL);
+    loom__vk_texel_variant(ap, "bn_apply_fuse_t", LOOM_F32, (const int[]){0}, 1, 4);
+}
+
+/* the split forward (train), its apply that of fused group g when g is not NULL: *done false
+ * when a shape or an offset rules it out (nothing recorded) */
+static loom_status forward_split(loom__vk_op *o, const loom__fuse_group *g, int64_t N, int64_t C, int64_t S,
+                                 bool *done) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    bool run = y->p[LOOM_P_BN_RMEAN] >= 0, ok;
     loom__buffer *cs, *st;
     loom_status s;
     *done = false;
@@ -68,13 +120,11 @@ static loom_status forward_split(loom__vk_op *o, int64_t N, int64_t C, int64_t S
         return s;
     /* the apply first (not yet run): its offsets decide */
     loom__vk_call ap;
-    loom__vk_begin(o, &ap, "bn_apply", LOOM_F32);
-    loom__vk_in(&ap, x), loom__vk_in(&ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&ap, opt(y, y->p[LOOM_P_BN_BETA]));
-    loom__vk_buf(&ap, st, LOOM__VK_R), loom__vk_out(&ap, y);
-    if (!loom__vk_pushed_aligned(&ap, (const int[]){0, 3}, 2, 4)) return LOOM_OK; /* xo, yo */
-    loom__vk_u32(&ap, (uint32_t)N), loom__vk_u32(&ap, (uint32_t)C), loom__vk_u32(&ap, (uint32_t)S);
-    loom__vk_i32(&ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&ap, y->p[LOOM_P_BN_BETA] >= 0);
-    loom__vk_texel_variant(&ap, "bn_apply_t", LOOM_F32, (const int[]){0}, 1, 4);
+    if (g)
+        apply_fused(o, g, st, N, C, S, &ap, &ok);
+    else
+        apply_plain(o, st, N, C, S, &ap, &ok);
+    if (!ok) return LOOM_OK;
     if ((s = colsum(o, x, NULL, N, C, S, cs, done)) != LOOM_OK || !*done) return s;
     /* bindings x, cs, rm, rv (x again without running statistics), st: push {xo, rmo, rvo, N, C, S, has_run, eps, momentum} */
     loom__vk_call f;
@@ -88,7 +138,25 @@ static loom_status forward_split(loom__vk_op *o, int64_t N, int64_t C, int64_t S
     loom__vk_u32(&f, (uint32_t)N), loom__vk_u32(&f, (uint32_t)C), loom__vk_u32(&f, (uint32_t)S);
     loom__vk_i32(&f, run), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_EPS]), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_MOMENTUM]);
     if ((s = loom__vk_run_1d(&f, C)) != LOOM_OK) return s;
+    if (g && g->m[LOOM__FU_POOL] >= 0) {
+        int64_t nw;
+        loom__pool_max2(o->plan->exec[g->m[LOOM__FU_POOL]], x->dims, &nw);
+        return loom__vk_run_1d(&ap, nw);
+    }
     return loom__vk_run_1d(&ap, N * C * (S / 4));
+}
+
+loom_status loom__vk_bn_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done) {
+    const loom_tensor *y = o->t, *x = y->src[0];
+    int64_t N, C, S;
+    bn_dims(x, &N, &C, &S);
+    *done = false;
+    if (y->p[LOOM_P_BN_TRAIN] == 0 || !split(o, x->dtype, N, C, S)) return LOOM_OK;
+    loom_status st = forward_split(o, g, N, C, S, done);
+    if (st != LOOM_OK || !*done) return st;
+    for (int r = LOOM__FU_ADD; r <= LOOM__FU_RELU; r++)
+        if (g->m[r] >= 0) loom__vk_fuse_member(o, g->m[r]);
+    return LOOM_OK;
 }
 
 loom_status loom__vk_batch_norm(loom__vk_op *o) {
@@ -98,7 +166,7 @@ loom_status loom__vk_batch_norm(loom__vk_op *o) {
     bool train = y->p[LOOM_P_BN_TRAIN] != 0, run = y->p[LOOM_P_BN_RMEAN] >= 0;
     if (train && split(o, x->dtype, N, C, S)) {
         bool done;
-        loom_status st = forward_split(o, N, C, S, &done);
+        loom_status st = forward_split(o, NULL, N, C, S, &done);
         if (st != LOOM_OK || done) return st;
     }
     loom__vk_call c;

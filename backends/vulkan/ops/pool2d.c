@@ -71,6 +71,32 @@ static loom_status backward(loom__vk_op *o, int kind) {
     return loom__vk_run_1d(&c, loom_tensor_numel(dx));
 }
 
+/* relu_grad (o->t) -> 2x2 max_pool2d_grad of a fused group: max2_grad's RELU variants (f32) */
+loom_status loom__vk_relu_max2_grad(loom__vk_op *o, const loom__fuse_group *g, bool *done) {
+    const loom_tensor *rg = o->t, *pg = o->plan->exec[g->m[LOOM__FU_POOL_GRAD]];
+    const loom_tensor *x = pg->src[0];
+    int64_t nw;
+    *done = false;
+    if (pg->dtype != LOOM_F32 || pg->src[1] != rg || !loom__pool_max2(pg, pg->dims, &nw) ||
+        loom_tensor_numel(rg) != nw)
+        return LOOM_OK;
+    loom__vk_call c;
+    bool v2 = cpu_f32(o, LOOM_F32);
+    for (;; v2 = false) {
+        /* push {xo, dyo, dxo, rxo, rgo, windows, W, OW} */
+        loom__vk_begin(o, &c, v2 ? "max2_grad_relu_v2" : "max2_grad_relu", LOOM_F32);
+        loom__vk_in(&c, x), loom__vk_in(&c, rg->src[1]), loom__vk_out(&c, pg);
+        loom__vk_in(&c, rg->src[0]), loom__vk_out(&c, rg);
+        if (!v2 || loom__vk_pushed_aligned(&c, (const int[]){0, 2}, 2, 2)) break; /* xo, dxo */
+    }
+    loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)pg->dims[3]), loom__vk_u32(&c, (uint32_t)(pg->dims[3] / 2));
+    loom_status st = loom__vk_run_1d(&c, nw);
+    if (st != LOOM_OK) return st;
+    loom__vk_fuse_member(o, g->m[LOOM__FU_POOL_GRAD]);
+    *done = true;
+    return LOOM_OK;
+}
+
 loom_status loom__vk_max_pool2d(loom__vk_op *o) { return forward(o, LOOM_K_POOL_MAX); }
 loom_status loom__vk_avg_pool2d(loom__vk_op *o) { return forward(o, LOOM_K_POOL_AVG); }
 loom_status loom__vk_adaptive_avg_pool2d(loom__vk_op *o) { return forward(o, LOOM_K_POOL_ADAPTIVE); }

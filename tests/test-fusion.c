@@ -1,6 +1,11 @@
-/* tests/test-cpu-fusion.c — the CPU backend's fused batch-norm passes
- * (backends/cpu/fuse.h): a plan whose batch-norm chains run fused must give
- * the same bits as the same graph run node by node (LOOM_CPU_FUSE=0).
+/* tests/test-fusion.c — the fused batch-norm groups (core/fuse.h) on every
+ * backend that has them (the CPU's fused passes, backends/cpu/fuse.h; the
+ * Vulkan kernels of ops/norm.c and ops/pool2d.c): a plan whose batch-norm
+ * chains run fused must give the same bits as the same graph run node by
+ * node (LOOM_<BACKEND>_FUSE=0), and a reproducible backend fuses nothing.
+ * On Vulkan the forward groups follow the split batch norm, which the test
+ * forces on (LOOM_VULKAN_BN_SPLIT=1: the default on CPU devices only), and
+ * the backward fuses relu_grad with the pool gradient only.
  *
  * Each graph is compiled three times: fused, fused with desc.no_reuse (other
  * buffer overlaps, so the fusion planner's overlap rules meet other cases), and
@@ -8,8 +13,8 @@
  * the loss, the gradients of the input and of gamma and beta, the running
  * statistics and any kept intermediate are compared bitwise. The fused plan
  * must actually fuse (the group count is checked), the unfused one must not.
- * On a CPU with AVX2 the fused passes run their AVX2 variant, so this also
- * checks that variant against the baseline-vector single-op kernels.
+ * On a CPU with AVX2 the CPU's fused passes run their AVX2 variant, so this
+ * also checks that variant against the baseline-vector single-op kernels.
  * Graphs:
  * - batch_norm -> 2x2 max_pool2d -> relu (the cnn's blocks), even and odd
  *   planes, with and without its intermediates kept;
@@ -17,17 +22,19 @@
  *   batch norm on either side of the add;
  * - batch_norm in eval mode -> relu, and batch_norm without affine
  *   parameters -> relu;
- * - 1 and 3 threads. */
+ * - CPU: 1 and 3 threads. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "loom/loom.h"
 #include "testutil.h"
 
-int loom__cpu_plan_fused_groups(const loom_plan *p); /* backends/cpu/backend.c */
+int loom__plan_fused_groups(const loom_plan *p); /* core/plan.c */
 
 static loom_ctx *ctx;
 static loom_backend *be;
+static const char *be_name, *fuse_var; /* the backend's switch (NULL: it fuses nothing) */
+static bool be_repro;
 
 #define D(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
 
@@ -103,12 +110,9 @@ static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w
 
 static loom_plan *compile(loom_graph *g, bool fuse, bool no_reuse) {
     loom_plan *p = NULL;
-    if (fuse)
-        unsetenv("LOOM_CPU_FUSE");
-    else
-        setenv("LOOM_CPU_FUSE", "0", 1);
+    if (fuse_var && !fuse) setenv(fuse_var, "0", 1);
     CHECK_OK(ctx, loom_plan_compile(g, be, &(loom_plan_desc){.no_reuse = no_reuse}, &p));
-    unsetenv("LOOM_CPU_FUSE");
+    if (fuse_var) unsetenv(fuse_var);
     return p;
 }
 
@@ -137,20 +141,21 @@ static void same_bits(loom_plan *a, loom_plan *b, const loom_tensor *t, const ch
 
 static void test_case(int kind, int64_t n, int64_t c, int64_t h, int64_t w, int want_groups) {
     built b;
-    char what[128];
-    snprintf(what, sizeof what, "%s (%lld, %lld, %lld, %lld)", case_name[kind], (long long)n, (long long)c,
-             (long long)h, (long long)w);
+    char what[160];
+    snprintf(what, sizeof what, "%s%s: %s (%lld, %lld, %lld, %lld)", be_name, be_repro ? " (reproducible)" : "",
+             case_name[kind], (long long)n, (long long)c, (long long)h, (long long)w);
+    if (be_repro || !fuse_var) want_groups = 0;
     bool ok = build(&b, kind, n, c, h, w);
     CHECK(ok, "%s: building the graph: %s", what, loom_last_error(ctx));
     loom_plan *pf = ok ? compile(b.g, true, false) : NULL, *pn = ok ? compile(b.g, true, true) : NULL;
     loom_plan *pu = ok ? compile(b.g, false, false) : NULL;
     if (pf && pn && pu) {
-        int gf = loom__cpu_plan_fused_groups(pf), gn = loom__cpu_plan_fused_groups(pn);
-        int gu = loom__cpu_plan_fused_groups(pu);
-        printf("%-48s fused groups %d (no_reuse %d, unfused %d), %d tensors compared\n", what, gf, gn, gu, b.ncheck);
+        int gf = loom__plan_fused_groups(pf), gn = loom__plan_fused_groups(pn);
+        int gu = loom__plan_fused_groups(pu);
+        printf("%-64s fused groups %d (no_reuse %d, unfused %d), %d tensors compared\n", what, gf, gn, gu, b.ncheck);
         CHECK(gf == want_groups && gn == want_groups, "%s: %d and %d fused groups, expected %d", what, gf, gn,
               want_groups);
-        CHECK(gu == 0, "%s: LOOM_CPU_FUSE=0 still fused %d groups", what, gu);
+        CHECK(gu == 0, "%s: %s=0 still fused %d groups", what, fuse_var ? fuse_var : "(none)", gu);
         run2(pf, &b), run2(pn, &b), run2(pu, &b);
         for (int i = 0; i < b.ncheck; i++) same_bits(pf, pu, b.check[i], what), same_bits(pn, pu, b.check[i], what);
     }
@@ -158,19 +163,42 @@ static void test_case(int kind, int64_t n, int64_t c, int64_t h, int64_t w, int 
     loom_graph_destroy(b.g);
 }
 
+/* the cases, each with the groups the CPU and the GPU backends fuse: the
+ * CPU any plane, Vulkan split batch norm (training, planes of a multiple of
+ * 4 elements) with pooling of even planes, and relu_grad + the pool gradient */
+static void cases(bool cpu) {
+    test_case(CASE_POOL, 4, 3, 8, 8, 2);
+    test_case(CASE_POOL, 3, 5, 7, 9, cpu ? 2 : 0);
+    test_case(CASE_POOL_KEEP, 4, 3, 6, 10, 2);
+    test_case(CASE_RESIDUAL, 3, 4, 6, 5, cpu ? 4 : 0);
+    test_case(CASE_RESIDUAL, 3, 4, 6, 8, cpu ? 4 : 2);
+    test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 8, cpu ? 4 : 2);
+    test_case(CASE_EVAL, 2, 3, 5, 5, cpu ? 2 : 0);
+    test_case(CASE_PLAIN, 5, 2, 4, 4, cpu ? 2 : 1);
+}
+
+static void check_backend(loom_ctx *c, loom_backend *b, const char *name, bool reproducible) {
+    ctx = c, be = b, be_name = name, be_repro = reproducible;
+    if (!strcmp(name, "cpu")) { /* its threads ran first; reproducible: nothing fuses */
+        fuse_var = "LOOM_CPU_FUSE";
+        if (reproducible) cases(true);
+        return;
+    }
+    fuse_var = !strcmp(name, "vulkan") ? "LOOM_VULKAN_FUSE" : NULL;
+    if (!strcmp(name, "vulkan")) setenv("LOOM_VULKAN_BN_SPLIT", "1", 1);
+    cases(false);
+    unsetenv("LOOM_VULKAN_BN_SPLIT");
+}
+
 int main(void) {
     int threads[2] = {1, 3};
+    be_name = "cpu", fuse_var = "LOOM_CPU_FUSE";
     for (int k = 0; k < 2; k++) {
         if (!tu_cpu_open(threads[k], &ctx, &be)) return 1;
         printf("-- %d thread(s)\n", threads[k]);
-        test_case(CASE_POOL, 4, 3, 8, 8, 2);
-        test_case(CASE_POOL, 3, 5, 7, 9, 2);
-        test_case(CASE_POOL_KEEP, 4, 3, 6, 10, 2);
-        test_case(CASE_RESIDUAL, 3, 4, 6, 5, 4);
-        test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 5, 4);
-        test_case(CASE_EVAL, 2, 3, 5, 5, 2);
-        test_case(CASE_PLAIN, 5, 2, 4, 4, 2);
+        cases(true);
         tu_cpu_close(ctx, be);
     }
-    return tu_summary();
+    /* the other backends, each ordinary and reproducible (the CPU: reproducible only) */
+    return tu_every_backend(check_backend);
 }
