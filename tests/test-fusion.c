@@ -1,11 +1,11 @@
 /* tests/test-fusion.c — the fused batch-norm groups (core/fuse.h) on every
  * backend that has them (the CPU's fused passes, backends/cpu/fuse.h; the
- * Vulkan kernels of ops/norm.c and ops/pool2d.c): a plan whose batch-norm
+ * Vulkan and OpenCL kernels of their ops/norm.c and ops/pool2d.c): a plan whose batch-norm
  * chains run fused must give the same bits as the same graph run node by
  * node (LOOM_<BACKEND>_FUSE=0), and a reproducible backend fuses nothing.
- * On Vulkan the forward groups follow the split batch norm, which the test
- * forces on (LOOM_VULKAN_BN_SPLIT=1: the default on CPU devices only), and
- * the backward fuses relu_grad with the pool gradient only.
+ * On Vulkan and OpenCL the forward groups follow the split batch norm, which
+ * the test forces on (LOOM_<BACKEND>_BN_SPLIT=1: the default on CPU devices
+ * only), and the backward fuses relu_grad with the pool gradient only.
  *
  * Each graph is compiled three times: fused, fused with desc.no_reuse (other
  * buffer overlaps, so the fusion planner's overlap rules meet other cases), and
@@ -163,31 +163,35 @@ static void test_case(int kind, int64_t n, int64_t c, int64_t h, int64_t w, int 
     loom_graph_destroy(b.g);
 }
 
-/* the cases, each with the groups the CPU and the GPU backends fuse: the
- * CPU any plane, Vulkan split batch norm (training, planes of a multiple of
- * 4 elements) with pooling of even planes, and relu_grad + the pool gradient */
-static void cases(bool cpu) {
+/* the cases, each with the groups each backend fuses: the CPU any plane;
+ * Vulkan and OpenCL the split batch norm (training; Vulkan: planes of a
+ * multiple of 4 elements) with 2x2 pooling of even planes, and relu_grad +
+ * the pool gradient */
+enum { B_CPU, B_VULKAN, B_OPENCL };
+static void cases(int b) {
     test_case(CASE_POOL, 4, 3, 8, 8, 2);
-    test_case(CASE_POOL, 3, 5, 7, 9, cpu ? 2 : 0);
+    test_case(CASE_POOL, 3, 5, 7, 9, b == B_CPU ? 2 : 0);
     test_case(CASE_POOL_KEEP, 4, 3, 6, 10, 2);
-    test_case(CASE_RESIDUAL, 3, 4, 6, 5, cpu ? 4 : 0);
-    test_case(CASE_RESIDUAL, 3, 4, 6, 8, cpu ? 4 : 2);
-    test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 8, cpu ? 4 : 2);
-    test_case(CASE_EVAL, 2, 3, 5, 5, cpu ? 2 : 0);
-    test_case(CASE_PLAIN, 5, 2, 4, 4, cpu ? 2 : 1);
+    test_case(CASE_RESIDUAL, 3, 4, 6, 5, b == B_CPU ? 4 : b == B_OPENCL ? 2 : 0);
+    test_case(CASE_RESIDUAL, 3, 4, 6, 8, b == B_CPU ? 4 : 2);
+    test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 8, b == B_CPU ? 4 : 2);
+    test_case(CASE_EVAL, 2, 3, 5, 5, b == B_CPU ? 2 : 0);
+    test_case(CASE_PLAIN, 5, 2, 4, 4, b == B_CPU ? 2 : 1);
 }
 
 static void check_backend(loom_ctx *c, loom_backend *b, const char *name, bool reproducible) {
     ctx = c, be = b, be_name = name, be_repro = reproducible;
     if (!strcmp(name, "cpu")) { /* its threads ran first; reproducible: nothing fuses */
         fuse_var = "LOOM_CPU_FUSE";
-        if (reproducible) cases(true);
+        if (reproducible) cases(B_CPU);
         return;
     }
-    fuse_var = !strcmp(name, "vulkan") ? "LOOM_VULKAN_FUSE" : NULL;
-    if (!strcmp(name, "vulkan")) setenv("LOOM_VULKAN_BN_SPLIT", "1", 1);
-    cases(false);
-    unsetenv("LOOM_VULKAN_BN_SPLIT");
+    bool vk = !strcmp(name, "vulkan"), cl = !strcmp(name, "opencl");
+    fuse_var = vk ? "LOOM_VULKAN_FUSE" : cl ? "LOOM_OPENCL_FUSE" : NULL;
+    const char *split = vk ? "LOOM_VULKAN_BN_SPLIT" : "LOOM_OPENCL_BN_SPLIT";
+    if (vk || cl) setenv(split, "1", 1);
+    cases(vk ? B_VULKAN : B_OPENCL);
+    if (vk || cl) unsetenv(split);
 }
 
 int main(void) {
@@ -196,7 +200,7 @@ int main(void) {
     for (int k = 0; k < 2; k++) {
         if (!tu_cpu_open(threads[k], &ctx, &be)) return 1;
         printf("-- %d thread(s)\n", threads[k]);
-        cases(true);
+        cases(B_CPU);
         tu_cpu_close(ctx, be);
     }
     /* the other backends, each ordinary and reproducible (the CPU: reproducible only) */

@@ -23,6 +23,7 @@ typedef struct cl_plan {
     cl_mem err_buf;       /* int32 per exec node */
     bool any_err;
     cl_event *events;     /* [n * LOOM__CL_MAX_LAUNCH], profiled runs only */
+    int n_fused;          /* groups launched by a fused kernel (core/fuse.h) */
 } cl_plan;
 
 /* ---- helpers for the op files ---- */
@@ -189,23 +190,44 @@ static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
         cl_plan_release(be, p);
         return loom__cl_fail(be->ctx, err, "clCreateBuffer(error slots)", __FILE__, __LINE__);
     }
-    for (int e = 0; e < p->n_exec; e++) {
-        const loom_tensor *t = p->exec[e];
+    loom__fusion *fu = NULL;
+    bool *fused = calloc((size_t)(p->n_exec ? p->n_exec : 1), sizeof *fused);
+    loom_status st = fused ? LOOM_OK : loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
+    if (st == LOOM_OK && !cl->reproducible && loom__env_switch("LOOM_OPENCL_FUSE") != 0)
+        st = loom__fusion_plan(p, NULL, LOOM__FUSE_POOL_GRAD, &fu);
+    const loom_tensor *t = NULL; /* the node being prepared */
+    for (int e = 0; e < p->n_exec && st == LOOM_OK; e++) {
+        t = p->exec[e];
         loom__cl_node *n = &cp->nodes[e];
         n->t = t;
         n->err_slot = -1;
-        loom__cl_op o = {cl, p, t, n, cp->err_buf, cp->nodes};
+        if ((n->fused = fused[e])) continue; /* launched with its group */
+        loom__cl_op o = {cl, p, t, n, cp->err_buf, cp->nodes, fused};
+        bool done = false;
+        if (fu && fu->group_at[e] >= 0 && (st = loom__cl_fused(&o, &fu->groups[fu->group_at[e]], &done)) != LOOM_OK)
+            break;
+        if (done) {
+            cp->n_fused++;
+            continue;
+        }
         loom__cl_fn fn = (loom__cl_fn)loom__kernel_variant(&loom__cl_kernels[t->op], cl->reproducible);
         LOOM__ASSERT(fn); /* plan.c checked support */
-        loom_status st = fn(&o);
-        if (st != LOOM_OK) {
-            if (loom_last_status(be->ctx) != st)
-                loom__err(be->ctx, st, "opencl: preparing op '%s' (node '%s') failed", loom_op_name(t->op), t->name);
-            cl_plan_release(be, p);
-            return st;
-        }
+        st = fn(&o);
+    }
+    loom__fusion_free(fu);
+    free(fused);
+    if (st != LOOM_OK) {
+        if (t && loom_last_status(be->ctx) != st)
+            loom__err(be->ctx, st, "opencl: preparing op '%s' (node '%s') failed", loom_op_name(t->op), t->name);
+        cl_plan_release(be, p);
+        return st;
     }
     return LOOM_OK;
+}
+
+static int cl_plan_fused(const loom_plan *p) {
+    const cl_plan *cp = p->impl;
+    return cp ? cp->n_fused : 0;
 }
 
 static loom_status profile_queue(loom__cl *cl) {
@@ -363,7 +385,8 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     cl->reproducible = desc && desc->reproducible;
     static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_IMPLICIT", "LOOM_OPENCL_CONV_GI_FWD",
                                      "LOOM_OPENCL_BN_SPLIT", "LOOM_OPENCL_CONV_GW_DOT",
-                                     "LOOM_OPENCL_CONV_SHARE_COLS", "LOOM_OPENCL_POOL_2D"};
+                                     "LOOM_OPENCL_CONV_SHARE_COLS", "LOOM_OPENCL_POOL_2D",
+                                     "LOOM_OPENCL_FUSE"};
     loom_status st = loom__env_switches_check(be->ctx, sw, (int)(sizeof sw / sizeof sw[0]));
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)
@@ -408,6 +431,7 @@ const loom__backend_vtbl loom__opencl_backend = {
     .plan_run = cl_plan_run,
     .plan_run_read = cl_plan_run_read,
     .plan_release = cl_plan_release,
+    .plan_fused = cl_plan_fused,
     .synchronize = cl_synchronize,
     .f64 = cl_f64,
     .can_profile = true,

@@ -64,6 +64,7 @@
 #include <CL/cl_icd.h> /* cl_api_<name>: the function pointer types */
 
 #include "../../core/backend_impl.h"
+#include "../../core/fuse.h"
 
 /* The OpenCL ICD loader is opened at run time (loader.c), so libloom has no
  * NEEDED entry for libOpenCL and runs where it is absent. Every OpenCL entry
@@ -238,6 +239,7 @@ struct loom__cl_node {
     /* before each run (e.g. dropout: the plan step); may be NULL */
     loom_status (*before_run)(loom__cl *cl, const loom_plan *p, loom__cl_node *n);
     cl_mem cols; /* conv2d on the column path: its im2col buffer (ops/conv2d.c), or NULL */
+    bool fused;  /* launched by an earlier node's fused group: no launches of its own */
 };
 
 /* What an op's host function gets at plan_prepare. */
@@ -248,9 +250,24 @@ struct loom__cl_op {
     loom__cl_node *node;  /* to fill */
     cl_mem err_buf;       /* the plan's error slots */
     const loom__cl_node *first; /* the plan's nodes in exec order: first .. node - 1 are prepared */
+    bool *fused;                /* by exec index: loom__cl_node.fused of the nodes not yet prepared */
 };
 
 typedef loom_status (*loom__cl_fn)(loom__cl_op *o);
+
+/* Fused groups (core/fuse.h), launched at the group's first node o by
+ * loom__cl_fused (ops/fuse.c; not in reproducible mode; LOOM_OPENCL_FUSE=0
+ * turns them off): the members a kernel covered are marked with
+ * loom__cl_fuse_member and launch nothing themselves; *done false when this
+ * group's shapes rule the fused kernel out (nothing launched, the members
+ * run one by one).
+ *   loom__cl_bn_fused (ops/norm.c): batch_norm in training, split form, ->
+ *     add and/or relu, or -> 2x2 max_pool2d (-> relu)
+ *   loom__cl_relu_max2_grad (ops/pool2d.c): relu_grad -> 2x2 max_pool2d_grad */
+loom_status loom__cl_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done);
+loom_status loom__cl_bn_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done);
+loom_status loom__cl_relu_max2_grad(loom__cl_op *o, const loom__fuse_group *g, bool *done);
+void loom__cl_fuse_member(loom__cl_op *o, int exec);
 
 /* Kernel `name` from the program for storage dtype dt (F32/F16/BF16; I32 and
  * U8 use the F32 program); owned by the node (released with the plan). */

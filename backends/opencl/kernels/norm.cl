@@ -201,6 +201,36 @@ __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs,
 BN_APPLY_KERNEL(bn_apply, 1, float, LD, ST)
 BN_APPLY_KERNEL(bn_apply4, 4, float4, LD4, ST4)
 
+/* Fused groups (core/fuse.h; ops/norm.c loom__cl_bn_fused): bn_apply, then
+ * the add of a same-shape tensor (ADD: y + other) and/or relu (RELU, as
+ * act_relu), each output written, as the add and relu kernels would one after
+ * the other. One kernel per combination, no run-time flag to branch on
+ * (PoCL runs such kernels scalar). The pooled form is pool2d.cl's
+ * bn_apply_pool. */
+#define BN_RELU(v) ((v) > 0.0f || (v) != (v) ? (v) : 0.0f)
+#define BN_APPLY_FUSE_KERNEL(name, W, VT, LDW, STW, ADD, RELU)                                                   \
+    __kernel void name(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt,      \
+                       ulong bto, __global const float *st, __global T *y, ulong yo, __global const T *other,    \
+                       ulong oo, __global T *ya, ulong ao, __global T *yr, ulong ro, long N, long C, long S,     \
+                       int has_g, int has_b) {                                                                   \
+        long i = W * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;              \
+        if (i >= S || plane >= N * C) return;                                                                    \
+        float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;                           \
+        VT v = (LDW(x + xo, k) - st[c]) * st[C + c] * g + b;                                                     \
+        STW(y + yo, k, v);                                                                                       \
+        if (ADD) {                                                                                               \
+            v = v + LDW(other + oo, k);                                                                          \
+            STW(ya + ao, k, v);                                                                                  \
+        }                                                                                                        \
+        if (RELU) STW(yr + ro, k, BN_RELU(v));                                                                   \
+    }
+BN_APPLY_FUSE_KERNEL(bn_apply_relu, 1, float, LD, ST, 0, 1)
+BN_APPLY_FUSE_KERNEL(bn_apply_relu4, 4, float4, LD4, ST4, 0, 1)
+BN_APPLY_FUSE_KERNEL(bn_apply_add, 1, float, LD, ST, 1, 0)
+BN_APPLY_FUSE_KERNEL(bn_apply_add4, 4, float4, LD4, ST4, 1, 0)
+BN_APPLY_FUSE_KERNEL(bn_apply_add_relu, 1, float, LD, ST, 1, 1)
+BN_APPLY_FUSE_KERNEL(bn_apply_add_relu4, 4, float4, LD4, ST4, 1, 1)
+
 /* ---- layer norm: x (R, D), one group per row ---- */
 
 /* mean and invstd of row x (D) (every item gets them) */

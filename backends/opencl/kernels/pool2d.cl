@@ -167,3 +167,46 @@ __kernel void max2_grad(__global const T *x, ulong xo, __global const T *dy, ulo
     ST(dx, top + W, q == 2 ? g : 0.0f);
     ST(dx, top + W + 1, q == 3 ? g : 0.0f);
 }
+
+/* relu_grad -> max2_grad of a fused group (core/fuse.h; ops/pool2d.c
+ * loom__cl_relu_max2_grad): the pooled gradient is relu_grad of rx (relu's
+ * input) and dy, written as relu_grad's output rg, then routed as max2_grad */
+__kernel void max2_grad_relu(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo,
+                             __global const T *rx, ulong rxo, __global T *rg, ulong rgo, long windows, long W, long OW) {
+    long k = get_global_id(0);
+    if (k >= windows) return;
+    long top = (k / OW) * 2 * W + 2 * (k % OW);
+    x += xo, dx += dxo;
+    int q = arg4(LD(x, top), LD(x, top + 1), LD(x, top + W), LD(x, top + W + 1));
+    float v = LD(rx + rxo, k), d = LD(dy + dyo, k), g = v > 0.0f || v != v ? d : 0.0f;
+    ST(rg + rgo, k, g);
+    ST(dx, top, q == 0 ? g : 0.0f);
+    ST(dx, top + 1, q == 1 ? g : 0.0f);
+    ST(dx, top + W, q == 2 ? g : 0.0f);
+    ST(dx, top + W + 1, q == 3 ? g : 0.0f);
+}
+
+/* batch norm's apply (norm.cl's bn_apply) fused with the 2x2 max pooling
+ * after it and, with RELU, relu of the maximum (a fused group; ops/norm.c
+ * loom__cl_bn_fused): a 2-D range (window j, window row r = p OH + i) as
+ * max2_2d, every output written */
+#define BN_APPLY_POOL_KERNEL(name, RELU)                                                                         \
+    __kernel void name(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt,      \
+                       ulong bto, __global const float *st, __global T *y, ulong yo, __global T *yp, ulong po,   \
+                       __global T *yr, ulong ro, long rows, long C, long OH, long W, long OW, int has_g,         \
+                       int has_b) {                                                                              \
+        long j = get_global_id(0), r = get_global_id(1), c = (r / OH) % C;                                      \
+        if (j >= OW || r >= rows) return;                                                                        \
+        long top = r * 2 * W + 2 * j;                                                                            \
+        float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f;                           \
+        x += xo, y += yo;                                                                                        \
+        float a0 = (LD(x, top) - st[c]) * st[C + c] * g + b, a1 = (LD(x, top + 1) - st[c]) * st[C + c] * g + b; \
+        float a2 = (LD(x, top + W) - st[c]) * st[C + c] * g + b;                                                 \
+        float a3 = (LD(x, top + W + 1) - st[c]) * st[C + c] * g + b;                                             \
+        ST(y, top, a0), ST(y, top + 1, a1), ST(y, top + W, a2), ST(y, top + W + 1, a3);                         \
+        float m = max4(a0, a1, a2, a3);                                                                          \
+        ST(yp + po, r * OW + j, m);                                                                              \
+        if (RELU) ST(yr + ro, r * OW + j, m > 0.0f || m != m ? m : 0.0f);                                       \
+    }
+BN_APPLY_POOL_KERNEL(bn_apply_pool, 0)
+BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)

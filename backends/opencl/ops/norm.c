@@ -78,31 +78,72 @@ static loom_status bn_sums(loom__cl_op *o, const loom_tensor *x, const loom_tens
     return loom__cl_launch_1d(o, k, C);
 }
 
-static loom_status bn_split_forward(loom__cl_op *o) {
+/* the split forward; its apply that of fused group g when g is not NULL (the add and/or
+ * relu after it: bn_apply_<add|relu|add_relu>[4]; the 2x2 max pooling and relu: pool2d.cl's
+ * bn_apply_pool[_relu] over (window, window row)) */
+static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
     const loom_tensor *y = o->t, *x = y->src[0];
+    const loom_tensor *add = g && g->m[LOOM__FU_ADD] >= 0 ? o->plan->exec[g->m[LOOM__FU_ADD]] : NULL;
+    const loom_tensor *pool = g && g->m[LOOM__FU_POOL] >= 0 ? o->plan->exec[g->m[LOOM__FU_POOL]] : NULL;
+    const loom_tensor *relu = g && g->m[LOOM__FU_RELU] >= 0 ? o->plan->exec[g->m[LOOM__FU_RELU]] : NULL;
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     cl_mem stat;
     cl_kernel k;
     loom_status st;
+    const char *stem = pool ? (relu ? "bn_apply_pool_relu" : "bn_apply_pool")
+                       : add ? (relu ? "bn_apply_add_relu" : "bn_apply_add")
+                       : relu ? "bn_apply_relu" : "bn_apply";
     if ((st = loom__cl_scratch(o, (size_t)(2 * C) * sizeof(float), &stat)) != LOOM_OK ||
-        (st = bn_sums(o, x, NULL, 0, stat, NULL)) != LOOM_OK || (st = bn_kernel(o, x->dtype, "bn_apply", S, &k)) != LOOM_OK)
+        (st = bn_sums(o, x, NULL, 0, stat, NULL)) != LOOM_OK ||
+        (st = pool ? loom__cl_kernel(o, x->dtype, stem, &k) : bn_kernel(o, x->dtype, stem, S, &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
         loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_BETA]));
     loom__cl_arg_mem(&a, stat), loom__cl_arg_t(&a, y);
+    if (pool) {
+        int64_t OH = pool->dims[2], OW = pool->dims[3], rows = N * C * OH;
+        loom__cl_arg_t(&a, pool), loom__cl_arg_t(&a, relu ? relu : pool);
+        loom__cl_arg_i64(&a, rows), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, OH);
+        loom__cl_arg_i64(&a, x->dims[3]), loom__cl_arg_i64(&a, OW);
+        loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
+        if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+        size_t l0 = OW < 64 ? (size_t)OW : 64; /* a work-group per window row, as max2_2d */
+        if (l0 > o->cl->max_wg) l0 = o->cl->max_wg;
+        return loom__cl_launch_2d_local(o, k, OW, l0, rows);
+    }
+    if (g) { /* other, the add's output, relu's output (y again where absent: not written) */
+        loom__cl_arg_t(&a, add ? add->src[add->src[0] == y ? 1 : 0] : y);
+        loom__cl_arg_t(&a, add ? add : y), loom__cl_arg_t(&a, relu ? relu : y);
+    }
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
     loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     return loom__cl_launch_2d(o, k, S / bn_width(S), N * C);
 }
 
+loom_status loom__cl_bn_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done) {
+    *done = false;
+    const loom_tensor *x = o->t->src[0];
+    if (!bn_split(o)) return LOOM_OK;
+    if (g->m[LOOM__FU_POOL] >= 0) {
+        int64_t nw;
+        if (!loom__pool_max2(o->plan->exec[g->m[LOOM__FU_POOL]], x->dims, &nw)) return LOOM_OK;
+    }
+    loom_status st = bn_split_forward(o, g);
+    if (st != LOOM_OK) return st;
+    for (int r = LOOM__FU_ADD; r <= LOOM__FU_RELU; r++)
+        if (g->m[r] >= 0) loom__cl_fuse_member(o, g->m[r]);
+    *done = true;
+    return LOOM_OK;
+}
+
 loom_status loom__cl_batch_norm(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
-    if (bn_split(o)) return bn_split_forward(o);
+    if (bn_split(o)) return bn_split_forward(o, NULL);
     size_t local = loom__cl_reduce_local(o->cl, N * S);
     cl_kernel k;
     loom_status st = loom__cl_kernel(o, x->dtype, "batch_norm", &k);

@@ -81,6 +81,25 @@ static loom_status backward(loom__cl_op *o, int kind) {
     return loom__cl_launch_1d(o, k, loom_tensor_numel(dx));
 }
 
+/* relu_grad (o->t) -> 2x2 max_pool2d_grad of a fused group: max2_grad_relu */
+loom_status loom__cl_relu_max2_grad(loom__cl_op *o, const loom__fuse_group *g, bool *done) {
+    const loom_tensor *rg = o->t, *pg = o->plan->exec[g->m[LOOM__FU_POOL_GRAD]];
+    int64_t nw;
+    cl_kernel k;
+    loom_status st;
+    *done = false;
+    if (pg->src[1] != rg || !loom__pool_max2(pg, pg->dims, &nw) || loom_tensor_numel(rg) != nw) return LOOM_OK;
+    if ((st = loom__cl_kernel(o, pg->dtype, "max2_grad_relu", &k)) != LOOM_OK) return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, pg->src[0]), loom__cl_arg_t(&a, rg->src[1]), loom__cl_arg_t(&a, pg);
+    loom__cl_arg_t(&a, rg->src[0]), loom__cl_arg_t(&a, rg);
+    loom__cl_arg_i64(&a, nw), loom__cl_arg_i64(&a, pg->dims[3]), loom__cl_arg_i64(&a, pg->dims[3] / 2);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, nw)) != LOOM_OK) return st;
+    loom__cl_fuse_member(o, g->m[LOOM__FU_POOL_GRAD]);
+    *done = true;
+    return LOOM_OK;
+}
+
 loom_status loom__cl_max_pool2d(loom__cl_op *o) { return forward(o, LOOM_K_POOL_MAX); }
 loom_status loom__cl_avg_pool2d(loom__cl_op *o) { return forward(o, LOOM_K_POOL_AVG); }
 loom_status loom__cl_adaptive_avg_pool2d(loom__cl_op *o) { return forward(o, LOOM_K_POOL_ADAPTIVE); }
