@@ -14,7 +14,16 @@
  * through shared memory into dq[i] += ds k[j]; dk, dv: one group per key
  * row, chunks of query rows, dk[j] += ds q[i] or dv[j] += p dy[i].
  * D is at most ATTN_MAX_D (the host checks). Needs LOOM_GROUP_REDUCE.
- * K_CAUSAL_MASK: elementwise over x (R, Tq, Tk). */
+ * K_CAUSAL_MASK: elementwise over x (R, Tq, Tk).
+ * The GEMM form (f32, ops/attention.c; LOOM_VULKAN_ATTN_GEMM): the score
+ * matrices S = Q K^T of every batch * head in a node-owned f32 buffer (BH,
+ * Tq, Tk) made by the batched GEMM, these row kernels between the GEMMs (one
+ * invocation per score row; the masked keys j > i get probability 0):
+ *   K_ATTN_ROWS  the forward's softmax: S -> P = exp(scale S - lse) in
+ *                place, lse written (the maximum first, then the sum)
+ *   K_ATTN_P     the gradient's P = exp(scale S - lse) in place, from lse
+ *   K_ATTN_DS    ds = scale P (dP - delta) in place over dP, delta = dy . y
+ *                of the row; dq = ds K and dk = ds^T Q by the GEMM. */
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -182,6 +191,49 @@ void main() {
         grad_q(r);
     else
         grad_kv(r, pc.which == LOOM_K_ATTN_DK);
+}
+#endif
+
+#if defined(K_ATTN_ROWS) || defined(K_ATTN_P)
+TENSOR_OUT(0, float, sm); /* (rows, Tk), node-owned */
+#if defined(K_ATTN_ROWS)
+TENSOR_OUT(1, float, lse);
+#else
+TENSOR_IN(1, float, lse);
+#endif
+PUSH { uint lo, rows, Tq, Tk, causal; float scale; } pc;
+
+void main() {
+    uint r = loom_gid();
+    if (r >= pc.rows) return;
+    uint i = r % pc.Tq, n = pc.causal != 0u && i + 1u < pc.Tk ? i + 1u : pc.Tk, b = r * pc.Tk;
+#if defined(K_ATTN_ROWS)
+    float m = NEG_INF, sum = 0.0;
+    for (uint j = 0u; j < n; j++) m = max(m, sm[b + j] * pc.scale);
+    for (uint j = 0u; j < n; j++) sum += exp(sm[b + j] * pc.scale - m);
+    float ls = m + log(sum);
+    lse[pc.lo + r] = ls;
+#else
+    float ls = lse[pc.lo + r];
+#endif
+    for (uint j = 0u; j < pc.Tk; j++) sm[b + j] = j < n ? exp(sm[b + j] * pc.scale - ls) : 0.0;
+}
+#endif
+
+#if defined(K_ATTN_DS)
+TENSOR_IN(0, float, pm);  /* P (rows, Tk) */
+TENSOR_OUT(1, float, dm); /* dP -> ds */
+TENSOR_IN(2, T, y);
+TENSOR_IN(3, T, dy);
+PUSH { uint yo, dyo, rows, Tq, Tk, D, causal; float scale; } pc;
+
+void main() {
+    uint r = loom_gid();
+    if (r >= pc.rows) return;
+    uint i = r % pc.Tq, n = pc.causal != 0u && i + 1u < pc.Tk ? i + 1u : pc.Tk, b = r * pc.Tk;
+    float delta = 0.0;
+    for (uint d = 0u; d < pc.D; d++) delta += LD(dy, pc.dyo + r * pc.D + d) * LD(y, pc.yo + r * pc.D + d);
+    for (uint j = 0u; j < pc.Tk; j++) dm[b + j] = j < n ? pc.scale * pm[b + j] * (dm[b + j] - delta) : 0.0;
 }
 #endif
 

@@ -424,7 +424,8 @@ static loom_status finish_open(loom__vk *vk) {
     static const char *const sw[] = {"LOOM_VULKAN_STAGING",    "LOOM_VULKAN_CONV_ROWS",   "LOOM_VULKAN_CONV_GI_FWD",
                                      "LOOM_VULKAN_CONV_FLAT",  "LOOM_VULKAN_CONV_PLANES", "LOOM_VULKAN_GEMM_VSTORE",
                                      "LOOM_VULKAN_CONV_IMPLICIT", "LOOM_VULKAN_CONV_FIXED", "LOOM_VULKAN_BN_SPLIT",
-                                     "LOOM_VULKAN_CONV_SHARE_COLS", "LOOM_VULKAN_FUSE"};
+                                     "LOOM_VULKAN_CONV_SHARE_COLS", "LOOM_VULKAN_FUSE",
+                                     "LOOM_VULKAN_ATTN_GEMM"};
     if ((st = loom__env_switches_check(vk->ctx, sw, (int)(sizeof sw / sizeof sw[0]))) != LOOM_OK) return st;
     texel_formats(vk);
     if ((st = loom__vk_pick_memory(vk)) != LOOM_OK) return st;
