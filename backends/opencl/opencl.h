@@ -211,7 +211,7 @@ void loom__cl_host_free(loom_backend *be, void *p);
 void loom__cl_host_free_all(loom__cl *cl);
 
 /* ---- per node records (dispatch.c) ---- */
-#define LOOM__CL_MAX_LAUNCH 4
+#define LOOM__CL_MAX_LAUNCH 6
 #define LOOM__CL_MAX_OWNED 6
 
 typedef struct loom__cl_launch {

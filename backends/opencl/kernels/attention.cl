@@ -13,7 +13,15 @@
  * chunks of keys, ds through local memory into dq += ds k; attention_grad_kv:
  * one group per key row, chunks of query rows, dk += ds q or dv += p dy.
  * Local arrays: acc, row, row2 (D floats each), coef and red (the group's
- * size). Every item reaches every barrier (loop bounds are uniform). */
+ * size). Every item reaches every barrier (loop bounds are uniform).
+ *
+ * The GEMM form (f32, ops/attention.c; LOOM_OPENCL_ATTN_GEMM): the score
+ * matrices S = Q K^T of every batch * head in a node-owned float buffer (BH,
+ * Tq, Tk), made and used by the batched GEMM, with these row kernels between
+ * (one item per score row; masked keys j > i get probability 0):
+ * attn_rows (the forward's softmax: P = exp(scale S - lse) in place, lse
+ * written), attn_p (the gradient's P from lse), attn_ds (ds = scale P (dP -
+ * delta) in place over dP, delta = dy . y of the row). */
 
 inline float attn_dot(__global const T *x, __local const float *row, long D) {
     float s = 0.0f;
@@ -147,4 +155,46 @@ __kernel void causal_mask(__global const T *x, ulong xo, __global T *y, ulong yo
         ST(y, yo + e, value);
     else
         ST(y, yo + e, LD(x, xo + e));
+}
+
+/* the GEMM form's softmax rows: S -> P in place; forward: lse written, else read */
+inline void attn_softmax_row(__global float *sm, __global float *lse, long r, long Tq, long Tk, int causal, float scale,
+                             int forward) {
+    long i = r % Tq, n = causal && i + 1 < Tk ? i + 1 : Tk;
+    __global float *s = sm + r * Tk;
+    float ls;
+    if (forward) {
+        float m = -INFINITY, sum = 0.0f;
+        for (long j = 0; j < n; j++) m = fmax(m, s[j] * scale);
+        for (long j = 0; j < n; j++) sum += exp(s[j] * scale - m);
+        ls = m + log(sum);
+        lse[r] = ls;
+    } else {
+        ls = lse[r];
+    }
+    for (long j = 0; j < Tk; j++) s[j] = j < n ? exp(s[j] * scale - ls) : 0.0f;
+}
+
+__kernel void attn_rows(__global float *sm, __global float *lse, ulong lo, long rows, long Tq, long Tk, int causal,
+                        float scale) {
+    long r = get_global_id(0);
+    if (r < rows) attn_softmax_row(sm, lse + lo, r, Tq, Tk, causal, scale, 1);
+}
+
+__kernel void attn_p(__global float *sm, __global float *lse, ulong lo, long rows, long Tq, long Tk, int causal,
+                     float scale) {
+    long r = get_global_id(0);
+    if (r < rows) attn_softmax_row(sm, lse + lo, r, Tq, Tk, causal, scale, 0);
+}
+
+__kernel void attn_ds(__global const float *pm, __global float *dm, __global const T *y, ulong yo, __global const T *dy,
+                      ulong dyo, long rows, long Tq, long Tk, long D, int causal, float scale) {
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    long i = r % Tq, n = causal && i + 1 < Tk ? i + 1 : Tk;
+    float delta = 0.0f;
+    for (long d = 0; d < D; d++) delta += LD(dy + dyo, r * D + d) * LD(y + yo, r * D + d);
+    __global const float *p = pm + r * Tk;
+    __global float *g = dm + r * Tk;
+    for (long j = 0; j < Tk; j++) g[j] = j < n ? scale * p[j] * (g[j] - delta) : 0.0f;
 }
