@@ -255,18 +255,42 @@ static void ln_dims(const loom_tensor *t, int64_t *R, int64_t *D) {
     *R = *D ? loom_tensor_numel(x) / *D : 0;
 }
 
+/* Layer norm's kernels one invocation per row (per column for the parameter
+ * gradient; the *_rows variants) on CPU devices: lavapipe runs a work-group
+ * per row's shared memory and barriers slowly (the gpt's layer norms, 1024
+ * rows of 128: 137 ms of its 446 ms step). Not in reproducible mode (another
+ * summation order); LOOM_VULKAN_LN_ROWS=0|1 forces either (checked when the
+ * device was made). */
+static bool ln_rows(const loom__vk_op *o) {
+    if (o->vk->reproducible) return false;
+    int e = loom__env_switch("LOOM_VULKAN_LN_ROWS");
+    if (e >= 0) return e == 1;
+    return o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+/* kernel `name` (or its _rows variant) over n rows (columns) of `len` elements */
+static void ln_begin(loom__vk_op *o, loom__vk_call *c, const char *name, loom_dtype dt) {
+    char v[48];
+    snprintf(v, sizeof v, "%s%s", name, ln_rows(o) ? "_rows" : "");
+    loom__vk_begin(o, c, v, dt);
+}
+
+static loom_status ln_run(loom__vk_op *o, loom__vk_call *c, int64_t n, int64_t len) {
+    return ln_rows(o) ? loom__vk_run_1d(c, n) : loom__vk_run_groups(c, n, loom__vk_reduce_local(o->vk, len));
+}
+
 loom_status loom__vk_layer_norm(loom__vk_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t R, D;
     ln_dims(y, &R, &D);
     loom__vk_call c;
-    loom__vk_begin(o, &c, "layer_norm", x->dtype);
+    ln_begin(o, &c, "layer_norm", x->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_BETA]));
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
     loom__vk_i32(&c, y->p[LOOM_P_LN_GAMMA] >= 0), loom__vk_i32(&c, y->p[LOOM_P_LN_BETA] >= 0),
         loom__vk_f32(&c, (float)y->f[LOOM_F_LN_EPS]);
-    return loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, D));
+    return ln_run(o, &c, R, D);
 }
 
 loom_status loom__vk_layer_norm_grad(loom__vk_op *o) {
@@ -274,12 +298,12 @@ loom_status loom__vk_layer_norm_grad(loom__vk_op *o) {
     int64_t R, D;
     ln_dims(y, &R, &D);
     loom__vk_call c;
-    loom__vk_begin(o, &c, "layer_norm_grad", x->dtype);
+    ln_begin(o, &c, "layer_norm_grad", x->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_GAMMA])), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_DY]));
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
     loom__vk_i32(&c, y->p[LOOM_P_LN_GAMMA] >= 0), loom__vk_f32(&c, (float)y->f[LOOM_F_LN_EPS]);
-    return loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, D));
+    return ln_run(o, &c, R, D);
 }
 
 /* row statistics (2, R) f32 into scratch, then one group per column */
@@ -291,15 +315,15 @@ loom_status loom__vk_layer_norm_grad_params(loom__vk_op *o) {
     loom_status st = loom__vk_scratch(o, (size_t)(2 * R) * sizeof(float), &stats);
     if (st != LOOM_OK) return st;
     loom__vk_call c;
-    loom__vk_begin(o, &c, "ln_rowstats", x->dtype);
+    ln_begin(o, &c, "ln_rowstats", x->dtype);
     loom__vk_in(&c, x), loom__vk_buf(&c, stats, LOOM__VK_W);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D), loom__vk_f32(&c, (float)y->f[LOOM_F_LN_EPS]);
-    if ((st = loom__vk_run_groups(&c, R, loom__vk_reduce_local(o->vk, D))) != LOOM_OK) return st;
-    loom__vk_begin(o, &c, "layer_norm_grad_params", x->dtype);
+    if ((st = ln_run(o, &c, R, D)) != LOOM_OK) return st;
+    ln_begin(o, &c, "layer_norm_grad_params", x->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, opt(y, y->p[LOOM_P_LN_DY])), loom__vk_buf(&c, stats, LOOM__VK_R);
     loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)R), loom__vk_u32(&c, (uint32_t)D);
-    return loom__vk_run_groups(&c, D, loom__vk_reduce_local(o->vk, R));
+    return ln_run(o, &c, D, R);
 }
 
 /* ---- reproducible mode (core/repro.h; shaders/repro.comp), f32 only: the
