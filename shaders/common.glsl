@@ -220,3 +220,26 @@ float group_max(float v) {
     return r;
 }
 #endif
+
+/* ---- row kernels (with LOOM_GROUP_REDUCE): a work-group per row whose
+ * invocations stride over it and meet in group reductions, or, with ROWS
+ * (the *_rows variants for CPU devices, where lavapipe runs shared memory and
+ * barriers slowly), one invocation per row walking it alone: ROW_ID() the
+ * row, ROW_L / ROW_NL the invocation's start and stride, ROW_SUM / ROW_MAX
+ * the reductions (plain values with ROWS). Call them from uniform control
+ * flow. ---- */
+#ifdef LOOM_GROUP_REDUCE
+#if defined(ROWS)
+#define ROW_ID() loom_gid()
+#define ROW_L 0u
+#define ROW_NL 1u
+#define ROW_SUM(v) (v)
+#define ROW_MAX(v) (v)
+#else
+#define ROW_ID() loom_group()
+#define ROW_L gl_LocalInvocationID.x
+#define ROW_NL gl_WorkGroupSize.x
+#define ROW_SUM(v) group_sum(v)
+#define ROW_MAX(v) group_max(v)
+#endif
+#endif

@@ -3,7 +3,9 @@
  * backends/opencl/kernels/loss.cl, with float sums (trees). A target outside
  * [0, C) that is not ignore_index is reported through the node's error slot
  * (the first bad row, by atomicMin) and its row is skipped: nothing is read
- * out of bounds. Needs LOOM_GROUP_REDUCE. */
+ * out of bounds. Needs LOOM_GROUP_REDUCE. The rows kernels run a work-group
+ * per row, or with ROWS (ce_rows_rows, ce_grad_rows_rows: CPU devices) one
+ * invocation per row (common.glsl's ROW_* macros). */
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -18,7 +20,7 @@ ERR_SLOTS(4);
 bool ce_valid(int t, int ignore, uint C, uint i, uint slot) {
     if (t == ignore) return false;
     if (t < 0 || uint(t) >= C) {
-        if (gl_LocalInvocationID.x == 0u) atomicMin(err_slots[slot], int(i));
+        if (ROW_L == 0u) atomicMin(err_slots[slot], int(i));
         return false;
     }
     return true;
@@ -34,20 +36,20 @@ TENSOR_OUT(2, float, part);
 PUSH { uint xo, to, N, C; int ignore; float eps; uint slot; } pc;
 
 void main() {
-    uint i = loom_group();
+    uint i = ROW_ID();
     if (i >= pc.N) return; /* the whole group */
-    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x;
+    uint l = ROW_L, nl = ROW_NL;
     int t = tg[pc.to + i];
     bool ok = ce_valid(t, pc.ignore, pc.C, i, pc.slot);
     uint n = ok ? pc.C : 0u; /* skipped rows still reach every barrier */
     uint xb = pc.xo + i * pc.C;
     float m = ok ? LD(x, xb) : 0.0;
     for (uint c = l; c < n; c += nl) m = LD(x, xb + c) > m ? LD(x, xb + c) : m;
-    m = group_max(m);
+    m = ROW_MAX(m);
     float se = 0.0, sx = 0.0;
     for (uint c = l; c < n; c += nl) se += exp(LD(x, xb + c) - m), sx += LD(x, xb + c);
-    se = group_sum(se);
-    sx = group_sum(sx);
+    se = ROW_SUM(se);
+    sx = ROW_SUM(sx);
     if (l == 0u) {
         precise float v = 0.0;
         if (ok) {
@@ -106,19 +108,19 @@ TENSOR_OUT(3, T, dx);
 PUSH { uint xo, to, dxo, N, C; int ignore; float on, off; uint slot; } pc;
 
 void main() {
-    uint i = loom_group();
+    uint i = ROW_ID();
     if (i >= pc.N) return; /* the whole group */
-    uint l = gl_LocalInvocationID.x, nl = gl_WorkGroupSize.x;
+    uint l = ROW_L, nl = ROW_NL;
     int t = tg[pc.to + i];
     bool ok = ce_valid(t, pc.ignore, pc.C, i, pc.slot);
     uint n = ok ? pc.C : 0u; /* skipped rows still reach every barrier */
     uint xb = pc.xo + i * pc.C, db = pc.dxo + i * pc.C;
     float m = ok ? LD(x, xb) : 0.0;
     for (uint c = l; c < n; c += nl) m = LD(x, xb + c) > m ? LD(x, xb + c) : m;
-    m = group_max(m);
+    m = ROW_MAX(m);
     float se = 0.0;
     for (uint c = l; c < n; c += nl) se += exp(LD(x, xb + c) - m);
-    se = group_sum(se);
+    se = ROW_SUM(se);
     float inv = 1.0 / se, k = scale[0];
     for (uint c = l; c < pc.C; c += nl) {
         precise float v = (exp(LD(x, xb + c) - m) * inv - (int(c) == t ? pc.on : pc.off)) * k;

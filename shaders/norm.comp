@@ -12,22 +12,6 @@
 #define LOOM_GROUP_REDUCE
 #include "common.glsl"
 
-#if defined(K_LAYER_NORM) || defined(K_LAYER_NORM_GRAD) || defined(K_LN_ROWSTATS) || defined(K_LAYER_NORM_GRAD_PARAMS)
-/* ROWS (CPU devices, ops/norm.c): one invocation per row (per column for the
- * parameter gradient) walks it alone: no shared memory, no barriers, which
- * lavapipe runs slowly; else one work-group per row (column) */
-#if defined(ROWS)
-#define LN_ROW() loom_gid()
-#define LN_L 0u
-#define LN_NL 1u
-#define LN_SUM(v) (v)
-#else
-#define LN_ROW() loom_group()
-#define LN_L gl_LocalInvocationID.x
-#define LN_NL gl_WorkGroupSize.x
-#define LN_SUM(v) group_sum(v)
-#endif
-#endif
 
 
 /* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
@@ -315,17 +299,17 @@ void main() {
 /* mean and invstd of the row at element `base` of x (D) (every invocation gets them) */
 #define LN_STATS(base, D, eps, mean, invstd)                                                      \
     {                                                                                             \
-        uint l_ = LN_L, nl_ = LN_NL;                                                              \
+        uint l_ = ROW_L, nl_ = ROW_NL;                                                              \
         float sum_ = 0.0;                                                                         \
         for (uint i_ = l_; i_ < (D); i_ += nl_) sum_ += LD(x, (base) + i_);                       \
-        float m_ = LN_SUM(sum_) / float(D);                                                       \
+        float m_ = ROW_SUM(sum_) / float(D);                                                       \
         float q_ = 0.0;                                                                           \
         for (uint i_ = l_; i_ < (D); i_ += nl_) {                                                 \
             float d_ = LD(x, (base) + i_) - m_;                                                   \
             q_ += d_ * d_;                                                                        \
         }                                                                                         \
         mean = m_;                                                                                \
-        invstd = 1.0 / sqrt(LN_SUM(q_) / float(D) + (eps));                                       \
+        invstd = 1.0 / sqrt(ROW_SUM(q_) / float(D) + (eps));                                       \
     }
 
 #if defined(K_LAYER_NORM)
@@ -341,9 +325,9 @@ PUSH {
 } pc;
 
 void main() {
-    uint r = LN_ROW();
+    uint r = ROW_ID();
     if (r >= pc.R) return;
-    uint l = LN_L, nl = LN_NL, D = pc.D;
+    uint l = ROW_L, nl = ROW_NL, D = pc.D;
     uint xb = pc.xo + r * D, yb = pc.yo + r * D;
     float mean, invstd;
     LN_STATS(xb, D, pc.eps, mean, invstd);
@@ -367,9 +351,9 @@ PUSH {
 } pc;
 
 void main() {
-    uint r = LN_ROW();
+    uint r = ROW_ID();
     if (r >= pc.R) return;
-    uint l = LN_L, nl = LN_NL, D = pc.D;
+    uint l = ROW_L, nl = ROW_NL, D = pc.D;
     uint xb = pc.xo + r * D, db = pc.dyo + r * D, ob = pc.dxo + r * D;
     float mean, invstd;
     LN_STATS(xb, D, pc.eps, mean, invstd);
@@ -379,8 +363,8 @@ void main() {
         a += gd;
         b += gd * (LD(x, xb + i) - mean) * invstd;
     }
-    a = LN_SUM(a) / float(D);
-    b = LN_SUM(b) / float(D);
+    a = ROW_SUM(a) / float(D);
+    b = ROW_SUM(b) / float(D);
     for (uint i = l; i < D; i += nl) {
         float gd = LD(dy, db + i) * (pc.has_g != 0 ? LD(gm, pc.gmo + i) : 1.0);
         precise float v = invstd * (gd - a - (LD(x, xb + i) - mean) * invstd * b);
@@ -398,11 +382,11 @@ PUSH {
 } pc;
 
 void main() {
-    uint r = LN_ROW();
+    uint r = ROW_ID();
     if (r >= pc.R) return;
     float mean, invstd;
     LN_STATS(pc.xo + r * pc.D, pc.D, pc.eps, mean, invstd);
-    if (LN_L == 0u) {
+    if (ROW_L == 0u) {
         st[r] = mean;
         st[pc.R + r] = invstd;
     }
@@ -419,9 +403,9 @@ TENSOR_OUT(3, T, outp);
 PUSH { uint xo, dyo, outo, R, D; } pc;
 
 void main() {
-    uint i = LN_ROW();
+    uint i = ROW_ID();
     if (i >= pc.D) return;
-    uint l = LN_L, nl = LN_NL, R = pc.R, D = pc.D;
+    uint l = ROW_L, nl = ROW_NL, R = pc.R, D = pc.D;
     float dg = 0.0, db = 0.0;
     for (uint r = l; r < R; r += nl) {
         uint k = r * D + i;
@@ -429,8 +413,8 @@ void main() {
         dg += gv * (LD(x, pc.xo + k) - st[r]) * st[R + r];
         db += gv;
     }
-    dg = LN_SUM(dg);
-    db = LN_SUM(db);
+    dg = ROW_SUM(dg);
+    db = ROW_SUM(db);
     if (l == 0u) {
         ST(outp, pc.outo + i, dg);
         ST(outp, pc.outo + D + i, db);

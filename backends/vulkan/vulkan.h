@@ -445,6 +445,9 @@ loom_status loom__vk_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done
 loom_status loom__vk_bn_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done);
 loom_status loom__vk_relu_max2_grad(loom__vk_op *o, const loom__fuse_group *g, bool *done);
 void loom__vk_fuse_member(loom__vk_op *o, int exec);
+/* Whether the row kernels run one invocation per row (their *_rows variants;
+ * ops/norm.c says when). */
+bool loom__vk_rows(const loom__vk_op *o);
 
 /* Host helpers for the op files. */
 /* element offset of t in its whole buffer (for host reads in a check

@@ -16,6 +16,13 @@ static loom_tensor *sum_long(loom_graph *g, loom_dtype dt, int v) {
     return loom_sum(g, x, 2u, false);
 }
 
+/* at least 64 outputs (the GPU backends' one-invocation-per-output form on CPU
+ * devices): x (6, 70, 3, 4); variant: the axes mask */
+static loom_tensor *sum_wide(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *x = tc_param(g, "x", dt, TC_DIMS(6, 70, 3, 4), -1, 1);
+    return v & 0x100 ? loom_mean(g, x, (unsigned)v & 0xff, false) : loom_sum(g, x, (unsigned)v & 0xff, false);
+}
+
 const loom_op_case loom_cases_reduce[] = {
     {"sum all", sum, 0, 0, 0},
     {"sum axis 0", sum, 0x1, 0, 0},
@@ -26,5 +33,8 @@ const loom_op_case loom_cases_reduce[] = {
     {"mean all", mean, 0, 0, 0},
     {"mean axes 0,3", mean, 0x9, 0, 0},
     {"mean axis 1 keepdim", mean, 0x2 | 0x100, 0, 0},
+    {"sum axis 0, 840 outputs", sum_wide, 0x1, 0, 0},
+    {"sum axes 0,2,3, 70 outputs", sum_wide, 0xd, 0, 0},
+    {"mean axes 0,2, 280 outputs", sum_wide, 0x5 | 0x100, 0, 0},
     {0},
 };

@@ -1,7 +1,8 @@
 /* backends/vulkan/ops/loss.c — host side of cross_entropy (per-row losses
  * into an f32 scratch, then one work-group sums them), cross_entropy_grad
  * (the dloss / count factor into a one-float scratch, then one work-group per
- * row) and mse (one work-group). Kernels in shaders/loss.comp; parameters in
+ * row) and mse (one work-group); the rows one invocation each where
+ * loom__vk_rows says (CPU devices). Kernels in shaders/loss.comp; parameters in
  * core/ops/loss.c. Bad targets are run-time errors through the plan's error
  * slots, with the CPU's message. */
 #include "../vulkan.h"
@@ -29,12 +30,14 @@ loom_status loom__vk_cross_entropy(loom__vk_op *o) {
     /* part (N) = loss_i: binding 0 x, 1 tg, 2 part, 3 err slots;
      * push {xo, to, N, C, ignore, eps, slot} */
     loom__vk_call c;
-    loom__vk_begin(o, &c, "ce_rows", y->dtype);
+    bool rows = loom__vk_rows(o);
+    loom__vk_begin(o, &c, rows ? "ce_rows_rows" : "ce_rows", y->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, part, LOOM__VK_W);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     loom__vk_f32(&c, (float)y->f[LOOM_F_CE_EPS]);
     loom__vk_err(&c);
-    if ((st = loom__vk_run_groups(&c, N, loom__vk_reduce_local(o->vk, C))) != LOOM_OK) return st;
+    if ((st = rows ? loom__vk_run_1d(&c, N) : loom__vk_run_groups(&c, N, loom__vk_reduce_local(o->vk, C))) != LOOM_OK)
+        return st;
     /* y = sum(part) / count: binding 0 part, 1 tg, 2 y; push {to, yo, N, C, ignore} */
     loom__vk_begin(o, &c, "ce_final", y->dtype);
     loom__vk_buf(&c, part, LOOM__VK_R), loom__vk_in(&c, tg), loom__vk_out(&c, y);
@@ -59,12 +62,13 @@ loom_status loom__vk_cross_entropy_grad(loom__vk_op *o) {
     /* dx rows: binding 0 x, 1 tg, 2 scale, 3 dx, 4 err slots;
      * push {xo, to, dxo, N, C, ignore, on, off, slot}. The smoothed one-hot is
      * formed in double and rounded once, as the CPU does. */
-    loom__vk_begin(o, &c, "ce_grad_rows", y->dtype);
+    bool rows = loom__vk_rows(o);
+    loom__vk_begin(o, &c, rows ? "ce_grad_rows_rows" : "ce_grad_rows", y->dtype);
     loom__vk_in(&c, x), loom__vk_in(&c, tg), loom__vk_buf(&c, scale, LOOM__VK_R), loom__vk_out(&c, y);
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_i32(&c, (int32_t)y->p[LOOM_P_CE_IGNORE]);
     loom__vk_f32(&c, (float)(1.0 - eps + eps / (double)C)), loom__vk_f32(&c, (float)(eps / (double)C));
     loom__vk_err(&c);
-    return loom__vk_run_groups(&c, N, loom__vk_reduce_local(o->vk, C));
+    return rows ? loom__vk_run_1d(&c, N) : loom__vk_run_groups(&c, N, loom__vk_reduce_local(o->vk, C));
 }
 
 loom_status loom__vk_mse(loom__vk_op *o) {

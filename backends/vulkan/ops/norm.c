@@ -255,15 +255,16 @@ static void ln_dims(const loom_tensor *t, int64_t *R, int64_t *D) {
     *R = *D ? loom_tensor_numel(x) / *D : 0;
 }
 
-/* Layer norm's kernels one invocation per row (per column for the parameter
- * gradient; the *_rows variants) on CPU devices: lavapipe runs a work-group
- * per row's shared memory and barriers slowly (the gpt's layer norms, 1024
- * rows of 128: 137 ms of its 446 ms step). Not in reproducible mode (another
- * summation order); LOOM_VULKAN_LN_ROWS=0|1 forces either (checked when the
+/* The row kernels' one-invocation-per-row form (layer norm and its gradients,
+ * cross-entropy and its gradient, sum and mean: their *_rows variants, with
+ * common.glsl's ROW_* macros) on CPU devices: lavapipe runs a work-group per
+ * row's shared memory and barriers slowly (the gpt's layer norms, 1024 rows
+ * of 128: 137 ms of its 446 ms step). Not in reproducible mode (another
+ * summation order); LOOM_VULKAN_ROWS=0|1 forces either (checked when the
  * device was made). */
-static bool ln_rows(const loom__vk_op *o) {
+bool loom__vk_rows(const loom__vk_op *o) {
     if (o->vk->reproducible) return false;
-    int e = loom__env_switch("LOOM_VULKAN_LN_ROWS");
+    int e = loom__env_switch("LOOM_VULKAN_ROWS");
     if (e >= 0) return e == 1;
     return o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
@@ -271,12 +272,12 @@ static bool ln_rows(const loom__vk_op *o) {
 /* kernel `name` (or its _rows variant) over n rows (columns) of `len` elements */
 static void ln_begin(loom__vk_op *o, loom__vk_call *c, const char *name, loom_dtype dt) {
     char v[48];
-    snprintf(v, sizeof v, "%s%s", name, ln_rows(o) ? "_rows" : "");
+    snprintf(v, sizeof v, "%s%s", name, loom__vk_rows(o) ? "_rows" : "");
     loom__vk_begin(o, c, v, dt);
 }
 
 static loom_status ln_run(loom__vk_op *o, loom__vk_call *c, int64_t n, int64_t len) {
-    return ln_rows(o) ? loom__vk_run_1d(c, n) : loom__vk_run_groups(c, n, loom__vk_reduce_local(o->vk, len));
+    return loom__vk_rows(o) ? loom__vk_run_1d(c, n) : loom__vk_run_groups(c, n, loom__vk_reduce_local(o->vk, len));
 }
 
 loom_status loom__vk_layer_norm(loom__vk_op *o) {
