@@ -39,6 +39,26 @@ TENSOR_IN(2, T, b);
 TENSOR_OUT(3, T, y);
 PUSH { uint ao, bo, yo, n; int kind; } pc;
 
+#if defined(ROWS)
+/* one invocation per row of y's last axis (CPU devices: the divisions once
+ * per row, not per element; pc.n counts rows) */
+void main() {
+    uint i = loom_gid();
+    if (i >= pc.n) return;
+    int nd = g[0];
+    uint L = uint(g[nd]), sa = uint(g[5 + nd]), sb = uint(g[10 + nd]), r = i, oa = 0u, ob = 0u;
+    for (int d = nd - 2; d >= 0; d--) {
+        uint dim = uint(g[1 + d]);
+        uint k = r % dim;
+        r /= dim;
+        oa += k * uint(g[6 + d]);
+        ob += k * uint(g[11 + d]);
+    }
+    for (uint j = 0u; j < L; j++)
+        ST(y, pc.yo + i * L + j,
+           bin_op(pc.kind, LD(a, pc.ao + oa + j * sa), pc.kind == LOOM_K_BIN_COPY ? 0.0 : LD(b, pc.bo + ob + j * sb)));
+}
+#else
 void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
@@ -53,6 +73,7 @@ void main() {
     }
     ST(y, pc.yo + i, bin_op(pc.kind, LD(a, pc.ao + oa), pc.kind == LOOM_K_BIN_COPY ? 0.0 : LD(b, pc.bo + ob)));
 }
+#endif
 
 #elif defined(K_SCALE)
 /* y (n) = s * x */

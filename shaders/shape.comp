@@ -24,6 +24,22 @@ TENSOR_IN(1, U, x);
 TENSOR_OUT(2, U, y);
 PUSH { uint xo, yo, n; } pc;
 
+#if defined(ROWS)
+/* one invocation per row of y's last axis (CPU devices: the divisions once
+ * per row, not per element; pc.n counts rows) */
+void main() {
+    uint i = loom_gid();
+    if (i >= pc.n) return;
+    int nd = g[0];
+    uint L = uint(g[nd]), s = uint(g[5 + nd]), r = i, off = 0u;
+    for (int d = nd - 2; d >= 0; d--) {
+        uint dim = uint(g[1 + d]);
+        off += (r % dim) * uint(g[6 + d]);
+        r /= dim;
+    }
+    for (uint j = 0u; j < L; j++) y[pc.yo + i * L + j] = x[pc.xo + off + j * s];
+}
+#else
 void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
@@ -36,6 +52,7 @@ void main() {
     }
     y[pc.yo + i] = x[pc.xo + off];
 }
+#endif
 
 #elif defined(K_CONCAT)
 /* y (outer, L, inner) = concat of x_s (outer, len_s, inner) along the middle
@@ -85,8 +102,17 @@ PUSH { uint xo, yo, n, inner, len, xlen, start; } pc;
 void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
+#if defined(ROWS) /* one invocation per (outer, row) of inner elements, or per outer when inner is 1; pc.n counts them */
+    if (pc.inner == 1u) {
+        for (uint c = 0u; c < pc.len; c++) y[pc.yo + i * pc.len + c] = x[pc.xo + i * pc.xlen + pc.start + c];
+        return;
+    }
+    uint c = i % pc.len, out_ = i / pc.len, src = pc.xo + (out_ * pc.xlen + pc.start + c) * pc.inner;
+    for (uint j = 0u; j < pc.inner; j++) y[pc.yo + i * pc.inner + j] = x[src + j];
+#else
     uint in_ = i % pc.inner, c = (i / pc.inner) % pc.len, out_ = i / (pc.inner * pc.len);
     y[pc.yo + i] = x[pc.xo + (out_ * pc.xlen + pc.start + c) * pc.inner + in_];
+#endif
 }
 
 #elif defined(K_SLICE_GRAD)
@@ -98,10 +124,22 @@ PUSH { uint dyo, yo, n, inner, len, ylen, start; } pc;
 void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
+#if defined(ROWS) /* one invocation per (outer, row) of inner elements, or per outer when inner is 1; pc.n counts them */
+    if (pc.inner == 1u) {
+        for (uint c = 0u; c < pc.ylen; c++)
+            y[pc.yo + i * pc.ylen + c] = c >= pc.start && c < pc.start + pc.len ? dy[pc.dyo + i * pc.len + c - pc.start] : U(0u);
+        return;
+    }
+    uint c = i % pc.ylen, out_ = i / pc.ylen;
+    bool in_dy = c >= pc.start && c < pc.start + pc.len;
+    uint src = in_dy ? pc.dyo + (out_ * pc.len + c - pc.start) * pc.inner : 0u;
+    for (uint j = 0u; j < pc.inner; j++) y[pc.yo + i * pc.inner + j] = in_dy ? dy[src + j] : U(0u);
+#else
     uint in_ = i % pc.inner, c = (i / pc.inner) % pc.ylen, out_ = i / (pc.inner * pc.ylen);
     uint v = c >= pc.start && c < pc.start + pc.len ? uint(dy[pc.dyo + (out_ * pc.len + c - pc.start) * pc.inner + in_])
                                                     : 0u;
     y[pc.yo + i] = U(v);
+#endif
 }
 
 #else

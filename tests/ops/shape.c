@@ -42,6 +42,12 @@ static loom_tensor *slice(loom_graph *g, loom_dtype dt, int v) {
     }
 }
 
+/* rows of at least 4 elements (the GPU backends' one-invocation-per-row form on CPU devices) */
+static loom_tensor *slice_wide(loom_graph *g, loom_dtype dt, int v) {
+    loom_tensor *x = tc_param(g, "x", dt, TC_DIMS(3, 5, 12), -1, 1);
+    return v ? loom_slice(g, x, -1, 3, 10) : loom_slice(g, x, 1, 1, 4);
+}
+
 const loom_op_case loom_cases_shape[] = {
     {"reshape (2,3,4)->(4,6)", reshape, 0, 0, 0},
     {"flatten (2,3,4)->(2,12)", reshape, 1, 0, 0},
@@ -57,5 +63,7 @@ const loom_op_case loom_cases_shape[] = {
     {"slice axis 0", slice, 0, 0, 0},
     {"slice axis 1 negative end", slice, 1, 0, 0},
     {"slice last axis", slice, 2, 0, 0},
+    {"slice middle axis, rows of 12", slice_wide, 0, 0, 0},
+    {"slice last axis, 7 of 12", slice_wide, 1, 0, 0},
     {0},
 };

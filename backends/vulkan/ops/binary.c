@@ -23,10 +23,14 @@ static loom_status run_binary(loom__vk_op *o, int kind) {
     loom__buffer *gm;
     loom_status st = loom__vk_meta(o, g, 16, &gm);
     if (st != LOOM_OK) return st;
-    /* binding 0 g, 1 a, 2 b, 3 y; push {ao, bo, yo, n, kind} */
-    loom__vk_begin(o, &c, "binary_bcast", y->dtype);
+    /* binding 0 g, 1 a, 2 b, 3 y; push {ao, bo, yo, n, kind}; where loom__vk_rows says (CPU
+     * devices) one invocation per row of y's last axis (binary_bcast_rows; n counts rows) */
+    int64_t L = y->ndim ? y->dims[y->ndim - 1] : 1;
+    bool rows = L >= 4 && loom__vk_rows(o);
+    loom__vk_begin(o, &c, rows ? "binary_bcast_rows" : "binary_bcast", y->dtype);
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_in(&c, a), loom__vk_in(&c, b), loom__vk_out(&c, y);
+    n = rows ? n / L : n;
     loom__vk_u32(&c, (uint32_t)n), loom__vk_i32(&c, kind);
     return loom__vk_run_1d(&c, n);
 }

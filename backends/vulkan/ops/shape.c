@@ -1,17 +1,22 @@
 /* backends/vulkan/ops/shape.c — host side of permute, concat, slice and
  * slice_grad (shaders/shape.comp): data movement by element size (variants
  * <kernel>_u8 / _u16 / _u32), so any dtype moves bit-exactly; one invocation
- * per output element. Parameters in core/ops/shape.c. */
+ * per output element, or for permute and slice, where loom__vk_rows says (CPU
+ * devices) and rows hold at least ROWS_MIN elements, one per output row (the
+ * *_rows variants: their index divisions once per row). Parameters in
+ * core/ops/shape.c. */
 #include "../vulkan.h"
 
 /* start a dispatch of "<stem>_u8" etc. for t's element size */
 static void begin(loom__vk_op *o, loom__vk_call *c, const char *stem, const loom_tensor *t) {
     size_t es = loom_dtype_size(t->dtype);
-    char name[32];
+    char name[48];
     LOOM__ASSERT(es == 1 || es == 2 || es == 4);
     snprintf(name, sizeof name, "%s_%s", stem, es == 1 ? "u8" : es == 2 ? "u16" : "u32");
     loom__vk_begin(o, c, name, LOOM__VK_NODT);
 }
+
+#define ROWS_MIN 4
 
 static void axis_split(const loom_tensor *t, int ax, int64_t *outer, int64_t *inner) {
     *outer = 1, *inner = 1;
@@ -29,11 +34,14 @@ loom_status loom__vk_permute(loom__vk_op *o) {
     loom_status s = loom__vk_meta(o, g, 11, &gm);
     if (s != LOOM_OK) return s;
     loom__vk_call c;
-    begin(o, &c, "permute", y);
+    int64_t L = y->ndim ? y->dims[y->ndim - 1] : 1, n = loom_tensor_numel(y);
+    bool rows = L >= ROWS_MIN && loom__vk_rows(o);
+    begin(o, &c, rows ? "permute_rows" : "permute", y);
     loom__vk_buf(&c, gm, LOOM__VK_R);
     loom__vk_in(&c, x), loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)loom_tensor_numel(y));
-    return loom__vk_run_1d(&c, loom_tensor_numel(y));
+    n = rows ? n / L : n;
+    loom__vk_u32(&c, (uint32_t)n);
+    return loom__vk_run_1d(&c, n);
 }
 
 _Static_assert(LOOM_MAX_SRC <= 8, "shape.comp's concat has 8 source bindings");
@@ -67,12 +75,17 @@ static loom_status run_slice(loom__vk_op *o, const char *stem, const loom_tensor
     int64_t outer, inner;
     axis_split(big, ax, &outer, &inner);
     loom__vk_call c;
-    begin(o, &c, stem, y);
+    /* rows of inner elements, or with inner 1 (the last axis) the outer rows of the axis */
+    bool rows = (inner >= ROWS_MIN || (inner == 1 && small->dims[ax] >= ROWS_MIN)) && loom__vk_rows(o);
+    char name[24];
+    snprintf(name, sizeof name, "%s%s", stem, rows ? "_rows" : "");
+    begin(o, &c, name, y);
     loom__vk_in(&c, y->src[0]), loom__vk_out(&c, y);
-    loom__vk_u32(&c, (uint32_t)loom_tensor_numel(y)), loom__vk_u32(&c, (uint32_t)inner);
+    int64_t n = !rows ? loom_tensor_numel(y) : inner == 1 ? outer : loom_tensor_numel(y) / inner;
+    loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, (uint32_t)inner);
     loom__vk_u32(&c, (uint32_t)small->dims[ax]), loom__vk_u32(&c, (uint32_t)big->dims[ax]);
     loom__vk_u32(&c, (uint32_t)y->p[LOOM_P_SLICE_START]);
-    return loom__vk_run_1d(&c, loom_tensor_numel(y));
+    return loom__vk_run_1d(&c, n);
 }
 
 loom_status loom__vk_slice(loom__vk_op *o) { return run_slice(o, "slice", o->t->src[0], o->t); }
