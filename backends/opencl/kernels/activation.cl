@@ -11,6 +11,32 @@ inline float sigmoid_f(float x) {
     return e / (1.0f + e);
 }
 
+/* erf(a), max error about 1 ulp: shaders/activation.comp's erf_f (N.
+ * Juffa's minimax polynomials; the fma's are part of the approximation) with
+ * both branches computed and one selected, straight-line code PoCL
+ * vectorizes over the work-group; its libm erf ran scalar (the gpt's GELU and
+ * its gradient: 22 ms of a 119 ms step) */
+inline float loom_erf(float a) {
+    float t = fabs(a), s = a * a;
+    float r = fma(-1.72853470e-5f, t, 3.83197126e-4f);
+    float u = fma(-3.88396438e-3f, t, 2.42546219e-2f);
+    r = fma(r, s, u);
+    r = fma(r, t, -1.06777877e-1f);
+    r = fma(r, t, -6.34846687e-1f);
+    r = fma(r, t, -1.28717512e-1f);
+    r = fma(r, t, -t);
+    r = 1.0f - exp(r);
+    float big = a < 0.0f ? -r : r;
+    float q = -5.96761703e-4f;
+    q = fma(q, s, 4.99119423e-3f);
+    q = fma(q, s, -2.67681349e-2f);
+    q = fma(q, s, 1.12819925e-1f);
+    q = fma(q, s, -3.76125336e-1f);
+    q = fma(q, s, 1.28379166e-1f);
+    q = fma(q, a, a);
+    return t > 0.927734375f ? big : q;
+}
+
 /* the activation of `kind` at x value v (d: the dy value, gradient kinds);
  * the kernels below pass kind as a constant, so each inlines one case */
 inline float act(int kind, float v, float d, float slope) {
@@ -18,14 +44,14 @@ inline float act(int kind, float v, float d, float slope) {
     switch (kind) {
     case LOOM_K_ACT_RELU: return v > 0.0f || v != v ? v : 0.0f; /* NaN stays NaN (torch) */
     case LOOM_K_ACT_LEAKY: return v > 0.0f ? v : slope * v;
-    case LOOM_K_ACT_GELU: return half_ * v * (one + erf(v * rsqrt2)); /* 0.5 x (1 + erf(x / sqrt 2)) */
+    case LOOM_K_ACT_GELU: return half_ * v * (one + loom_erf(v * rsqrt2)); /* 0.5 x (1 + erf(x / sqrt 2)) */
     case LOOM_K_ACT_SILU: return v * sigmoid_f(v);
     case LOOM_K_ACT_TANH: return tanh(v);
     case LOOM_K_ACT_SIGMOID: return sigmoid_f(v);
     case LOOM_K_ACT_RELU_GRAD: return v > 0.0f || v != v ? d : 0.0f;
     case LOOM_K_ACT_LEAKY_GRAD: return v > 0.0f ? d : slope * d;
     case LOOM_K_ACT_GELU_GRAD: { /* Phi(x) + x phi(x) */
-        float cdf = half_ * (one + erf(v * rsqrt2));
+        float cdf = half_ * (one + loom_erf(v * rsqrt2));
         float pdf = rsqrt2pi * exp(-half_ * v * v);
         return d * (cdf + v * pdf);
     }
