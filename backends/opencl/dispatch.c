@@ -121,6 +121,12 @@ size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n) {
     return l;
 }
 
+size_t loom__cl_row_local(const loom__cl *cl, int64_t n) {
+    int e = loom__env_switch("LOOM_OPENCL_ROWS");
+    bool rows = e >= 0 ? e == 1 : (cl->type & CL_DEVICE_TYPE_CPU) != 0;
+    return rows && !cl->reproducible ? 1 : loom__cl_reduce_local(cl, n);
+}
+
 /* records a launch of global0 x global1 items in work-groups of local x 1
  * (one dimension when global1 is 1) */
 static loom_status add_launch(loom__cl_op *o, cl_kernel k, size_t global, size_t local, size_t global1) {
@@ -386,7 +392,7 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
     static const char *const sw[] = {"LOOM_OPENCL_CONV_ROWS", "LOOM_OPENCL_CONV_IMPLICIT", "LOOM_OPENCL_CONV_GI_FWD",
                                      "LOOM_OPENCL_BN_SPLIT", "LOOM_OPENCL_CONV_GW_DOT",
                                      "LOOM_OPENCL_CONV_SHARE_COLS", "LOOM_OPENCL_POOL_2D",
-                                     "LOOM_OPENCL_FUSE", "LOOM_OPENCL_ATTN_GEMM"};
+                                     "LOOM_OPENCL_FUSE", "LOOM_OPENCL_ATTN_GEMM", "LOOM_OPENCL_ROWS"};
     loom_status st = loom__env_switches_check(be->ctx, sw, (int)(sizeof sw / sizeof sw[0]));
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)

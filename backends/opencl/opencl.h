@@ -315,6 +315,13 @@ loom_status loom__cl_launch_2d_local(loom__cl_op *o, cl_kernel k, int64_t n0, si
 /* A power-of-two work-group size for reducing `n` items: min(256, device
  * limit, next power of two >= n), at least 1. */
 size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);
+/* The work-group of a row kernel (layer norm, cross-entropy's rows, sum over
+ * many outputs) reducing `n` items per row: 1 on CPU devices, where one item
+ * walking the row beats PoCL's work-group loops around every reduction
+ * barrier (the gpt's layer norms 19.4 -> 2.7 ms per step), not in
+ * reproducible mode (another summation order); LOOM_OPENCL_ROWS=0|1 forces
+ * either (checked when the backend was made); else loom__cl_reduce_local. */
+size_t loom__cl_row_local(const loom__cl *cl, int64_t n);
 
 /* Host helpers for the op files. */
 size_t loom__cl_elem_off(const loom_plan *p, const loom_tensor *t); /* element offset in its buffer */

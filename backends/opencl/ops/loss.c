@@ -31,7 +31,7 @@ loom_status loom__cl_cross_entropy(loom__cl_op *o) {
         (st = loom__cl_kernel(o, y->dtype, "ce_rows", &k1)) != LOOM_OK ||
         (st = loom__cl_kernel(o, y->dtype, "ce_final", &k2)) != LOOM_OK)
         return st;
-    size_t lr = loom__cl_reduce_local(o->cl, C), lf = loom__cl_reduce_local(o->cl, N);
+    size_t lr = loom__cl_row_local(o->cl, C), lf = loom__cl_reduce_local(o->cl, N);
     loom__cl_args a = loom__cl_args_begin(o, k1);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, tg), loom__cl_arg_mem(&a, part), loom__cl_arg_i64(&a, C);
     loom__cl_arg_i32(&a, (int32_t)y->p[LOOM_P_CE_IGNORE]), loom__cl_arg_f32(&a, (float)y->f[LOOM_F_CE_EPS]);
@@ -81,7 +81,7 @@ static loom_status ce_grad(loom__cl_op *o, const char *rows, size_t lr) {
 }
 
 loom_status loom__cl_cross_entropy_grad(loom__cl_op *o) {
-    return ce_grad(o, "ce_grad_rows", loom__cl_reduce_local(o->cl, o->t->src[0]->dims[1]));
+    return ce_grad(o, "ce_grad_rows", loom__cl_row_local(o->cl, o->t->src[0]->dims[1]));
 }
 
 loom_status loom__cl_mse(loom__cl_op *o) {

@@ -219,7 +219,7 @@ loom_status loom__cl_layer_norm(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t R, D;
     ln_dims(y, &R, &D);
-    size_t local = loom__cl_reduce_local(o->cl, D);
+    size_t local = loom__cl_row_local(o->cl, D);
     cl_kernel k;
     loom_status st = loom__cl_kernel(o, x->dtype, "layer_norm", &k);
     if (st != LOOM_OK) return st;
@@ -237,7 +237,7 @@ loom_status loom__cl_layer_norm_grad(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t R, D;
     ln_dims(y, &R, &D);
-    size_t local = loom__cl_reduce_local(o->cl, D);
+    size_t local = loom__cl_row_local(o->cl, D);
     cl_kernel k;
     loom_status st = loom__cl_kernel(o, x->dtype, "layer_norm_grad", &k);
     if (st != LOOM_OK) return st;
@@ -255,7 +255,7 @@ loom_status loom__cl_layer_norm_grad_params(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0];
     int64_t R, D;
     ln_dims(y, &R, &D);
-    size_t lrow = loom__cl_reduce_local(o->cl, D), lcol = loom__cl_reduce_local(o->cl, R);
+    size_t lrow = loom__cl_row_local(o->cl, D), lcol = loom__cl_row_local(o->cl, R);
     cl_mem stats;
     cl_kernel k1, k2;
     loom_status st;

@@ -12,7 +12,9 @@ static loom_status run_reduce(loom__cl_op *o, bool mean) {
     loom_status s;
     if ((s = loom__cl_meta(o, g, 23, &gm)) != LOOM_OK) return s;
     if ((s = loom__cl_kernel(o, y->dtype, "reduce", &k)) != LOOM_OK) return s;
-    size_t local = loom__cl_reduce_local(o->cl, rcount);
+    /* one item per output where there are enough outputs to fill the cores (loom__cl_row_local) */
+    int64_t nout = loom_tensor_numel(y);
+    size_t local = nout >= 64 ? loom__cl_row_local(o->cl, rcount) : loom__cl_reduce_local(o->cl, rcount);
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, gm), loom__cl_arg_t(&ar, x), loom__cl_arg_t(&ar, y);
     loom__cl_arg_f32(&ar, mean ? (float)rcount : 1.0f), loom__cl_arg_local(&ar, local * sizeof(float));
