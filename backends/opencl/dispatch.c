@@ -121,11 +121,12 @@ size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n) {
     return l;
 }
 
-size_t loom__cl_row_local(const loom__cl *cl, int64_t n) {
+bool loom__cl_rows(const loom__cl *cl) {
     int e = loom__env_switch("LOOM_OPENCL_ROWS");
-    bool rows = e >= 0 ? e == 1 : (cl->type & CL_DEVICE_TYPE_CPU) != 0;
-    return rows && !cl->reproducible ? 1 : loom__cl_reduce_local(cl, n);
+    return !cl->reproducible && (e >= 0 ? e == 1 : (cl->type & CL_DEVICE_TYPE_CPU) != 0);
 }
+
+size_t loom__cl_row_local(const loom__cl *cl, int64_t n) { return loom__cl_rows(cl) ? 1 : loom__cl_reduce_local(cl, n); }
 
 /* records a launch of global0 x global1 items in work-groups of local x 1
  * (one dimension when global1 is 1) */

@@ -322,6 +322,9 @@ size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);
  * reproducible mode (another summation order); LOOM_OPENCL_ROWS=0|1 forces
  * either (checked when the backend was made); else loom__cl_reduce_local. */
 size_t loom__cl_row_local(const loom__cl *cl, int64_t n);
+/* Whether the row forms run (CPU devices, not reproducible, LOOM_OPENCL_ROWS):
+ * also permute, slice and broadcasting one item per output row (*_rows). */
+bool loom__cl_rows(const loom__cl *cl);
 
 /* Host helpers for the op files. */
 size_t loom__cl_elem_off(const loom_plan *p, const loom_tensor *t); /* element offset in its buffer */

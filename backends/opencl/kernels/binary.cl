@@ -40,6 +40,25 @@ __kernel void binary_bcast(__constant long *g, __global const T *a, ulong ao, __
     ST(y, i, bin_op(kind, LD(a, oa), kind == LOOM_K_BIN_COPY ? 0.0f : LD(b, ob)));
 }
 
+/* binary_bcast one item per row of y's last axis (CPU devices, ops/binary.c:
+ * the divisions once per row) */
+__kernel void binary_bcast_rows(__constant long *g, __global const T *a, ulong ao, __global const T *b, ulong bo,
+                                __global T *y, ulong yo, long rows, int kind) {
+    long i = get_global_id(0);
+    if (i >= rows) return;
+    a += ao, b += bo, y += yo;
+    int nd = (int)g[0];
+    long L = g[nd], sa = g[5 + nd], sb = g[10 + nd], r = i, oa = 0, ob = 0;
+    for (int d = nd - 2; d >= 0; d--) {
+        long k = r % g[1 + d];
+        r /= g[1 + d];
+        oa += k * g[6 + d];
+        ob += k * g[11 + d];
+    }
+    for (long j = 0; j < L; j++)
+        ST(y, i * L + j, bin_op(kind, LD(a, oa + j * sa), kind == LOOM_K_BIN_COPY ? 0.0f : LD(b, ob + j * sb)));
+}
+
 /* y (n) = s * x */
 __kernel void scale(__global const T *x, ulong xo, __global T *y, ulong yo, long n, float s) {
     long i = get_global_id(0);

@@ -1,6 +1,8 @@
 /* backends/opencl/kernels/shape.cl — permute, concat, slice, slice_grad:
  * pure data movement by element size (u8, u16, u32 words), so any dtype
- * moves bit-exactly. One work-item per output element. */
+ * moves bit-exactly. One work-item per output element, or (the *_rows
+ * kernels, CPU devices: ops/shape.c) one per output row, its index
+ * divisions once per row. */
 
 #define SHAPE_KERNELS(U, SFX)                                                                            \
     /* y (g[1..nd]) reads x at sum(i_k * g[6 + k]) (x's strides permuted); g = {nd, ydims[5], s[5]} */    \
@@ -59,6 +61,51 @@
         long in = i % inner, c = (i / inner) % ylen, out = i / (inner * ylen);                           \
         y[yo + i] = c >= start && c < start + len ? dy[dyo + (out * len + c - start) * inner + in] : (U)0; \
     }
+
+#define SHAPE_ROWS_KERNELS(U, SFX)                                                                       \
+    /* permute, one item per row of y's last axis (rows of L = g[nd] elements) */                          \
+    __kernel void permute_rows_##SFX(__constant long *g, __global const U *x, ulong xo, __global U *y,       \
+                                     ulong yo, long rows) {                                               \
+        long i = get_global_id(0);                                                                       \
+        if (i >= rows) return;                                                                           \
+        int nd = (int)g[0];                                                                              \
+        long L = g[nd], s = g[5 + nd], r = i, off = 0;                                                   \
+        for (int d = nd - 2; d >= 0; d--) {                                                              \
+            off += (r % g[1 + d]) * g[6 + d];                                                            \
+            r /= g[1 + d];                                                                               \
+        }                                                                                                \
+        for (long j = 0; j < L; j++) y[yo + i * L + j] = x[xo + off + j * s];                            \
+    }                                                                                                    \
+    /* slice, one item per (outer, row) of inner elements, or per outer row of the axis when inner is 1 */ \
+    __kernel void slice_rows_##SFX(__global const U *x, ulong xo, __global U *y, ulong yo, long rows,       \
+                                   long inner, long len, long xlen, long start) {                        \
+        long i = get_global_id(0);                                                                       \
+        if (i >= rows) return;                                                                           \
+        if (inner == 1) {                                                                                \
+            for (long c = 0; c < len; c++) y[yo + i * len + c] = x[xo + i * xlen + start + c];           \
+            return;                                                                                      \
+        }                                                                                                \
+        long c = i % len, out = i / len, src = xo + (out * xlen + start + c) * inner;                    \
+        for (long j = 0; j < inner; j++) y[yo + i * inner + j] = x[src + j];                             \
+    }                                                                                                    \
+    __kernel void slice_grad_rows_##SFX(__global const U *dy, ulong dyo, __global U *y, ulong yo,          \
+                                        long rows, long inner, long len, long ylen, long start) {         \
+        long i = get_global_id(0);                                                                       \
+        if (i >= rows) return;                                                                           \
+        if (inner == 1) {                                                                                \
+            for (long c = 0; c < ylen; c++)                                                              \
+                y[yo + i * ylen + c] = c >= start && c < start + len ? dy[dyo + i * len + c - start] : (U)0; \
+            return;                                                                                      \
+        }                                                                                                \
+        long c = i % ylen, out = i / ylen;                                                               \
+        bool in_dy = c >= start && c < start + len;                                                      \
+        long src = in_dy ? dyo + (out * len + c - start) * inner : 0;                                    \
+        for (long j = 0; j < inner; j++) y[yo + i * inner + j] = in_dy ? dy[src + j] : (U)0;             \
+    }
+
+SHAPE_ROWS_KERNELS(uchar, u8)
+SHAPE_ROWS_KERNELS(ushort, u16)
+SHAPE_ROWS_KERNELS(uint, u32)
 
 SHAPE_KERNELS(uchar, u8)
 SHAPE_KERNELS(ushort, u16)

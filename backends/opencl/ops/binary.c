@@ -22,7 +22,11 @@ static loom_status run_binary(loom__cl_op *o, int kind) {
     loom__broadcast_strides(b, y, g + 11);
     cl_mem gm;
     if ((st = loom__cl_meta(o, g, 16, &gm)) != LOOM_OK) return st;
-    if ((st = loom__cl_kernel(o, y->dtype, "binary_bcast", &k)) != LOOM_OK) return st;
+    /* one item per row of y's last axis where loom__cl_rows says (CPU devices; n counts rows) */
+    int64_t L = y->ndim ? y->dims[y->ndim - 1] : 1;
+    bool rows = L >= 4 && loom__cl_rows(o->cl);
+    if ((st = loom__cl_kernel(o, y->dtype, rows ? "binary_bcast_rows" : "binary_bcast", &k)) != LOOM_OK) return st;
+    n = rows ? n / L : n;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, gm);
     loom__cl_arg_t(&ar, a), loom__cl_arg_t(&ar, b), loom__cl_arg_t(&ar, y);

@@ -1,7 +1,10 @@
 /* backends/opencl/ops/shape.c — host side of permute, concat, slice and
  * slice_grad (kernels/shape.cl): data movement by element size, any dtype
- * (parameters in core/ops/shape.c). */
+ * (parameters in core/ops/shape.c); permute and slice one item per output
+ * row of at least ROWS_MIN elements where loom__cl_rows says (CPU devices). */
 #include "../opencl.h"
+
+#define ROWS_MIN 4
 
 /* "permute_u32" etc. for t's element size */
 static const char *kname(const char *stem, const loom_tensor *t, char *buf, size_t n) {
@@ -18,7 +21,7 @@ static void axis_split(const loom_tensor *t, int ax, int64_t *outer, int64_t *in
 }
 
 static loom_status get_kernel(loom__cl_op *o, const char *stem, cl_kernel *k) {
-    char name[32];
+    char name[48];
     return loom__cl_kernel(o, LOOM_F32, kname(stem, o->t, name, sizeof name), k);
 }
 
@@ -30,12 +33,17 @@ loom_status loom__cl_permute(loom__cl_op *o) {
     cl_mem gm;
     cl_kernel k;
     loom_status s;
-    if ((s = loom__cl_meta(o, g, 11, &gm)) != LOOM_OK || (s = get_kernel(o, "permute", &k)) != LOOM_OK) return s;
+    int64_t L = y->ndim ? y->dims[y->ndim - 1] : 1, n = loom_tensor_numel(y);
+    bool rows = L >= ROWS_MIN && loom__cl_rows(o->cl);
+    if ((s = loom__cl_meta(o, g, 11, &gm)) != LOOM_OK ||
+        (s = get_kernel(o, rows ? "permute_rows" : "permute", &k)) != LOOM_OK)
+        return s;
+    n = rows ? n / L : n;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, gm), loom__cl_arg_t(&ar, x), loom__cl_arg_t(&ar, y);
-    loom__cl_arg_i64(&ar, loom_tensor_numel(y));
+    loom__cl_arg_i64(&ar, n);
     if ((s = loom__cl_args_end(&ar)) != LOOM_OK) return s;
-    return loom__cl_launch_1d(o, k, loom_tensor_numel(y));
+    return loom__cl_launch_1d(o, k, n);
 }
 
 loom_status loom__cl_concat(loom__cl_op *o) {
@@ -64,16 +72,21 @@ static loom_status run_slice(loom__cl_op *o, const char *stem, const loom_tensor
     int ax = (int)y->p[LOOM_P_SLICE_AXIS];
     int64_t outer, inner;
     axis_split(big, ax, &outer, &inner);
+    /* rows of inner elements, or with inner 1 (the last axis) the outer rows of the axis */
+    bool rows = (inner >= ROWS_MIN || (inner == 1 && small->dims[ax] >= ROWS_MIN)) && loom__cl_rows(o->cl);
+    int64_t n = !rows ? loom_tensor_numel(y) : inner == 1 ? outer : loom_tensor_numel(y) / inner;
+    char name[24];
+    snprintf(name, sizeof name, "%s%s", stem, rows ? "_rows" : "");
     cl_kernel k;
-    loom_status s = get_kernel(o, stem, &k);
+    loom_status s = get_kernel(o, name, &k);
     if (s != LOOM_OK) return s;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, src), loom__cl_arg_t(&ar, y);
-    loom__cl_arg_i64(&ar, loom_tensor_numel(y)), loom__cl_arg_i64(&ar, inner);
+    loom__cl_arg_i64(&ar, n), loom__cl_arg_i64(&ar, inner);
     loom__cl_arg_i64(&ar, small->dims[ax]), loom__cl_arg_i64(&ar, big->dims[ax]),
         loom__cl_arg_i64(&ar, y->p[LOOM_P_SLICE_START]);
     if ((s = loom__cl_args_end(&ar)) != LOOM_OK) return s;
-    return loom__cl_launch_1d(o, k, loom_tensor_numel(y));
+    return loom__cl_launch_1d(o, k, n);
 }
 
 loom_status loom__cl_slice(loom__cl_op *o) { return run_slice(o, "slice", o->t->src[0], o->t->src[0], o->t); }
