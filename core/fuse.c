@@ -175,12 +175,13 @@ loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsign
             ok = match_forward(p, e, &g);
             for (int r = 0; ok && r < LOOM__FU_ROLES; r++)
                 if (g.m[r] > end) end = g.m[r];
+            ok = ok && memory_ok(p, where, &g, e, end);
         } else {
             ok = match_backward(p, e, &g, &end, false) && memory_ok(p, where, &g, e, end);
             if (!ok && (flags & LOOM__FUSE_POOL_GRAD))
                 ok = match_backward(p, e, &g, &end, true) && memory_ok(p, where, &g, e, end);
         }
-        if (!ok || (!g.backward && !memory_ok(p, where, &g, e, end))) continue;
+        if (!ok) continue;
         f->groups[f->n_groups] = g;
         for (int r = 0; r < LOOM__FU_ROLES; r++)
             if (g.m[r] >= 0) f->group_at[g.m[r]] = -2;

@@ -39,6 +39,17 @@ TENSOR_IN(2, T, b);
 TENSOR_OUT(3, T, y);
 PUSH { uint ao, bo, yo, n; int kind; } pc;
 
+/* the offsets in a and b of index r over y's first `top` axes (the last of them fastest) */
+void bcast_offsets(uint r, int top, out uint oa, out uint ob) {
+    oa = 0u, ob = 0u;
+    for (int d = top - 1; d >= 0; d--) {
+        uint dim = uint(g[1 + d]), k = r % dim;
+        r /= dim;
+        oa += k * uint(g[6 + d]);
+        ob += k * uint(g[11 + d]);
+    }
+}
+
 #if defined(ROWS)
 /* one invocation per row of y's last axis (CPU devices: the divisions once
  * per row, not per element; pc.n counts rows) */
@@ -46,14 +57,8 @@ void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
     int nd = g[0];
-    uint L = uint(g[nd]), sa = uint(g[5 + nd]), sb = uint(g[10 + nd]), r = i, oa = 0u, ob = 0u;
-    for (int d = nd - 2; d >= 0; d--) {
-        uint dim = uint(g[1 + d]);
-        uint k = r % dim;
-        r /= dim;
-        oa += k * uint(g[6 + d]);
-        ob += k * uint(g[11 + d]);
-    }
+    uint L = uint(g[nd]), sa = uint(g[5 + nd]), sb = uint(g[10 + nd]), oa, ob;
+    bcast_offsets(i, nd - 1, oa, ob);
     for (uint j = 0u; j < L; j++)
         ST(y, pc.yo + i * L + j,
            bin_op(pc.kind, LD(a, pc.ao + oa + j * sa), pc.kind == LOOM_K_BIN_COPY ? 0.0 : LD(b, pc.bo + ob + j * sb)));
@@ -62,15 +67,8 @@ void main() {
 void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
-    int nd = g[0];
-    uint r = i, oa = 0u, ob = 0u;
-    for (int d = nd - 1; d >= 0; d--) {
-        uint dim = uint(g[1 + d]);
-        uint k = r % dim;
-        r /= dim;
-        oa += k * uint(g[6 + d]);
-        ob += k * uint(g[11 + d]);
-    }
+    uint oa, ob;
+    bcast_offsets(i, g[0], oa, ob);
     ST(y, pc.yo + i, bin_op(pc.kind, LD(a, pc.ao + oa), pc.kind == LOOM_K_BIN_COPY ? 0.0 : LD(b, pc.bo + ob)));
 }
 #endif

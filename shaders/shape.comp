@@ -24,6 +24,17 @@ TENSOR_IN(1, U, x);
 TENSOR_OUT(2, U, y);
 PUSH { uint xo, yo, n; } pc;
 
+/* the offset in x of index r over y's first `top` axes (the last of them fastest) */
+uint permute_offset(uint r, int top) {
+    uint off = 0u;
+    for (int d = top - 1; d >= 0; d--) {
+        uint dim = uint(g[1 + d]);
+        off += (r % dim) * uint(g[6 + d]);
+        r /= dim;
+    }
+    return off;
+}
+
 #if defined(ROWS)
 /* one invocation per row of y's last axis (CPU devices: the divisions once
  * per row, not per element; pc.n counts rows) */
@@ -31,26 +42,14 @@ void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
     int nd = g[0];
-    uint L = uint(g[nd]), s = uint(g[5 + nd]), r = i, off = 0u;
-    for (int d = nd - 2; d >= 0; d--) {
-        uint dim = uint(g[1 + d]);
-        off += (r % dim) * uint(g[6 + d]);
-        r /= dim;
-    }
+    uint L = uint(g[nd]), s = uint(g[5 + nd]), off = permute_offset(i, nd - 1);
     for (uint j = 0u; j < L; j++) y[pc.yo + i * L + j] = x[pc.xo + off + j * s];
 }
 #else
 void main() {
     uint i = loom_gid();
     if (i >= pc.n) return;
-    int nd = g[0];
-    uint r = i, off = 0u;
-    for (int d = nd - 1; d >= 0; d--) {
-        uint dim = uint(g[1 + d]);
-        off += (r % dim) * uint(g[6 + d]);
-        r /= dim;
-    }
-    y[pc.yo + i] = x[pc.xo + off];
+    y[pc.yo + i] = x[pc.xo + permute_offset(i, g[0])];
 }
 #endif
 

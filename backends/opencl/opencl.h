@@ -312,6 +312,10 @@ loom_status loom__cl_launch_groups(loom__cl_op *o, cl_kernel k, int64_t groups, 
 loom_status loom__cl_launch_2d(loom__cl_op *o, cl_kernel k, int64_t n0, int64_t n1);
 /* The same with work-groups of l0 x 1 items (n0 rounded up to l0; l0 at most the device limit) */
 loom_status loom__cl_launch_2d_local(loom__cl_op *o, cl_kernel k, int64_t n0, size_t l0, int64_t n1);
+/* 2x2 pooling's 2-D range (window j < OW, window row r < rows), a work-group
+ * per window row of at most 64 windows (ops/pool2d.c: max2_2d, and the fused
+ * bn_apply_pool of ops/norm.c) */
+loom_status loom__cl_launch_window_rows(loom__cl_op *o, cl_kernel k, int64_t OW, int64_t rows);
 /* A power-of-two work-group size for reducing `n` items: min(256, device
  * limit, next power of two >= n), at least 1. */
 size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);

@@ -21,6 +21,17 @@ __kernel void binary_flat(__global const T *a, ulong ao, __global const T *b, ul
     ST(y, i, bin_op(kind, LD(a, i), LD(b, i)));
 }
 
+/* the offsets in a and b of index r over y's first `top` axes (the last of them fastest) */
+inline void bcast_offsets(__constant long *g, long r, int top, long *oa, long *ob) {
+    *oa = 0, *ob = 0;
+    for (int d = top - 1; d >= 0; d--) {
+        long k = r % g[1 + d];
+        r /= g[1 + d];
+        *oa += k * g[6 + d];
+        *ob += k * g[11 + d];
+    }
+}
+
 /* y (g[1..nd]) = a op b with broadcasting; g = {nd, dims[5], sa[5], sb[5]}:
  * element strides of a and b per y axis (0 on broadcast axes). For expand
  * (LOOM_K_BIN_COPY) b is a again and unused. */
@@ -29,14 +40,8 @@ __kernel void binary_bcast(__constant long *g, __global const T *a, ulong ao, __
     long i = get_global_id(0);
     if (i >= n) return;
     a += ao, b += bo, y += yo;
-    int nd = (int)g[0];
-    long r = i, oa = 0, ob = 0;
-    for (int d = nd - 1; d >= 0; d--) {
-        long k = r % g[1 + d];
-        r /= g[1 + d];
-        oa += k * g[6 + d];
-        ob += k * g[11 + d];
-    }
+    long oa, ob;
+    bcast_offsets(g, i, (int)g[0], &oa, &ob);
     ST(y, i, bin_op(kind, LD(a, oa), kind == LOOM_K_BIN_COPY ? 0.0f : LD(b, ob)));
 }
 
@@ -48,13 +53,8 @@ __kernel void binary_bcast_rows(__constant long *g, __global const T *a, ulong a
     if (i >= rows) return;
     a += ao, b += bo, y += yo;
     int nd = (int)g[0];
-    long L = g[nd], sa = g[5 + nd], sb = g[10 + nd], r = i, oa = 0, ob = 0;
-    for (int d = nd - 2; d >= 0; d--) {
-        long k = r % g[1 + d];
-        r /= g[1 + d];
-        oa += k * g[6 + d];
-        ob += k * g[11 + d];
-    }
+    long L = g[nd], sa = g[5 + nd], sb = g[10 + nd], oa, ob;
+    bcast_offsets(g, i, nd - 1, &oa, &ob);
     for (long j = 0; j < L; j++)
         ST(y, i * L + j, bin_op(kind, LD(a, oa + j * sa), kind == LOOM_K_BIN_COPY ? 0.0f : LD(b, ob + j * sb)));
 }

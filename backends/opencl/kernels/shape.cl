@@ -4,19 +4,24 @@
  * kernels, CPU devices: ops/shape.c) one per output row, its index
  * divisions once per row. */
 
+/* permute: the offset in x of index r over y's first `top` axes (the last of them fastest);
+ * g = {nd, ydims[5], x's strides permuted[5]} */
+inline long permute_offset(__constant long *g, long r, int top) {
+    long off = 0;
+    for (int d = top - 1; d >= 0; d--) {
+        off += (r % g[1 + d]) * g[6 + d];
+        r /= g[1 + d];
+    }
+    return off;
+}
+
 #define SHAPE_KERNELS(U, SFX)                                                                            \
     /* y (g[1..nd]) reads x at sum(i_k * g[6 + k]) (x's strides permuted); g = {nd, ydims[5], s[5]} */    \
     __kernel void permute_##SFX(__constant long *g, __global const U *x, ulong xo, __global U *y, ulong yo, \
                                 long n) {                                                                \
         long i = get_global_id(0);                                                                       \
         if (i >= n) return;                                                                              \
-        int nd = (int)g[0];                                                                              \
-        long r = i, off = 0;                                                                             \
-        for (int d = nd - 1; d >= 0; d--) {                                                              \
-            off += (r % g[1 + d]) * g[6 + d];                                                            \
-            r /= g[1 + d];                                                                               \
-        }                                                                                                \
-        y[yo + i] = x[xo + off];                                                                         \
+        y[yo + i] = x[xo + permute_offset(g, i, (int)g[0])];                                             \
     }                                                                                                    \
     /* y (outer, L, inner) = concat of x_s (outer, len_s, inner) along the middle axis;                   \
      * g = {nsrc, inner, L, start[0..nsrc]} with start[s] the first row of x_s in y */                   \
@@ -69,11 +74,7 @@
         long i = get_global_id(0);                                                                       \
         if (i >= rows) return;                                                                           \
         int nd = (int)g[0];                                                                              \
-        long L = g[nd], s = g[5 + nd], r = i, off = 0;                                                   \
-        for (int d = nd - 2; d >= 0; d--) {                                                              \
-            off += (r % g[1 + d]) * g[6 + d];                                                            \
-            r /= g[1 + d];                                                                               \
-        }                                                                                                \
+        long L = g[nd], s = g[5 + nd], off = permute_offset(g, i, nd - 1);                               \
         for (long j = 0; j < L; j++) y[yo + i * L + j] = x[xo + off + j * s];                            \
     }                                                                                                    \
     /* slice, one item per (outer, row) of inner elements, or per outer row of the axis when inner is 1 */ \

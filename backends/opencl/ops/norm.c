@@ -109,9 +109,7 @@ static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
         loom__cl_arg_i64(&a, x->dims[3]), loom__cl_arg_i64(&a, OW);
         loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
         if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-        size_t l0 = OW < 64 ? (size_t)OW : 64; /* a work-group per window row, as max2_2d */
-        if (l0 > o->cl->max_wg) l0 = o->cl->max_wg;
-        return loom__cl_launch_2d_local(o, k, OW, l0, rows);
+        return loom__cl_launch_window_rows(o, k, OW, rows);
     }
     if (g) { /* other, the add's output, relu's output (y again where absent: not written) */
         loom__cl_arg_t(&a, add ? add->src[add->src[0] == y ? 1 : 0] : y);

@@ -25,8 +25,7 @@ static bool pool_2d(const loom__cl_op *o) {
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
-/* a work-group per window row (a row's OW windows, at most 64 per group) */
-static loom_status launch_rows(loom__cl_op *o, cl_kernel k, int64_t OW, int64_t rows) {
+loom_status loom__cl_launch_window_rows(loom__cl_op *o, cl_kernel k, int64_t OW, int64_t rows) {
     size_t l0 = OW < 64 ? (size_t)OW : 64;
     if (l0 > o->cl->max_wg) l0 = o->cl->max_wg;
     return loom__cl_launch_2d_local(o, k, OW, l0, rows);
@@ -46,7 +45,7 @@ static loom_status forward(loom__cl_op *o, int kind) {
         loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, y);
         loom__cl_arg_i64(&a, two ? rows : nw), loom__cl_arg_i64(&a, x->dims[3]), loom__cl_arg_i64(&a, OW);
         if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-        return two ? launch_rows(o, k, OW, rows) : loom__cl_launch_1d(o, k, nw);
+        return two ? loom__cl_launch_window_rows(o, k, OW, rows) : loom__cl_launch_1d(o, k, nw);
     }
     if ((st = geom(o, x->dims, y->dims, &g)) != LOOM_OK || (st = loom__cl_kernel(o, y->dtype, "pool2d", &k)) != LOOM_OK)
         return st;

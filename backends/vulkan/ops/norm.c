@@ -56,54 +56,59 @@ static loom_status colsum(loom__vk_op *o, const loom_tensor *x, const loom_tenso
     return loom__vk_run_1d(&c, C * (S / 4));
 }
 
-/* the elementwise apply (bn_apply): *ok false when an offset rules it out */
-static void apply_plain(loom__vk_op *o, loom__buffer *st, int64_t N, int64_t C, int64_t S, loom__vk_call *ap, bool *ok) {
+/* an apply kernel's first bindings: x, gamma, beta (x where absent), st, y */
+static void apply_begin(loom__vk_op *o, loom__vk_call *ap, const char *kernel, loom__buffer *st) {
     const loom_tensor *y = o->t, *x = y->src[0];
-    loom__vk_begin(o, ap, "bn_apply", LOOM_F32);
+    loom__vk_begin(o, ap, kernel, LOOM_F32);
     loom__vk_in(ap, x), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_BETA]));
     loom__vk_buf(ap, st, LOOM__VK_R), loom__vk_out(ap, y);
-    if (!(*ok = loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 4))) return; /* xo, yo */
+}
+
+/* the elementwise apply (bn_apply): its invocation count, 0 when an offset rules it out */
+static int64_t apply_plain(loom__vk_op *o, loom__buffer *st, int64_t N, int64_t C, int64_t S, loom__vk_call *ap) {
+    const loom_tensor *y = o->t;
+    apply_begin(o, ap, "bn_apply", st);
+    if (!loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 4)) return 0; /* xo, yo */
     loom__vk_u32(ap, (uint32_t)N), loom__vk_u32(ap, (uint32_t)C), loom__vk_u32(ap, (uint32_t)S);
     loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
     loom__vk_texel_variant(ap, "bn_apply_t", LOOM_F32, (const int[]){0}, 1, 4);
+    return N * C * (S / 4);
 }
 
 /* fused group g's apply: the add and relu after the batch norm (bn_apply_fuse), or the 2x2
- * max pooling and relu (bn_apply_pool, one invocation per window); *ok false when a shape
- * or an offset rules it out */
-static void apply_fused(loom__vk_op *o, const loom__fuse_group *g, loom__buffer *st, int64_t N, int64_t C, int64_t S,
-                        loom__vk_call *ap, bool *ok) {
+ * max pooling and relu (bn_apply_pool, one invocation per window); its invocation count, 0
+ * when a shape or an offset rules it out */
+static int64_t apply_fused(loom__vk_op *o, const loom__fuse_group *g, loom__buffer *st, int64_t N, int64_t C,
+                           int64_t S, loom__vk_call *ap) {
     const loom_tensor *y = o->t, *x = y->src[0];
     const loom_tensor *add = g->m[LOOM__FU_ADD] >= 0 ? o->plan->exec[g->m[LOOM__FU_ADD]] : NULL;
     const loom_tensor *pool = g->m[LOOM__FU_POOL] >= 0 ? o->plan->exec[g->m[LOOM__FU_POOL]] : NULL;
     const loom_tensor *relu = g->m[LOOM__FU_RELU] >= 0 ? o->plan->exec[g->m[LOOM__FU_RELU]] : NULL;
     int64_t nw = 0;
-    *ok = false;
-    if (pool && (!loom__pool_max2(pool, x->dims, &nw) || nw >= ((int64_t)1 << 22))) return;
-    loom__vk_begin(o, ap, pool ? "bn_apply_pool" : "bn_apply_fuse", LOOM_F32);
-    loom__vk_in(ap, x), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_BETA]));
-    loom__vk_buf(ap, st, LOOM__VK_R), loom__vk_out(ap, y);
+    if (pool && (!loom__pool_max2(pool, x->dims, &nw) || nw >= ((int64_t)1 << 22))) return 0;
+    apply_begin(o, ap, pool ? "bn_apply_pool" : "bn_apply_fuse", st);
     if (pool) {
         /* push {xo, gmo, bto, yo, po, ro, windows, C, OHW, W, OW, has_g, has_b, has_relu} */
         loom__vk_out(ap, pool);
         if (relu) loom__vk_out(ap, relu); else loom__vk_in(ap, x);
-        if (!(*ok = loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 2))) return; /* xo, yo: vec2 rows */
+        if (!loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 2)) return 0; /* xo, yo: vec2 rows */
         loom__vk_u32(ap, (uint32_t)nw), loom__vk_u32(ap, (uint32_t)C);
         loom__vk_u32(ap, (uint32_t)(pool->dims[2] * pool->dims[3])), loom__vk_u32(ap, (uint32_t)x->dims[3]);
         loom__vk_u32(ap, (uint32_t)pool->dims[3]);
         loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
         loom__vk_i32(ap, relu != NULL);
-        return;
+        return nw;
     }
     /* push {xo, gmo, bto, yo, oo, ao, ro, N, C, S, has_g, has_b, has_add, has_relu} */
     loom__vk_in(ap, add ? add->src[add->src[0] == y ? 1 : 0] : x);
     if (add) loom__vk_out(ap, add); else loom__vk_in(ap, x);
     if (relu) loom__vk_out(ap, relu); else loom__vk_in(ap, x);
-    if (!(*ok = loom__vk_pushed_aligned(ap, (const int[]){0, 3, 4, 5, 6}, 5, 4))) return;
+    if (!loom__vk_pushed_aligned(ap, (const int[]){0, 3, 4, 5, 6}, 5, 4)) return 0;
     loom__vk_u32(ap, (uint32_t)N), loom__vk_u32(ap, (uint32_t)C), loom__vk_u32(ap, (uint32_t)S);
     loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
     loom__vk_i32(ap, add != NULL), loom__vk_i32(ap, relu != NULL);
     loom__vk_texel_variant(ap, "bn_apply_fuse_t", LOOM_F32, (const int[]){0}, 1, 4);
+    return N * C * (S / 4);
 }
 
 /* the split forward (train), its apply that of fused group g when g is not NULL: *done false
@@ -111,20 +116,17 @@ static void apply_fused(loom__vk_op *o, const loom__fuse_group *g, loom__buffer 
 static loom_status forward_split(loom__vk_op *o, const loom__fuse_group *g, int64_t N, int64_t C, int64_t S,
                                  bool *done) {
     const loom_tensor *y = o->t, *x = y->src[0];
-    bool run = y->p[LOOM_P_BN_RMEAN] >= 0, ok;
+    bool run = y->p[LOOM_P_BN_RMEAN] >= 0;
     loom__buffer *cs, *st;
     loom_status s;
     *done = false;
     if ((s = loom__vk_scratch(o, (size_t)(2 * C * (S / 4)) * sizeof(float), &cs)) != LOOM_OK ||
         (s = loom__vk_scratch(o, (size_t)(2 * C) * sizeof(float), &st)) != LOOM_OK)
         return s;
-    /* the apply first (not yet run): its offsets decide */
+    /* the apply first (not yet run): its shapes and offsets decide */
     loom__vk_call ap;
-    if (g)
-        apply_fused(o, g, st, N, C, S, &ap, &ok);
-    else
-        apply_plain(o, st, N, C, S, &ap, &ok);
-    if (!ok) return LOOM_OK;
+    int64_t n = g ? apply_fused(o, g, st, N, C, S, &ap) : apply_plain(o, st, N, C, S, &ap);
+    if (!n) return LOOM_OK;
     if ((s = colsum(o, x, NULL, N, C, S, cs, done)) != LOOM_OK || !*done) return s;
     /* bindings x, cs, rm, rv (x again without running statistics), st: push {xo, rmo, rvo, N, C, S, has_run, eps, momentum} */
     loom__vk_call f;
@@ -138,12 +140,7 @@ static loom_status forward_split(loom__vk_op *o, const loom__fuse_group *g, int6
     loom__vk_u32(&f, (uint32_t)N), loom__vk_u32(&f, (uint32_t)C), loom__vk_u32(&f, (uint32_t)S);
     loom__vk_i32(&f, run), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_EPS]), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_MOMENTUM]);
     if ((s = loom__vk_run_1d(&f, C)) != LOOM_OK) return s;
-    if (g && g->m[LOOM__FU_POOL] >= 0) {
-        int64_t nw;
-        loom__pool_max2(o->plan->exec[g->m[LOOM__FU_POOL]], x->dims, &nw);
-        return loom__vk_run_1d(&ap, nw);
-    }
-    return loom__vk_run_1d(&ap, N * C * (S / 4));
+    return loom__vk_run_1d(&ap, n);
 }
 
 loom_status loom__vk_bn_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done) {
