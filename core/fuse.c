@@ -1,5 +1,5 @@
-/* core/fuse.c — finding a plan's fusable batch-norm chains in its execution
- * order (core/fuse.h lists the groups and the rules). Slices of the backward
+/* core/fuse.c — finding a plan's fusable batch-norm chains (and attention
+ * gradients) in its execution order (core/fuse.h lists the groups and the rules). Slices of the backward
  * group's statistics between its two batch-norm gradient ops run after the
  * group. */
 #include "fuse.h"
@@ -36,6 +36,7 @@ static const loom_tensor *bn_src(const loom_tensor *t, int slot) {
 
 static void group_clear(loom__fuse_group *g, bool backward) {
     g->backward = backward;
+    g->attn = false;
     for (int r = 0; r < LOOM__FU_ROLES; r++) g->m[r] = -1;
 }
 
@@ -98,6 +99,28 @@ static bool match_backward(const loom_plan *p, int e, loom__fuse_group *g, int *
     return true;
 }
 
+/* attention group: exec e and the two after it are attention_grad nodes of
+ * the same sources and parameters, one each of dq, dk and dv */
+static bool match_attn(const loom_plan *p, int e, loom__fuse_group *g) {
+    group_clear(g, true);
+    g->attn = true;
+    const loom_tensor *a = p->exec[e];
+    for (int k = e; k < e + 3; k++) {
+        if (!is_op(p, k, LOOM_OP_ATTENTION_GRAD)) return false;
+        const loom_tensor *t = p->exec[k];
+        if (t->nsrc != a->nsrc || t->p[LOOM_P_ATTN_CAUSAL] != a->p[LOOM_P_ATTN_CAUSAL] ||
+            t->f[LOOM_F_ATTN_SCALE] != a->f[LOOM_F_ATTN_SCALE])
+            return false;
+        for (int s = 0; s < t->nsrc; s++)
+            if (t->src[s] != a->src[s]) return false;
+        int64_t w = t->p[LOOM_P_ATTN_WHICH];
+        int role = w == LOOM_K_ATTN_DQ ? LOOM__FU_ATTN_DQ : w == LOOM_K_ATTN_DK ? LOOM__FU_ATTN_DK : LOOM__FU_ATTN_DV;
+        if (g->m[role] >= 0) return false;
+        g->m[role] = k;
+    }
+    return true;
+}
+
 /* ---- memory: the bytes each tensor occupies ---- */
 typedef struct span {
     const void *space;
@@ -127,6 +150,7 @@ static span span_of(const loom_plan *p, loom__fuse_where where, const loom_tenso
  * backend's channel tasks, the GPU backends' elementwise passes) over a
  * tensor of the same shape. */
 static bool benign(const loom_plan *p, int final_id, const span *a, const span *b) {
+    if (final_id < 0) return false; /* attention groups: no overlap at all */
     if (a->space != b->space || a->lo != b->lo || a->hi != b->hi) return false;
     if (p->inplace[a->t->id] || p->inplace[b->t->id]) return true;
     return (a->t->id == final_id || b->t->id == final_id) && same_dims(a->t, b->t);
@@ -137,6 +161,7 @@ static bool benign(const loom_plan *p, int final_id, const span *a, const span *
 static bool memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fuse_group *g, int first, int last) {
     span s[64];
     int n = 0, final_id = p->exec[g->backward && g->m[LOOM__FU_GRAD] >= 0 ? g->m[LOOM__FU_GRAD] : last]->id;
+    if (g->attn) final_id = -1;
     for (int e = first; e <= last; e++) {
         const loom_tensor *t = p->exec[e]; /* a member, or a slice the group moves past */
         if (n + 1 + t->nsrc > 64) return false;
@@ -171,7 +196,10 @@ loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsign
         loom__fuse_group g;
         int end = e;
         bool ok;
-        if (is_op(p, e, LOOM_OP_BATCH_NORM)) {
+        if (is_op(p, e, LOOM_OP_ATTENTION_GRAD)) {
+            end = e + 2;
+            ok = (flags & LOOM__FUSE_ATTN_GRAD) && match_attn(p, e, &g) && memory_ok(p, where, &g, e, end);
+        } else if (is_op(p, e, LOOM_OP_BATCH_NORM)) {
             ok = match_forward(p, e, &g);
             for (int r = 0; ok && r < LOOM__FU_ROLES; r++)
                 if (g.m[r] > end) end = g.m[r];

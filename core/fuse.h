@@ -1,5 +1,6 @@
-/* core/fuse.h — the fusable batch-norm chains of a plan, found once for
- * every backend (core/fuse.c); each backend runs the groups, or the parts
+/* core/fuse.h — the fusable batch-norm chains of a plan, and the three
+ * attention gradients of one attention, found once for every backend
+ * (core/fuse.c); each backend runs the groups, or the parts
  * of them, it has fused kernels for (the CPU backend: backends/cpu/fuse.h,
  * Vulkan: backends/vulkan/ops/fuse.c, OpenCL: backends/opencl/ops/fuse.c).
  * Library-private.
@@ -12,6 +13,9 @@
  *             batch_norm_grad
  *             or, with LOOM__FUSE_POOL_GRAD, relu_grad -> 2x2 max_pool2d_grad
  *             alone where the whole chain does not form
+ *   attention (with LOOM__FUSE_ATTN_GRAD): the attention_grad nodes giving
+ *             dq, dk and dv of one attention (the same sources and
+ *             parameters), three consecutive nodes in any order
  * A group forms only when running it as one pass cannot change a result:
  * every member is f32 and reads exactly what the chain gives it, and no two
  * tensors the group touches overlap in memory (except a member writing in
@@ -33,11 +37,15 @@ enum {
     LOOM__FU_POOL_GRAD, /* backward: 2x2 max_pool2d_grad feeding the batch-norm gradients */
     LOOM__FU_PARAMS,    /* backward: batch_norm_grad_params */
     LOOM__FU_GRAD,      /* backward: batch_norm_grad */
+    LOOM__FU_ATTN_DQ,   /* attention: the attention_grad giving dq */
+    LOOM__FU_ATTN_DK,   /* attention: ... dk */
+    LOOM__FU_ATTN_DV,   /* attention: ... dv */
     LOOM__FU_ROLES
 };
 
 typedef struct loom__fuse_group {
     bool backward;
+    bool attn; /* the attention gradients (roles LOOM__FU_ATTN_*) */
     int m[LOOM__FU_ROLES];
 } loom__fuse_group;
 
@@ -55,7 +63,10 @@ typedef struct loom__fusion {
 typedef bool (*loom__fuse_where)(const loom_plan *p, const loom_tensor *t, const void **space, uintptr_t *lo);
 
 /* flags of loom__fusion_plan */
-enum { LOOM__FUSE_POOL_GRAD = 1 }; /* backward groups of relu_grad -> pool gradient alone */
+enum {
+    LOOM__FUSE_POOL_GRAD = 1, /* backward groups of relu_grad -> pool gradient alone */
+    LOOM__FUSE_ATTN_GRAD = 2, /* attention gradient groups */
+};
 
 /* The groups of plan p (its addresses placed); *out NULL when none form. */
 loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsigned flags, loom__fusion **out);

@@ -22,6 +22,9 @@
  *   batch norm on either side of the add;
  * - batch_norm in eval mode -> relu, and batch_norm without affine
  *   parameters -> relu;
+ * - attention (the CPU's group of its three gradients), causal and with
+ *   twice as many keys as queries, over more than one 128-row block, and
+ *   with too few (batch, head) units to share (run node by node);
  * - CPU: 1 and 3 threads. */
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +41,11 @@ static bool be_repro;
 
 #define D(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
 
-enum { CASE_POOL, CASE_POOL_KEEP, CASE_RESIDUAL, CASE_RESIDUAL_SWAP, CASE_EVAL, CASE_PLAIN, NCASES };
+enum { CASE_POOL, CASE_POOL_KEEP, CASE_RESIDUAL, CASE_RESIDUAL_SWAP, CASE_EVAL, CASE_PLAIN, CASE_ATTN, CASE_ATTN_CROSS,
+       NCASES };
 static const char *case_name[NCASES] = {"bn-pool-relu", "bn-pool-relu kept", "residual", "residual (shortcut first)",
-                                        "eval bn-relu", "bn-relu no affine"};
+                                        "eval bn-relu", "bn-relu no affine", "causal attention (b, h, t, d)",
+                                        "attention, 2t keys (b, h, t, d)"};
 
 typedef struct built {
     loom_graph *g;
@@ -75,6 +80,19 @@ static loom_tensor *bn(built *b, const char *name, loom_tensor *x, bool affine, 
     return y;
 }
 
+/* attention over q = x (n, c, h, w) and keys and values k, v with h (causal)
+ * or 2h rows: the three attention_grad nodes of its backward form a group
+ * on the CPU */
+static loom_tensor *attn(built *b, bool causal) {
+    const int64_t *d = (const int64_t[]){loom_tensor_dim(b->x, 0), loom_tensor_dim(b->x, 1),
+                                         loom_tensor_dim(b->x, 2) * (causal ? 1 : 2), loom_tensor_dim(b->x, 3)};
+    loom_tensor *k = loom_param(b->g, "k", LOOM_F32, 4, d, &(loom_init){LOOM_INIT_NORMAL, 0, 1.0});
+    loom_tensor *v = loom_param(b->g, "v", LOOM_F32, 4, d, &(loom_init){LOOM_INIT_NORMAL, 0, 1.0});
+    loom_tensor *y = loom_attention(b->g, b->x, k, v, causal, 0);
+    b->gamma = k, b->beta = v; /* their gradients are checked after loom_backward */
+    return y;
+}
+
 static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w) {
     memset(b, 0, sizeof *b);
     loom_graph_desc gd = {.seed = 5};
@@ -82,7 +100,10 @@ static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w
     loom_graph *g = b->g;
     b->x = loom_param(g, "x", LOOM_F32, D(n, c, h, w), &(loom_init){LOOM_INIT_NORMAL, 0.3, 2.0});
     loom_tensor *y = NULL, *gm = NULL, *bt = NULL;
-    if (kind == CASE_POOL || kind == CASE_POOL_KEEP) {
+    if (kind == CASE_ATTN || kind == CASE_ATTN_CROSS) {
+        y = attn(b, kind == CASE_ATTN);
+        gm = b->gamma, bt = b->beta;
+    } else if (kind == CASE_POOL || kind == CASE_POOL_KEEP) {
         loom_tensor *z = bn(b, "bn", b->x, true, false);
         gm = b->gamma, bt = b->beta;
         loom_tensor *pz = loom_max_pool2d(g, z, &(loom_pool2d_desc){.kernel_h = 2, .kernel_w = 2});
@@ -177,6 +198,11 @@ static void cases(int b) {
     test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 8, b == B_CPU ? 4 : 2);
     test_case(CASE_EVAL, 2, 3, 5, 5, b == B_CPU ? 2 : 0);
     test_case(CASE_PLAIN, 5, 2, 4, 4, b == B_CPU ? 2 : 1);
+    /* attention (no reproducible kernel): 8 (batch, head) units; 150 and 300 rows: more than one 128-row block */
+    if (be_repro) return;
+    test_case(CASE_ATTN, 2, 4, 150, 16, b == B_CPU ? 1 : 0);
+    test_case(CASE_ATTN_CROSS, 2, 4, 150, 8, b == B_CPU ? 1 : 0);
+    test_case(CASE_ATTN, 1, 1, 20, 8, b == B_CPU ? 1 : 0); /* one unit: node by node inside the group */
 }
 
 static void check_backend(loom_ctx *c, loom_backend *b, const char *name, bool reproducible) {

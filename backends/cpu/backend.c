@@ -209,7 +209,8 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
             loom_status st = loom__cpu_fusion_run(cpu, p, grp);
             if (st != LOOM_OK) return st;
             if (p->node_seconds)
-                p->node_seconds[grp->m[grp->backward ? LOOM__FU_PARAMS : LOOM__FU_BN]] += loom__now_s() - t0;
+                p->node_seconds[grp->attn ? e : grp->m[grp->backward ? LOOM__FU_PARAMS : LOOM__FU_BN]] +=
+                    loom__now_s() - t0;
             continue;
         }
         loom__cpu_args a = {.cpu = cpu, .node = t, .dt = t->dtype, .seed = p->g->seed, .step = p->step};

@@ -10,6 +10,7 @@
  *   backward: (relu_grad (-> 2x2 max_pool2d_grad) | 2x2 max_pool2d_grad ->)
  *             batch_norm_grad_params -> [slices of its statistics] ->
  *             batch_norm_grad
+ *   attention: the dq, dk and dv attention_grad nodes of one attention
  * Every member still writes its own output (later nodes may read it). The
  * passes have an AVX2 variant (same bits: f32_inline.h), picked at run time. f32
  * only, never in reproducible mode; LOOM_CPU_FUSE=0 in the environment turns
@@ -23,6 +24,9 @@
 /* The groups of plan p (core/fuse.h) this backend runs fused; *out NULL when
  * none form, in reproducible mode, or with LOOM_CPU_FUSE=0. */
 loom_status loom__cpu_fusion_plan(loom__cpu *cpu, const loom_plan *p, loom__fusion **out);
+/* The attention group's kernel (ops/attention.c): a, the dq, dk and dv
+ * nodes' arguments. */
+loom_status loom__cpu_attention_grad_fused(loom__cpu *cpu, const loom__cpu_args a[3]);
 /* Run group g of plan p (fuse_kernels.c). */
 loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom__fuse_group *g);
 

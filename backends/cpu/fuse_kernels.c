@@ -129,6 +129,11 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
     memset(&j, 0, sizeof j);
     loom__cpu_args a;
     const int *m = g->m;
+    if (g->attn) {
+        loom__cpu_args three[3];
+        for (int r = 0; r < 3; r++) args_of(cpu, p, m[LOOM__FU_ATTN_DQ + r], &three[r]);
+        return loom__cpu_attention_grad_fused(cpu, three);
+    }
     if (!g->backward) {
         args_of(cpu, p, m[LOOM__FU_BN], &a);
         loom__cpu_bn_job_init(&j.bn, &a);

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "../cpu_impl.h"
+#include "../fuse.h"
 #include "../vmath.h"
 
 #define QB 16 /* reference loops: query rows (dq) or key rows (dk, dv) per work unit */
@@ -31,6 +32,7 @@ typedef struct ajob {
     int which; /* attention_grad: LOOM_K_ATTN_* */
     const void *q, *k, *v, *o, *dy;
     void *lse, *y;
+    void *dk, *dv; /* the fused gradient (grad_all_fast): y is dq */
 } ajob;
 
 static void unit_of(const ajob *j, int64_t u, int64_t *bh, int64_t *blk) {
@@ -190,18 +192,44 @@ LOOM__VMATH void mask_block(const ajob *j, float *s, int64_t i0, int64_t ni, int
         for (int64_t c = i0 + r + 1 - j0 > 0 ? i0 + r + 1 - j0 : 0; c < nj; c++) s[r * FB + c] = -INFINITY;
 }
 
+/* The max of x[0..n) and m, and the sum of x[0..n): LANES partial results
+ * combined in a fixed order, so the loops vectorise at any width and give
+ * the same bits on every ISA (a single running max or sum is a chain of
+ * dependent scalar operations). The max is exact in any order; NaNs are
+ * skipped as by one running comparison. */
+#define LANES 16
+LOOM__VMATH float lanes_max(const float *x, int64_t n, float m) {
+    float p[LANES];
+    for (int l = 0; l < LANES; l++) p[l] = m;
+    int64_t c = 0;
+    for (; c + LANES <= n; c += LANES)
+        for (int l = 0; l < LANES; l++) p[l] = x[c + l] > p[l] ? x[c + l] : p[l];
+    for (; c < n; c++) m = x[c] > m ? x[c] : m;
+    for (int l = 0; l < LANES; l++) m = p[l] > m ? p[l] : m;
+    return m;
+}
+LOOM__VMATH float lanes_sum(const float *x, int64_t n) {
+    float p[LANES] = {0};
+    int64_t c = 0;
+    for (; c + LANES <= n; c += LANES)
+        for (int l = 0; l < LANES; l++) p[l] += x[c + l];
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) p[l] += p[l + w];
+    for (; c < n; c++) p[0] += x[c];
+    return p[0];
+}
+
 /* Fold the (ni, nj) score block s into the rows' statistics m, l and the
  * output rows y (ni, D); s becomes the block's unnormalised p. */
 LOOM__VMATH void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, float *y, int64_t D) {
     for (int64_t r = 0; r < ni; r++) {
-        float *sr = s + r * FB, mx = m[r], sum = 0;
-        for (int64_t c = 0; c < nj; c++) mx = sr[c] > mx ? sr[c] : mx;
+        float *sr = s + r * FB, mx = lanes_max(sr, nj, m[r]);
         if (mx == -INFINITY) { /* the row sees none of these keys */
             memset(sr, 0, (size_t)nj * sizeof(float));
             continue;
         }
         for (int64_t c = 0; c < nj; c++) sr[c] = loom__vexpf(sr[c] - mx);
-        for (int64_t c = 0; c < nj; c++) sum += sr[c];
+        float sum = lanes_sum(sr, nj);
         if (mx != m[r]) {
             float corr = loom__vexpf(m[r] - mx);
             l[r] *= corr;
@@ -295,6 +323,49 @@ LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, 
     if (dk) scal_float(out, (float)j->scale, nj * D);
 }
 
+/* dq, dk and dv of (batch, head) bh at once (the fused group of the three
+ * attention_grad nodes, backends/cpu/fuse.h): each score block's p and ds
+ * made once feed all three, with the calls, operands and accumulation order
+ * of grad_q_fast and grad_kv_fast, so every output has their bits. Five
+ * block GEMMs and one exponential per score instead of eight and three. */
+LOOM__VMATH void grad_all_fast(const ajob *j, int64_t bh, float *s, float *dp, float *pb) {
+    const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk;
+    const float *K = (const float *)j->k + bh * Tk * D, *V = (const float *)j->v + bh * Tk * D;
+    float *dq = (float *)j->y + bh * Tq * D, *dk = (float *)j->dk + bh * Tk * D, *dv = (float *)j->dv + bh * Tk * D;
+    float delta[FB];
+    memset(dq, 0, (size_t)(Tq * D) * sizeof(float));
+    memset(dk, 0, (size_t)(Tk * D) * sizeof(float));
+    memset(dv, 0, (size_t)(Tk * D) * sizeof(float));
+    for (int64_t i0 = 0; i0 < Tq; i0 += FB) {
+        int64_t ni = Tq - i0 < FB ? Tq - i0 : FB, row = bh * Tq + i0;
+        const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
+        const float *o = (const float *)j->o + row * D, *lse = (const float *)j->lse + row;
+        for (int64_t r = 0; r < ni; r++) delta[r] = dot_float(dy + r * D, o + r * D, D);
+        int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
+        for (int64_t j0 = 0; j0 < kend; j0 += FB) {
+            int64_t nj = kend - j0 < FB ? kend - j0 : FB;
+            loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
+            mask_block(j, s, i0, ni, j0, nj);
+            for (int64_t r = 0; r < ni; r++)
+                for (int64_t c = 0; c < nj; c++) pb[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
+            loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, pb, FB, dy, D, 1.0f, dv + j0 * D, D); /* dv += p^T dy */
+            loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
+            for (int64_t r = 0; r < ni; r++) /* ds = p (dp - delta), as ds_block */
+                for (int64_t c = 0; c < nj; c++) s[r * FB + c] = pb[r * FB + c] * (dp[r * FB + c] - delta[r]);
+            loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq + i0 * D, D);
+            loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, q, D, 1.0f, dk + j0 * D, D);
+        }
+    }
+    scal_float(dq, (float)j->scale, Tq * D);
+    scal_float(dk, (float)j->scale, Tk * D);
+}
+
+LOOM__VMATH void grad_all_body(void *arg, int64_t u0, int64_t u1) {
+    const ajob *j = arg;
+    float s[FB * FB], dp[FB * FB], pb[FB * FB];
+    for (int64_t u = u0; u < u1; u++) grad_all_fast(j, u, s, dp, pb);
+}
+
 LOOM__VMATH void grad_body(void *arg, int64_t u0, int64_t u1) {
     const ajob *j = arg;
     float s[FB * FB], dp[FB * FB];
@@ -314,6 +385,11 @@ static void fwd_fast(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1);
 LOOM__TARGET("avx2") static void fwd_avx2(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
 LOOM__TARGET("avx512f") static void fwd_avx512(void *arg, int64_t u0, int64_t u1) { fwd_body(arg, u0, u1); }
 static void grad_fast(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
+static void grad_all(void *arg, int64_t u0, int64_t u1) { grad_all_body(arg, u0, u1); }
+LOOM__TARGET("avx2") static void grad_all_avx2(void *arg, int64_t u0, int64_t u1) { grad_all_body(arg, u0, u1); }
+LOOM__TARGET("avx512f") static void grad_all_avx512(void *arg, int64_t u0, int64_t u1) {
+    grad_all_body(arg, u0, u1);
+}
 LOOM__TARGET("avx2") static void grad_avx2(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
 LOOM__TARGET("avx512f") static void grad_avx512(void *arg, int64_t u0, int64_t u1) { grad_body(arg, u0, u1); }
 
@@ -355,6 +431,22 @@ loom_status loom__cpu_attention_grad(const loom__cpu_args *a) {
     ajob j = job_of(a, true, f64 ? QB : FB);
     LOOM__ASSERT(a->xdt[5] == a->dt);
     loom__cpu_parallel(a->cpu, j.BH * j.nb, 1, f64 ? grad_double : loom__pick_isa(grad_fast, grad_avx2, grad_avx512), &j);
+    return LOOM_OK;
+}
+
+/* The fused group of the three gradients (a: the dq, dk and dv nodes'
+ * arguments): f32 only (core/fuse.c forms groups of f32 nodes). */
+loom_status loom__cpu_attention_grad_fused(loom__cpu *cpu, const loom__cpu_args a[3]) {
+    ajob j = job_of(&a[0], true, FB);
+    if (j.BH < 2 * (int64_t)cpu->threads) { /* too few units to share: node by node (the same bits) */
+        for (int r = 0; r < 3; r++) {
+            loom_status st = loom__cpu_attention_grad(&a[r]);
+            if (st != LOOM_OK) return st;
+        }
+        return LOOM_OK;
+    }
+    j.y = a[0].y, j.dk = a[1].y, j.dv = a[2].y;
+    loom__cpu_parallel(cpu, j.BH, 1, loom__pick_isa(grad_all, grad_all_avx2, grad_all_avx512), &j);
     return LOOM_OK;
 }
 
