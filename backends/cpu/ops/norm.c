@@ -9,6 +9,7 @@
 #include "../../../core/repro.h"
 #include "../cpu_impl.h"
 #include "../f32_inline.h"
+#include "../vmath.h"
 
 static void *opt_src(const loom__cpu_args *a, int64_t idx) {
     if (idx < 0) return NULL;
@@ -245,17 +246,40 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
     j->mean = j->invstd = NULL;
 }
 
-#define LN_KERNELS(T)                                                                                 \
-    static void ln_stats_##T(const ln_job *j, int64_t r, double *mean, double *invstd) {              \
+/* out = the sum of EXPR over e = 0 .. n - 1 in L partial sums (double)
+ * combined in a fixed order: L = 1 is the plain running sum (the f64
+ * reference); the f32 fast path's L = 8 lanes vectorise at any width with
+ * the same bits on every ISA (a single running sum is a chain of dependent
+ * adds). */
+#define LN_SUM(L, n, out, EXPR)                                                                       \
+    do {                                                                                              \
+        double p_[L] = {0};                                                                           \
+        int64_t i_ = 0;                                                                               \
+        for (; i_ + (L) <= (n); i_ += (L))                                                            \
+            for (int k_ = 0; k_ < (L); k_++) {                                                        \
+                int64_t e = i_ + k_;                                                                  \
+                p_[k_] += (EXPR);                                                                     \
+            }                                                                                         \
+        for (; i_ < (n); i_++) {                                                                      \
+            int64_t e = i_;                                                                           \
+            p_[0] += (EXPR);                                                                          \
+        }                                                                                             \
+        out = p_[0];                                                                                  \
+        for (int k_ = 1; k_ < (L); k_++) out += p_[k_];                                               \
+    } while (0)
+
+/* T the type, L the lanes of the row sums (LN_SUM) */
+#define LN_KERNELS(T, L)                                                                              \
+    LOOM__VMATH void ln_stats_##T(const ln_job *j, int64_t r, double *mean, double *invstd) {         \
         const T *x = (const T *)j->x + r * j->D;                                                      \
-        double s = 0, q = 0;                                                                          \
-        for (int64_t i = 0; i < j->D; i++) s += x[i];                                                 \
+        double s, q;                                                                                  \
+        LN_SUM(L, j->D, s, x[e]);                                                                     \
         s /= (double)j->D;                                                                            \
-        for (int64_t i = 0; i < j->D; i++) q += (x[i] - s) * (x[i] - s);                              \
+        LN_SUM(L, j->D, q, (x[e] - s) * (x[e] - s));                                                  \
         *mean = s, *invstd = 1.0 / sqrt(q / (double)j->D + j->eps);                                   \
     }                                                                                                 \
     /* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */                                    \
-    static void ln_fwd_##T(void *v, int64_t r0, int64_t r1) {                                         \
+    LOOM__VMATH void ln_fwd_body_##T(void *v, int64_t r0, int64_t r1) {                               \
         const ln_job *j = v;                                                                          \
         const T *gm = j->gamma, *bt = j->beta;                                                        \
         for (int64_t r = r0; r < r1; r++) {                                                           \
@@ -268,19 +292,16 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
         }                                                                                             \
     }                                                                                                 \
     /* dx = invstd (g dy - mean(g dy) - xhat mean(g dy xhat)) per row */                             \
-    static void ln_dx_##T(void *v, int64_t r0, int64_t r1) {                                          \
+    LOOM__VMATH void ln_dx_body_##T(void *v, int64_t r0, int64_t r1) {                                \
         const ln_job *j = v;                                                                          \
         const T *gm = j->gamma;                                                                       \
         for (int64_t r = r0; r < r1; r++) {                                                           \
             const T *x = (const T *)j->x + r * j->D, *dy = (const T *)j->dy + r * j->D;               \
             T *dx = (T *)j->y + r * j->D;                                                             \
-            double mean, invstd, a = 0, b = 0;                                                        \
+            double mean, invstd, a, b;                                                                \
             ln_stats_##T(j, r, &mean, &invstd);                                                       \
-            for (int64_t i = 0; i < j->D; i++) {                                                      \
-                double gd = dy[i] * (gm ? gm[i] : 1.0);                                               \
-                a += gd;                                                                              \
-                b += gd * (x[i] - mean) * invstd;                                                     \
-            }                                                                                         \
+            LN_SUM(L, j->D, a, dy[e] * (gm ? gm[e] : 1.0));                                           \
+            LN_SUM(L, j->D, b, dy[e] * (gm ? gm[e] : 1.0) * (x[e] - mean) * invstd);                  \
             a /= (double)j->D, b /= (double)j->D;                                                     \
             for (int64_t i = 0; i < j->D; i++) {                                                      \
                 double gd = dy[i] * (gm ? gm[i] : 1.0);                                               \
@@ -288,12 +309,12 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
             }                                                                                         \
         }                                                                                             \
     }                                                                                                 \
-    static void ln_rowstats_##T(void *v, int64_t r0, int64_t r1) {                                    \
+    LOOM__VMATH void ln_rowstats_body_##T(void *v, int64_t r0, int64_t r1) {                          \
         ln_job *j = v;                                                                                \
         for (int64_t r = r0; r < r1; r++) ln_stats_##T(j, r, &j->mean[r], &j->invstd[r]);            \
     }                                                                                                 \
     /* out (2, D): out[0, i] = sum_r dy xhat, out[1, i] = sum_r dy; one column range per task */      \
-    static void ln_dparams_##T(void *v, int64_t i0, int64_t i1) {                                     \
+    LOOM__VMATH void ln_dparams_body_##T(void *v, int64_t i0, int64_t i1) {                           \
         const ln_job *j = v;                                                                          \
         const T *x = j->x, *dy = j->dy;                                                               \
         T *out = j->y;                                                                                \
@@ -310,22 +331,41 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
             for (int64_t i = b0; i < b1; i++) out[i] = (T)dg[i - b0], out[j->D + i] = (T)db[i - b0];  \
         }                                                                                             \
     }
-LN_KERNELS(float)
-LN_KERNELS(double)
+LN_KERNELS(float, 8)
+LN_KERNELS(double, 1)
+
+/* the kernels as range functions: f64 plain; f32 for the baseline, AVX2 and
+ * AVX-512 (the same bits: no contraction), picked at run time */
+#define LN_RANGE(name)                                                                                \
+    static void name##_double(void *v, int64_t a, int64_t b) { name##_body_double(v, a, b); }         \
+    static void name##_float(void *v, int64_t a, int64_t b) { name##_body_float(v, a, b); }           \
+    LOOM__TARGET("avx2") static void name##_float_avx2(void *v, int64_t a, int64_t b) {               \
+        name##_body_float(v, a, b);                                                                   \
+    }                                                                                                 \
+    LOOM__TARGET("avx512f") static void name##_float_avx512(void *v, int64_t a, int64_t b) {          \
+        name##_body_float(v, a, b);                                                                   \
+    }                                                                                                 \
+    static loom__vrange_fn name##_fn(bool f64) {                                                      \
+        return f64 ? name##_double : loom__pick_isa(name##_float, name##_float_avx2, name##_float_avx512); \
+    }
+LN_RANGE(ln_fwd)
+LN_RANGE(ln_dx)
+LN_RANGE(ln_rowstats)
+LN_RANGE(ln_dparams)
 
 static int64_t row_grain(int64_t width) { return width >= (1 << 14) ? 1 : (1 << 14) / width; }
 
 loom_status loom__cpu_layer_norm(const loom__cpu_args *a) {
     ln_job j;
     ln_job_init(&j, a);
-    loom__cpu_parallel(a->cpu, j.R, row_grain(j.D), a->dt == LOOM_F64 ? ln_fwd_double : ln_fwd_float, &j);
+    loom__cpu_parallel(a->cpu, j.R, row_grain(j.D), ln_fwd_fn(a->dt == LOOM_F64), &j);
     return LOOM_OK;
 }
 
 loom_status loom__cpu_layer_norm_grad(const loom__cpu_args *a) {
     ln_job j;
     ln_job_init(&j, a);
-    loom__cpu_parallel(a->cpu, j.R, row_grain(j.D), a->dt == LOOM_F64 ? ln_dx_double : ln_dx_float, &j);
+    loom__cpu_parallel(a->cpu, j.R, row_grain(j.D), ln_dx_fn(a->dt == LOOM_F64), &j);
     return LOOM_OK;
 }
 
@@ -338,9 +378,9 @@ loom_status loom__cpu_layer_norm_grad_params(const loom__cpu_args *a) {
         return loom__err(a->node->g->ctx, LOOM_ERR_OOM, "layer_norm_grad_params: out of memory for %lld row stats",
                          (long long)j.R);
     j.invstd = j.mean + j.R;
-    loom__cpu_parallel(a->cpu, j.R, row_grain(j.D), f64 ? ln_rowstats_double : ln_rowstats_float, &j);
+    loom__cpu_parallel(a->cpu, j.R, row_grain(j.D), ln_rowstats_fn(f64), &j);
     int64_t cols = row_grain(j.R) < 64 ? 64 : row_grain(j.R);
-    loom__cpu_parallel(a->cpu, j.D, cols, f64 ? ln_dparams_double : ln_dparams_float, &j);
+    loom__cpu_parallel(a->cpu, j.D, cols, ln_dparams_fn(f64), &j);
     free(j.mean);
     return LOOM_OK;
 }
