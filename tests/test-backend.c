@@ -179,7 +179,7 @@ static void test_host_memory(void) {
 static void test_env_switches(void) {
     static const struct {
         const char *backend, *var;
-    } sw[] = {{"cpu", "LOOM_CPU_FUSE"},           {"cpu", "LOOM_CPU_POOL_AVX512"},
+    } sw[] = {{"cpu", "LOOM_CPU_FUSE"},           {"cpu", "LOOM_CPU_POOL_AVX512"}, {"cpu", "LOOM_CPU_GEMM512"},
               {"vulkan", "LOOM_VULKAN_STAGING"}, {"vulkan", "LOOM_VULKAN_CONV_ROWS"},
               {"vulkan", "LOOM_VULKAN_CONV_GI_FWD"}, {"vulkan", "LOOM_VULKAN_CONV_FLAT"},
               {"vulkan", "LOOM_VULKAN_CONV_PLANES"}, {"vulkan", "LOOM_VULKAN_GEMM_VSTORE"},

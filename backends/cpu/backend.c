@@ -19,8 +19,8 @@ static bool cpu_available(loom_ctx *ctx, const char **why) {
 }
 
 static loom_status cpu_create(loom_backend *be, const loom_backend_desc *desc) {
-    static const char *const sw[] = {"LOOM_CPU_FUSE", "LOOM_CPU_POOL_AVX512"};
-    loom_status st0 = loom__env_switches_check(be->ctx, sw, 2);
+    static const char *const sw[] = {"LOOM_CPU_FUSE", "LOOM_CPU_POOL_AVX512", "LOOM_CPU_GEMM512"};
+    loom_status st0 = loom__env_switches_check(be->ctx, sw, 3);
     if (st0 != LOOM_OK) return st0;
     loom__cpu *cpu = calloc(1, sizeof *cpu);
     if (!cpu) return loom__err(be->ctx, LOOM_ERR_OOM, "cpu backend: out of memory");

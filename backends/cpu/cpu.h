@@ -43,6 +43,12 @@ void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes);
  * in elements. OpenBLAS when built with it, else a blocked threaded loop. */
 void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* loom's AVX-512 f32 GEMM (gemm512.c), single-threaded, op(A) = A: whether
+ * it takes these sizes on this CPU (LOOM_CPU_GEMM512=0: never), and the
+ * product (false when its packing buffer cannot be allocated). */
+bool loom__cpu_sgemm512_fits(bool trans_a, int64_t M, int64_t N, int64_t K);
+bool loom__cpu_sgemm512(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* Reproducible mode's canonical f32 GEMM (core/repro.h): C = (accumulate ?
  * C + s : s), s the chunked fma chain over k; threads split whole outputs.
  * LOOM_ERR_OOM if the packed copy of B cannot be allocated. */

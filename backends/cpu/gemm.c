@@ -1,5 +1,6 @@
 /* backends/cpu/gemm.c — GEMM for the CPU backend: f32 fast path (OpenBLAS
- * sgemm, or a threaded blocked loop when built without it) and the f64
+ * sgemm, or loom's AVX-512 kernel (gemm512.c) for the shapes it does better,
+ * or a threaded blocked loop when built without OpenBLAS) and the f64
  * reference loops. Row-major throughout. */
 #include "cpu_impl.h"
 
@@ -86,6 +87,9 @@ static void panel_run(void *v, int64_t p0, int64_t p1) {
             C += b * q->ldc;
             m = e - b;
         }
+        if (loom__cpu_sgemm512_fits(q->ta, m, n, q->K) &&
+            loom__cpu_sgemm512(q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc))
+            continue;
         cblas_sgemm(CblasRowMajor, q->ta ? CblasTrans : CblasNoTrans, q->tb ? CblasTrans : CblasNoTrans, (blasint)m,
                     (blasint)n, (blasint)q->K, q->alpha, A, (blasint)q->lda, B, (blasint)q->ldb, q->beta, C,
                     (blasint)q->ldc);
@@ -112,6 +116,8 @@ void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int
         loom__cpu_parallel(cpu, (len + step - 1) / step, 1, panel_run, &q);
         return;
     }
+    if (loom__cpu_sgemm512_fits(ta, M, N, K) && loom__cpu_sgemm512(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
                 (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 #else
