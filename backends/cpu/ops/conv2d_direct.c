@@ -42,6 +42,9 @@
 #define GB 3    /* weight gradient: output channels per register block */
 #define GKK 9   /* weight gradient: the kernel size (KH*KW) of the register-blocked loop */
 #define SLACK 32 /* floats past the last plane: the last vector may read beyond it */
+/* keep a loaded vector in a register: an empty asm that "changes" it stops the compiler from
+ * folding the load into every instruction that uses it */
+#define LOOM__IN_REGISTER(v) __asm__("" : "+v"(v))
 
 typedef struct djob {
     int64_t N, Ci, Hi, Wi, Co, Ho, Wo, KH, KW, ph, pw;
@@ -254,6 +257,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void gw_block512
 #pragma GCC unroll 32
             for (int k = 0; k < KK; k++) {
                 __m512 xv = _mm512_loadu_ps(xc + q0 + off[k]);
+                LOOM__IN_REGISTER(xv); /* one load for the ob FMAs (GCC folds it into each: ob x the loads) */
 #pragma GCC unroll 4
                 for (int b = 0; b < ob; b++) acc[b * KK + k] = _mm512_fmadd_ps(dv[b], xv, acc[b * KK + k]);
             }
