@@ -7,10 +7,11 @@
  * plane per channel (width Wp = W + 2pw), and output position q = i*Wp + j
  * of that padded grid reads input q + kh*Wp + kw: a contiguous 16-float
  * load for 16 consecutive outputs, whatever the row boundaries (the
- * positions j >= OW of each row are computed and dropped). Sixteen output
- * channels accumulate in sixteen registers, each input vector multiplied
- * by the sixteen weights of one (c, kh, kw), broadcast from a repacked
- * weight table (K, O). Threads take whole images; every output sums its
+ * positions j >= OW of each row are computed and dropped). A register
+ * block is 8 output channels x 48 positions (24 registers): per (c, kh, kw)
+ * three input vectors and the 8 weights of that tap, broadcast from a
+ * repacked weight table (K, O), give 24 FMAs (one input vector per channel
+ * blocks made the loop load-bound). Threads take whole images; every output sums its
  * K = C*KH*KW terms in the same order (c, kh, kw) for any thread count.
  *
  * The weight gradient dw[o, c, kh, kw] = sum over images and positions q of
@@ -38,7 +39,8 @@
 #ifdef LOOM__X86
 #include <immintrin.h>
 
-#define OB 16   /* output channels per register block */
+#define OB 8    /* output channels per register block */
+#define PB 3    /* vectors of 16 output positions per register block */
 #define GB 3    /* weight gradient: output channels per register block */
 #define GKK 9   /* weight gradient: the kernel size (KH*KW) of the register-blocked loop */
 #define SLACK 32 /* floats past the last plane: the last vector may read beyond it */
@@ -77,38 +79,57 @@ bool loom__cpu_conv_direct_gw_ok(const loom__cpu *cpu, const loom__conv_geom *q)
     return loom__cpu_conv_direct_ok(cpu, q) && (q->OH - 1) * (q->W + 2 * q->pw) + q->OW >= 256;
 }
 
-/* outputs [q0, q0 + 16) of channels [o0, o0 + ob) on the padded grid of one image; ob is a
- * constant in the full-block call, so the accumulators stay in registers */
+/* outputs [q0, q0 + 16 pv) of channels [o0, o0 + ob) on the padded grid of one image: pv vectors of
+ * 16 positions x ob channels in registers, so each tap loads pv input vectors and ob weights (kept in
+ * a register across the pv FMAs) for pv x ob FMAs. ob and pv are constants in the full-block call,
+ * so the accumulators stay in registers. Every output sums its taps in (c, kh, kw) order. */
 __attribute__((target("avx512f"), always_inline)) static inline void block512(const djob *j, const float *xp,
-                                                                             int64_t o0, int ob, int64_t q0,
+                                                                             int64_t o0, int ob, int64_t q0, int pv,
                                                                              float *out) {
-    __m512 acc[OB];
-#pragma GCC unroll 16
-    for (int b = 0; b < OB; b++) acc[b] = _mm512_setzero_ps();
+    __m512 acc[PB][OB];
+#pragma GCC unroll 3
+    for (int p = 0; p < PB; p++)
+#pragma GCC unroll 8
+        for (int b = 0; b < OB; b++) acc[p][b] = _mm512_setzero_ps();
     const int64_t KW = j->KW, KH = j->KH, Co = j->Co, Wp = j->Wp;
     for (int64_t c = 0; c < j->Ci; c++)
         for (int64_t kh = 0; kh < KH; kh++) {
             const float *xr = xp + c * j->S + q0 + kh * Wp;
             const float *w = j->wp + ((c * KH + kh) * KW) * Co + o0;
             for (int64_t kw = 0; kw < KW; kw++, w += Co) {
-                __m512 xv = _mm512_loadu_ps(xr + kw);
-#pragma GCC unroll 16
-                for (int b = 0; b < ob; b++) acc[b] = _mm512_fmadd_ps(xv, _mm512_set1_ps(w[b]), acc[b]);
+                __m512 xv[PB];
+#pragma GCC unroll 3
+                for (int p = 0; p < pv; p++) xv[p] = _mm512_loadu_ps(xr + kw + 16 * p);
+#pragma GCC unroll 8
+                for (int b = 0; b < ob; b++) {
+                    __m512 wb = _mm512_set1_ps(w[b]);
+                    LOOM__IN_REGISTER(wb);
+#pragma GCC unroll 3
+                    for (int p = 0; p < pv; p++) acc[p][b] = _mm512_fmadd_ps(xv[p], wb, acc[p][b]);
+                }
             }
         }
-#pragma GCC unroll 16
-    for (int b = 0; b < ob; b++) _mm512_storeu_ps(out + (o0 + b) * j->Qv + q0, acc[b]);
+#pragma GCC unroll 8
+    for (int b = 0; b < ob; b++)
+#pragma GCC unroll 3
+        for (int p = 0; p < pv; p++) _mm512_storeu_ps(out + (o0 + b) * j->Qv + q0 + 16 * p, acc[p][b]);
 }
 
 /* every output of one image: (Co, Qv) */
 __attribute__((target("avx512f"))) static void grid512(const djob *j, const float *xp, float *out) {
     for (int64_t o0 = 0; o0 < j->Co; o0 += OB) {
         int ob = j->Co - o0 < OB ? (int)(j->Co - o0) : OB;
-        for (int64_t q0 = 0; q0 < j->Q; q0 += 16)
-            if (ob == OB)
-                block512(j, xp, o0, OB, q0, out);
+        for (int64_t q0 = 0; q0 < j->Qv; q0 += 16 * PB) {
+            int pv = (j->Qv - q0) / 16 < PB ? (int)((j->Qv - q0) / 16) : PB;
+            if (ob == OB && pv == PB)
+                block512(j, xp, o0, OB, q0, PB, out);
+            else if (ob == OB && pv == 1)
+                block512(j, xp, o0, OB, q0, 1, out);
+            else if (ob == OB && pv == 2)
+                block512(j, xp, o0, OB, q0, 2, out);
             else
-                block512(j, xp, o0, ob, q0, out);
+                block512(j, xp, o0, ob, q0, pv, out);
+        }
     }
 }
 
