@@ -33,14 +33,21 @@ static loom_tensor *normal(gpt *m, const char *name, int64_t rows, int64_t cols,
     return param(m, name, 2, (int64_t[]){rows, cols}, (loom_init){LOOM_INIT_NORMAL, 0, std});
 }
 
+/* GPT-2's Conv1D parameters: *wt (in, out) and *bt (out) */
+static void conv1d_params(gpt *m, const char *layer, int64_t in, int64_t out, double std, loom_tensor **wt,
+                          loom_tensor **bt) {
+    char w[64], b[64];
+    snprintf(w, sizeof w, "%.56s.weight", layer);
+    snprintf(b, sizeof b, "%.56s.bias", layer);
+    *wt = normal(m, w, in, out, std);
+    *bt = param(m, b, 1, &out, (loom_init){LOOM_INIT_ZEROS, 0, 0});
+}
+
 /* GPT-2's Conv1D: weight (in, out), y = x W + b; x (rows, in). */
 static loom_tensor *conv1d(gpt *m, const char *layer, loom_tensor *x, int64_t out, double std) {
     if (!x) return NULL;
-    char w[64], b[64];
-    snprintf(w, sizeof w, "%s.weight", layer);
-    snprintf(b, sizeof b, "%s.bias", layer);
-    loom_tensor *wt = normal(m, w, loom_tensor_dim(x, -1), out, std);
-    loom_tensor *bt = param(m, b, 1, &out, (loom_init){LOOM_INIT_ZEROS, 0, 0});
+    loom_tensor *wt, *bt;
+    conv1d_params(m, layer, loom_tensor_dim(x, -1), out, std, &wt, &bt);
     return loom_add(m->g, loom_matmul(m->g, x, wt, false, false), bt);
 }
 
@@ -54,9 +61,14 @@ static loom_tensor *layer_norm(gpt *m, const char *layer, loom_tensor *x) {
     return loom_layer_norm(m->g, x, 1, gw, gb, 1e-5);
 }
 
-/* Columns [k E, (k + 1) E) of qkv (N T, 3 E) as heads (N, H, T, D). */
-static loom_tensor *heads_of(gpt *m, loom_tensor *qkv, int k) {
-    loom_tensor *y = loom_slice(m->g, qkv, 1, k * m->e, (k + 1) * m->e);
+/* q (k = 0), k (1) or v (2) of x (N T, E) as heads (N, H, T, D): columns [k E, (k + 1) E) of
+ * x W + b with c_attn's W (E, 3 E) and b (3 E). The parameters are sliced, not the (N T, 3 E)
+ * product: the backward then adds three (E, 3 E) slice gradients, not three zero-filled
+ * (N T, 3 E) ones (and their two adds), the largest memory traffic of the block. */
+static loom_tensor *heads_of(gpt *m, loom_tensor *x, loom_tensor *w, loom_tensor *b, int k) {
+    loom_tensor *wk = loom_slice(m->g, w, 1, k * m->e, (k + 1) * m->e);
+    loom_tensor *bk = loom_slice(m->g, b, 0, k * m->e, (k + 1) * m->e);
+    loom_tensor *y = loom_add(m->g, loom_matmul(m->g, x, wk, false, false), bk);
     y = loom_reshape(m->g, y, 4, (int64_t[]){m->n, m->t, m->h, m->e / m->h});
     return loom_permute(m->g, y, (int[]){0, 2, 1, 3});
 }
@@ -65,9 +77,10 @@ static loom_tensor *heads_of(gpt *m, loom_tensor *qkv, int k) {
 static loom_tensor *attention(gpt *m, const char *blk, loom_tensor *x) {
     char name[64];
     snprintf(name, sizeof name, "%s.attn.c_attn", blk);
-    loom_tensor *qkv = conv1d(m, name, x, 3 * m->e, m->std);
-    if (!qkv) return NULL;
-    loom_tensor *q = heads_of(m, qkv, 0), *k = heads_of(m, qkv, 1), *v = heads_of(m, qkv, 2);
+    if (!x) return NULL;
+    loom_tensor *w, *b;
+    conv1d_params(m, name, m->e, 3 * m->e, m->std, &w, &b);
+    loom_tensor *q = heads_of(m, x, w, b, 0), *k = heads_of(m, x, w, b, 1), *v = heads_of(m, x, w, b, 2);
     loom_tensor *y = loom_attention(m->g, q, k, v, m->causal, 0.0);
     y = loom_permute(m->g, y, (int[]){0, 2, 1, 3}); /* (N, T, H, D) */
     y = loom_reshape(m->g, y, 2, (int64_t[]){m->n * m->t, m->e});
