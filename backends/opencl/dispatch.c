@@ -201,7 +201,7 @@ static loom_status cl_plan_prepare(loom_backend *be, loom_plan *p) {
     bool *fused = calloc((size_t)(p->n_exec ? p->n_exec : 1), sizeof *fused);
     loom_status st = fused ? LOOM_OK : loom__err(be->ctx, LOOM_ERR_OOM, "opencl: out of memory");
     if (st == LOOM_OK && !cl->reproducible && loom__env_switch("LOOM_OPENCL_FUSE") != 0)
-        st = loom__fusion_plan(p, NULL, LOOM__FUSE_POOL_GRAD, &fu);
+        st = loom__fusion_plan(p, NULL, LOOM__FUSE_POOL_GRAD | LOOM__FUSE_ATTN_GRAD, &fu);
     const loom_tensor *t = NULL; /* the node being prepared */
     for (int e = 0; e < p->n_exec && st == LOOM_OK; e++) {
         t = p->exec[e];

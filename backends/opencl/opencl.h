@@ -211,8 +211,8 @@ void loom__cl_host_free(loom_backend *be, void *p);
 void loom__cl_host_free_all(loom__cl *cl);
 
 /* ---- per node records (dispatch.c) ---- */
-#define LOOM__CL_MAX_LAUNCH 6
-#define LOOM__CL_MAX_OWNED 6
+#define LOOM__CL_MAX_LAUNCH 8
+#define LOOM__CL_MAX_OWNED 8
 
 typedef struct loom__cl_launch {
     cl_kernel k;
@@ -263,8 +263,10 @@ typedef loom_status (*loom__cl_fn)(loom__cl_op *o);
  * run one by one).
  *   loom__cl_bn_fused (ops/norm.c): batch_norm in training, split form, ->
  *     add and/or relu, or -> 2x2 max_pool2d (-> relu)
- *   loom__cl_relu_max2_grad (ops/pool2d.c): relu_grad -> 2x2 max_pool2d_grad */
+ *   loom__cl_relu_max2_grad (ops/pool2d.c): relu_grad -> 2x2 max_pool2d_grad
+ *   loom__cl_attention_grad_fused (ops/attention.c): dq, dk, dv of one attention */
 loom_status loom__cl_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done);
+loom_status loom__cl_attention_grad_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done);
 loom_status loom__cl_bn_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done);
 loom_status loom__cl_relu_max2_grad(loom__cl_op *o, const loom__fuse_group *g, bool *done);
 void loom__cl_fuse_member(loom__cl_op *o, int exec);

@@ -589,7 +589,7 @@ static loom_status prepare(loom__vk *vk, loom_plan *p) {
         return st;
     memset(vp->params->map, 0, n1 * LOOM__VK_PARAM_WORDS * sizeof(uint32_t));
     loom__fusion *fu = NULL;
-    if (!vk->reproducible && loom__env_switch("LOOM_VULKAN_FUSE") != 0 && (st = loom__fusion_plan(p, NULL, LOOM__FUSE_POOL_GRAD, &fu)) != LOOM_OK)
+    if (!vk->reproducible && loom__env_switch("LOOM_VULKAN_FUSE") != 0 && (st = loom__fusion_plan(p, NULL, LOOM__FUSE_POOL_GRAD | LOOM__FUSE_ATTN_GRAD, &fu)) != LOOM_OK)
         return st;
     for (int e = 0; e < p->n_exec; e++) {
         const loom_tensor *t = p->exec[e];

@@ -440,8 +440,10 @@ const loom__vk_node *loom__vk_nodes_before(const loom__vk_op *o, int *n);
  * members run one by one).
  *   loom__vk_bn_fused (ops/norm.c): batch_norm in training, split form, ->
  *     add and/or relu, or -> 2x2 max_pool2d (-> relu)
- *   loom__vk_relu_max2_grad (ops/pool2d.c): relu_grad -> 2x2 max_pool2d_grad */
+ *   loom__vk_relu_max2_grad (ops/pool2d.c): relu_grad -> 2x2 max_pool2d_grad
+ *   loom__vk_attention_grad_fused (ops/attention.c): dq, dk, dv of one attention */
 loom_status loom__vk_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done);
+loom_status loom__vk_attention_grad_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done);
 loom_status loom__vk_bn_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done);
 loom_status loom__vk_relu_max2_grad(loom__vk_op *o, const loom__fuse_group *g, bool *done);
 void loom__vk_fuse_member(loom__vk_op *o, int exec);

@@ -64,10 +64,13 @@ static loom_status forward_gemm(loom__cl_op *o, int64_t BH, int64_t Tq, int64_t 
                  loom__cl_mat_t(o, t));
 }
 
-/* dv = P^T dy; dq = ds K, dk = ds^T Q with ds = scale P (dy V^T - delta) (attn_ds) */
-static loom_status grad_gemm(loom__cl_op *o, int64_t BH, int64_t Tq, int64_t Tk, int64_t D) {
+/* dv = P^T dy; dq = ds K, dk = ds^T Q with ds = scale P (dy V^T - delta) (attn_ds). out[] the
+ * tensors to write, by LOOM_K_ATTN_* (NULL: not wanted): one node's, or the three of a fused group
+ * (core/fuse.h), which then share P and ds (5 GEMMs and 2 row passes instead of 8 and 5) with
+ * the same kernels and operands, so the same bits. */
+static loom_status grad_gemm(loom__cl_op *o, int64_t BH, int64_t Tq, int64_t Tk, int64_t D,
+                             const loom_tensor *const out[3]) {
     const loom_tensor *t = o->t, *q = t->src[0], *k = t->src[1], *v = t->src[2], *dy = t->src[4];
-    int which = (int)t->p[LOOM_P_ATTN_WHICH];
     size_t bytes = (size_t)(BH * Tq * Tk) * sizeof(float);
     cl_mem s, ds;
     cl_kernel kn;
@@ -77,9 +80,11 @@ static loom_status grad_gemm(loom__cl_op *o, int64_t BH, int64_t Tq, int64_t Tk,
                     mat_b(s))) != LOOM_OK ||
         (st = softmax_rows(o, false, s, BH * Tq, Tq, Tk)) != LOOM_OK)
         return st;
-    if (which == LOOM_K_ATTN_DV)
-        return bgemm(o, true, false, BH, Tk, D, Tq, mat_b(s), Tk, Tq * Tk, loom__cl_mat_t(o, dy), D, Tq * D,
-                     loom__cl_mat_t(o, t));
+    if (out[LOOM_K_ATTN_DV] &&
+        (st = bgemm(o, true, false, BH, Tk, D, Tq, mat_b(s), Tk, Tq * Tk, loom__cl_mat_t(o, dy), D, Tq * D,
+                    loom__cl_mat_t(o, out[LOOM_K_ATTN_DV]))) != LOOM_OK)
+        return st;
+    if (!out[LOOM_K_ATTN_DQ] && !out[LOOM_K_ATTN_DK]) return LOOM_OK;
     if ((st = loom__cl_scratch(o, bytes, &ds)) != LOOM_OK ||
         (st = bgemm(o, false, true, BH, Tq, Tk, D, loom__cl_mat_t(o, dy), D, Tq * D, loom__cl_mat_t(o, v), D, Tk * D,
                     mat_b(ds))) != LOOM_OK ||
@@ -91,11 +96,30 @@ static loom_status grad_gemm(loom__cl_op *o, int64_t BH, int64_t Tq, int64_t Tk,
     loom__cl_arg_i64(&a, BH * Tq), loom__cl_arg_i64(&a, Tq), loom__cl_arg_i64(&a, Tk), loom__cl_arg_i64(&a, D);
     loom__cl_arg_i32(&a, (int32_t)t->p[LOOM_P_ATTN_CAUSAL]), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_ATTN_SCALE]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, kn, BH * Tq)) != LOOM_OK) return st;
-    if (which == LOOM_K_ATTN_DQ)
-        return bgemm(o, false, false, BH, Tq, D, Tk, mat_b(ds), Tk, Tq * Tk, loom__cl_mat_t(o, k), D, Tk * D,
-                     loom__cl_mat_t(o, t));
+    if (out[LOOM_K_ATTN_DQ] &&
+        (st = bgemm(o, false, false, BH, Tq, D, Tk, mat_b(ds), Tk, Tq * Tk, loom__cl_mat_t(o, k), D, Tk * D,
+                    loom__cl_mat_t(o, out[LOOM_K_ATTN_DQ]))) != LOOM_OK)
+        return st;
+    if (!out[LOOM_K_ATTN_DK]) return LOOM_OK;
     return bgemm(o, true, false, BH, Tk, D, Tq, mat_b(ds), Tk, Tq * Tk, loom__cl_mat_t(o, q), D, Tq * D,
-                 loom__cl_mat_t(o, t));
+                 loom__cl_mat_t(o, out[LOOM_K_ATTN_DK]));
+}
+
+/* the fused group of an attention's three gradients, launched at its first node (ops/fuse.c):
+ * the GEMM form only (elsewhere *done stays false and the nodes run one by one) */
+loom_status loom__cl_attention_grad_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done) {
+    const loom_tensor *q = o->t->src[0];
+    int64_t BH = q->dims[0] * q->dims[1], Tq = q->dims[2], Tk = o->t->src[1]->dims[2];
+    *done = false;
+    if (!gemm_form(o, BH, Tq, Tk) || q->dims[3] > ATTN_MAX_D) return LOOM_OK;
+    const loom_tensor *out[3];
+    for (int r = 0; r < 3; r++) out[r] = o->plan->exec[g->m[LOOM__FU_ATTN_DQ + r]];
+    loom_status st = grad_gemm(o, BH, Tq, Tk, q->dims[3], out);
+    if (st != LOOM_OK) return st;
+    for (int r = 0; r < 3; r++)
+        if (out[r] != o->t) loom__cl_fuse_member(o, g->m[LOOM__FU_ATTN_DQ + r]);
+    *done = true;
+    return LOOM_OK;
 }
 
 /* Kernel `name` of node t with its leading arguments: the first nsrc
@@ -141,7 +165,11 @@ loom_status loom__cl_attention(loom__cl_op *o) {
 loom_status loom__cl_attention_grad(loom__cl_op *o) {
     const loom_tensor *t = o->t, *q = t->src[0];
     int64_t BH = q->dims[0] * q->dims[1], Tq = q->dims[2], Tk = t->src[1]->dims[2];
-    if (gemm_form(o, BH, Tq, Tk) && q->dims[3] <= ATTN_MAX_D) return grad_gemm(o, BH, Tq, Tk, q->dims[3]);
+    if (gemm_form(o, BH, Tq, Tk) && q->dims[3] <= ATTN_MAX_D) {
+        const loom_tensor *out[3] = {NULL, NULL, NULL};
+        out[t->p[LOOM_P_ATTN_WHICH]] = t;
+        return grad_gemm(o, BH, Tq, Tk, q->dims[3], out);
+    }
     int which = (int)t->p[LOOM_P_ATTN_WHICH];
     bool dq = which == LOOM_K_ATTN_DQ;
     size_t local = loom__cl_reduce_local(o->cl, dq ? Tk : Tq);

@@ -76,10 +76,13 @@ static loom_status forward_gemm(loom__vk_op *o, int64_t BH, int64_t Tq, int64_t 
                  loom__vk_mat_t(t));
 }
 
-/* dv = P^T dy; dq = ds K, dk = ds^T Q with ds = scale P (dy V^T - delta) (attn_ds) */
-static loom_status grad_gemm(loom__vk_op *o, int64_t BH, int64_t Tq, int64_t Tk, int64_t D) {
+/* dv = P^T dy; dq = ds K, dk = ds^T Q with ds = scale P (dy V^T - delta) (attn_ds). out[] the
+ * tensors to write, by LOOM_K_ATTN_* (NULL: not wanted): one node's, or the three of a fused group
+ * (core/fuse.h), which then share P and ds (5 GEMMs and 2 row passes instead of 8 and 5) with
+ * the same kernels and operands, so the same bits. */
+static loom_status grad_gemm(loom__vk_op *o, int64_t BH, int64_t Tq, int64_t Tk, int64_t D,
+                             const loom_tensor *const out[3]) {
     const loom_tensor *t = o->t, *q = t->src[0], *k = t->src[1], *v = t->src[2], *dy = t->src[4];
-    int which = (int)t->p[LOOM_P_ATTN_WHICH];
     size_t bytes = (size_t)(BH * Tq * Tk) * sizeof(float);
     loom__buffer *s, *ds;
     loom_status st;
@@ -88,9 +91,11 @@ static loom_status grad_gemm(loom__vk_op *o, int64_t BH, int64_t Tq, int64_t Tk,
                     loom__vk_mat_b(s))) != LOOM_OK ||
         (st = softmax_rows(o, false, s, BH * Tq, Tq, Tk)) != LOOM_OK)
         return st;
-    if (which == LOOM_K_ATTN_DV)
-        return bgemm(o, true, false, BH, Tk, D, Tq, loom__vk_mat_b(s), Tk, Tq * Tk, loom__vk_mat_t(dy), D, Tq * D,
-                     loom__vk_mat_t(t));
+    if (out[LOOM_K_ATTN_DV] &&
+        (st = bgemm(o, true, false, BH, Tk, D, Tq, loom__vk_mat_b(s), Tk, Tq * Tk, loom__vk_mat_t(dy), D, Tq * D,
+                    loom__vk_mat_t(out[LOOM_K_ATTN_DV]))) != LOOM_OK)
+        return st;
+    if (!out[LOOM_K_ATTN_DQ] && !out[LOOM_K_ATTN_DK]) return LOOM_OK;
     if ((st = loom__vk_scratch(o, bytes, &ds)) != LOOM_OK ||
         (st = bgemm(o, false, true, BH, Tq, Tk, D, loom__vk_mat_t(dy), D, Tq * D, loom__vk_mat_t(v), D, Tk * D,
                     loom__vk_mat_b(ds))) != LOOM_OK)
@@ -103,11 +108,29 @@ static loom_status grad_gemm(loom__vk_op *o, int64_t BH, int64_t Tq, int64_t Tk,
     loom__vk_u32(&c, (uint32_t)D), loom__vk_u32(&c, (uint32_t)t->p[LOOM_P_ATTN_CAUSAL]);
     loom__vk_f32(&c, (float)t->f[LOOM_F_ATTN_SCALE]);
     if ((st = loom__vk_run_1d(&c, BH * Tq)) != LOOM_OK) return st;
-    if (which == LOOM_K_ATTN_DQ)
-        return bgemm(o, false, false, BH, Tq, D, Tk, loom__vk_mat_b(ds), Tk, Tq * Tk, loom__vk_mat_t(k), D, Tk * D,
-                     loom__vk_mat_t(t));
+    if (out[LOOM_K_ATTN_DQ] &&
+        (st = bgemm(o, false, false, BH, Tq, D, Tk, loom__vk_mat_b(ds), Tk, Tq * Tk, loom__vk_mat_t(k), D, Tk * D,
+                    loom__vk_mat_t(out[LOOM_K_ATTN_DQ]))) != LOOM_OK)
+        return st;
+    if (!out[LOOM_K_ATTN_DK]) return LOOM_OK;
     return bgemm(o, true, false, BH, Tk, D, Tq, loom__vk_mat_b(ds), Tk, Tq * Tk, loom__vk_mat_t(q), D, Tq * D,
-                 loom__vk_mat_t(t));
+                 loom__vk_mat_t(out[LOOM_K_ATTN_DK]));
+}
+
+/* the fused group of an attention's three gradients, recorded at its first node (ops/fuse.c):
+ * the GEMM form only (elsewhere *done stays false and the nodes run one by one) */
+loom_status loom__vk_attention_grad_fused(loom__vk_op *o, const loom__fuse_group *g, bool *done) {
+    int64_t BH, Tq, Tk, D;
+    *done = false;
+    loom_status st = attn_sizes(o, &BH, &Tq, &Tk, &D);
+    if (st != LOOM_OK || !gemm_form(o, BH, Tq, Tk)) return st;
+    const loom_tensor *out[3];
+    for (int r = 0; r < 3; r++) out[r] = o->plan->exec[g->m[LOOM__FU_ATTN_DQ + r]];
+    if ((st = grad_gemm(o, BH, Tq, Tk, D, out)) != LOOM_OK) return st;
+    for (int r = 0; r < 3; r++)
+        if (out[r] != o->t) loom__vk_fuse_member(o, g->m[LOOM__FU_ATTN_DQ + r]);
+    *done = true;
+    return LOOM_OK;
 }
 
 loom_status loom__vk_attention(loom__vk_op *o) {
@@ -134,7 +157,11 @@ loom_status loom__vk_attention_grad(loom__vk_op *o) {
     int64_t BH, Tq, Tk, D;
     loom_status st = attn_sizes(o, &BH, &Tq, &Tk, &D);
     if (st != LOOM_OK) return st;
-    if (gemm_form(o, BH, Tq, Tk)) return grad_gemm(o, BH, Tq, Tk, D);
+    if (gemm_form(o, BH, Tq, Tk)) {
+        const loom_tensor *out[3] = {NULL, NULL, NULL};
+        out[t->p[LOOM_P_ATTN_WHICH]] = t;
+        return grad_gemm(o, BH, Tq, Tk, D, out);
+    }
     int which = (int)t->p[LOOM_P_ATTN_WHICH];
     loom__vk_call c;
     /* binding 0 q, 1 k, 2 v, 3 y, 4 dy, 5 lse, 6 dx;
