@@ -117,7 +117,7 @@ static void test_shape(const shape *s) {
 }
 
 int main(void) {
-#ifndef LOOM__X86
+#if !LOOM__X86
     return tu_skip("not x86-64: the CPU backend has no direct convolution here");
 #endif
     if (!LOOM__HAS("avx2") || !LOOM__HAS("fma"))

@@ -26,9 +26,8 @@
 #define G_MC (8 * G_MR)
 
 bool loom__cpu_sgemm512_fits(bool ta, int64_t M, int64_t N, int64_t K) {
-    static int ok = -1;
-    if (ok < 0) ok = LOOM__X86 && LOOM__HAS("avx512f") && loom__env_switch("LOOM_CPU_GEMM512") != 0;
-    return ok && !ta && M >= 256 && N >= 32 && N <= 768 && K >= 32;
+    if (ta || M < 256 || N < 32 || N > 768 || K < 32) return false;
+    return LOOM__X86 && LOOM__HAS("avx512f") && loom__env_switch("LOOM_CPU_GEMM512") != 0;
 }
 
 #if LOOM__X86

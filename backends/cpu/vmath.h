@@ -28,12 +28,14 @@
 /* ISA variants of a kernel: LOOM__TARGET("avx2") compiles a function for
  * that ISA and LOOM__HAS("avx2") says whether this CPU runs it; elsewhere
  * than x86-64 (or with LOOM_NO_X86_KERNELS defined, which checks that the
- * code builds so) the variants are plain copies that are never picked. */
+ * code builds so) the variants are plain copies that are never picked.
+ * LOOM__X86 is 1 or 0 (test it with #if). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(LOOM_NO_X86_KERNELS)
 #define LOOM__X86 1
 #define LOOM__TARGET(isa) __attribute__((target(isa)))
 #define LOOM__HAS(isa) __builtin_cpu_supports(isa)
 #else
+#define LOOM__X86 0
 #define LOOM__TARGET(isa)
 #define LOOM__HAS(isa) 0
 #endif

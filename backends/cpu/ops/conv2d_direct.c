@@ -36,7 +36,7 @@
 #include "../vmath.h"
 #include "conv2d_direct.h"
 
-#ifdef LOOM__X86
+#if LOOM__X86
 #include <immintrin.h>
 
 #define OB 8    /* output channels per register block */
