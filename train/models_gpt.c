@@ -43,12 +43,17 @@ static void conv1d_params(gpt *m, const char *layer, int64_t in, int64_t out, do
     *bt = param(m, b, 1, &out, (loom_init){LOOM_INIT_ZEROS, 0, 0});
 }
 
+/* y = x W + b, x (rows, in), W (in, out), b (out) */
+static loom_tensor *affine(gpt *m, loom_tensor *x, loom_tensor *w, loom_tensor *b) {
+    return loom_add(m->g, loom_matmul(m->g, x, w, false, false), b);
+}
+
 /* GPT-2's Conv1D: weight (in, out), y = x W + b; x (rows, in). */
 static loom_tensor *conv1d(gpt *m, const char *layer, loom_tensor *x, int64_t out, double std) {
     if (!x) return NULL;
     loom_tensor *wt, *bt;
     conv1d_params(m, layer, loom_tensor_dim(x, -1), out, std, &wt, &bt);
-    return loom_add(m->g, loom_matmul(m->g, x, wt, false, false), bt);
+    return affine(m, x, wt, bt);
 }
 
 static loom_tensor *layer_norm(gpt *m, const char *layer, loom_tensor *x) {
@@ -68,8 +73,7 @@ static loom_tensor *layer_norm(gpt *m, const char *layer, loom_tensor *x) {
 static loom_tensor *heads_of(gpt *m, loom_tensor *x, loom_tensor *w, loom_tensor *b, int k) {
     loom_tensor *wk = loom_slice(m->g, w, 1, k * m->e, (k + 1) * m->e);
     loom_tensor *bk = loom_slice(m->g, b, 0, k * m->e, (k + 1) * m->e);
-    loom_tensor *y = loom_add(m->g, loom_matmul(m->g, x, wk, false, false), bk);
-    y = loom_reshape(m->g, y, 4, (int64_t[]){m->n, m->t, m->h, m->e / m->h});
+    loom_tensor *y = loom_reshape(m->g, affine(m, x, wk, bk), 4, (int64_t[]){m->n, m->t, m->h, m->e / m->h});
     return loom_permute(m->g, y, (int[]){0, 2, 1, 3});
 }
 

@@ -69,6 +69,15 @@ typedef struct panel {
     float *C;
 } panel;
 
+/* one single-threaded product: loom's AVX-512 kernel where it takes the sizes, else OpenBLAS */
+static void one_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (loom__cpu_sgemm512_fits(ta, M, N, K) && loom__cpu_sgemm512(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
 static void panel_run(void *v, int64_t p0, int64_t p1) {
     const panel *q = v;
     for (int64_t p = p0; p < p1; p++) {
@@ -87,12 +96,7 @@ static void panel_run(void *v, int64_t p0, int64_t p1) {
             C += b * q->ldc;
             m = e - b;
         }
-        if (loom__cpu_sgemm512_fits(q->ta, m, n, q->K) &&
-            loom__cpu_sgemm512(q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc))
-            continue;
-        cblas_sgemm(CblasRowMajor, q->ta ? CblasTrans : CblasNoTrans, q->tb ? CblasTrans : CblasNoTrans, (blasint)m,
-                    (blasint)n, (blasint)q->K, q->alpha, A, (blasint)q->lda, B, (blasint)q->ldb, q->beta, C,
-                    (blasint)q->ldc);
+        one_sgemm(q->ta, q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc);
     }
 }
 #endif
@@ -116,10 +120,7 @@ void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int
         loom__cpu_parallel(cpu, (len + step - 1) / step, 1, panel_run, &q);
         return;
     }
-    if (loom__cpu_sgemm512_fits(ta, M, N, K) && loom__cpu_sgemm512(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-        return;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+    one_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
     sg s = {ta, tb, N, K, alpha, beta, A, B, lda, ldb, ldc, C};
     loom__cpu_parallel(cpu, M, 4, sgemm_rows, &s);

@@ -267,10 +267,22 @@ LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
     }
 }
 
+/* p = exp(s - lse) over the (ni, nj) score block s (p may be s) */
+LOOM__VMATH void p_block(const float *s, float *p, int64_t ni, int64_t nj, const float *lse) {
+    for (int64_t r = 0; r < ni; r++)
+        for (int64_t c = 0; c < nj; c++) p[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
+}
+
+/* ds = p (dp - delta) over the (ni, nj) block (ds may be p) */
+LOOM__VMATH void ds_of_p(const float *p, const float *dp, float *ds, int64_t ni, int64_t nj, const float *delta) {
+    for (int64_t r = 0; r < ni; r++)
+        for (int64_t c = 0; c < nj; c++) ds[r * FB + c] = p[r * FB + c] * (dp[r * FB + c] - delta[r]);
+}
+
 /* s (ni, nj) scores -> ds = p (dp - delta) with p = exp(s - lse), in place */
 LOOM__VMATH void ds_block(float *s, const float *dp, int64_t ni, int64_t nj, const float *lse, const float *delta) {
-    for (int64_t r = 0; r < ni; r++)
-        for (int64_t c = 0; c < nj; c++) s[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]) * (dp[r * FB + c] - delta[r]);
+    p_block(s, s, ni, nj, lse);
+    ds_of_p(s, dp, s, ni, nj, delta);
 }
 
 /* dq of the query rows of block blk */
@@ -310,8 +322,7 @@ LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, 
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K, D, 0.0f, s, FB);
         mask_block(j, s, i0, ni, j0, nj);
         if (!dk) { /* dv += p^T dy */
-            for (int64_t r = 0; r < ni; r++)
-                for (int64_t c = 0; c < nj; c++) s[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
+            p_block(s, s, ni, nj, lse);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, dy, D, 1.0f, out, D);
             continue;
         }
@@ -346,12 +357,10 @@ LOOM__VMATH void grad_all_fast(const ajob *j, int64_t bh, float *s, float *dp, f
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
             mask_block(j, s, i0, ni, j0, nj);
-            for (int64_t r = 0; r < ni; r++)
-                for (int64_t c = 0; c < nj; c++) pb[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
+            p_block(s, pb, ni, nj, lse);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, pb, FB, dy, D, 1.0f, dv + j0 * D, D); /* dv += p^T dy */
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
-            for (int64_t r = 0; r < ni; r++) /* ds = p (dp - delta), as ds_block */
-                for (int64_t c = 0; c < nj; c++) s[r * FB + c] = pb[r * FB + c] * (dp[r * FB + c] - delta[r]);
+            ds_of_p(pb, dp, s, ni, nj, delta);
             loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq + i0 * D, D);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, q, D, 1.0f, dk + j0 * D, D);
         }
