@@ -100,7 +100,10 @@ void loom_backend_describe(const loom_backend *be, FILE *out) {
 loom_status loom_backend_host_alloc(loom_backend *be, size_t bytes, void **out) {
     *out = NULL;
     if (be && be->vt->host_alloc) return be->vt->host_alloc(be, bytes, out);
-    if (!(*out = malloc(bytes ? bytes : 1)))
+    /* 64-byte aligned (a cache line): the loader's batch tensor is written
+     * with streaming stores, which need it (malloc gives 16 past a page) */
+    size_t n = bytes ? (bytes + 63) & ~(size_t)63 : 64;
+    if (n < bytes || !(*out = aligned_alloc(64, n)))
         return loom__err(be ? be->ctx : NULL, LOOM_ERR_OOM, "backend %s: out of host memory (%zu bytes)",
                          be ? be->vt->name : "(none)", bytes);
     return LOOM_OK;
