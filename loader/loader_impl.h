@@ -91,6 +91,11 @@ typedef struct loom__tail {
      * (oview.roff + oview.rstep y, oview.coff + oview.cstep x); the affine is
      * evaluated there only */
     loom__tail_view oview;
+    /* with the jitter, the crops and flips after it (inner.h > 0): the
+     * jitter runs on the image before them seen through inner (it is per
+     * pixel, so it commutes with them), except that contrast's mean is
+     * still of all of that image */
+    loom__tail_view inner;
 } loom__tail;
 /* Run t on *img (in a, b or the caller's buffer): into out->x when out
  * has x with img's channel count (out->done set), else into a or b

@@ -7,8 +7,11 @@
  *   - the jitter's adjustments are per pixel except contrast's mean, and a
  *     nearest affine moves pixels without mixing them, so jittering the
  *     pixels the affine picks equals picking from the jittered image
- *     (fill pixels are not jittered: the affine writes them after);
- *   - contrast's mean is of the whole image as it stands before contrast:
+ *     (fill pixels are not jittered: the affine writes them after); crops
+ *     and flips right after the jitter commute with it the same way (the
+ *     tail's inner view: the row pass covers only their window);
+ *   - contrast's mean is of the whole image as it stands before contrast
+ *     (before the jitter's crops):
  *     the adjustments ahead of contrast run first over the whole image
  *     (into a spare buffer), its mean is taken there, and the row pass
  *     continues from that image with the rest;
@@ -19,7 +22,7 @@
  *   - ToTensor + Normalize is the loader's own per-channel table.
  * Crops and flips right before the tail are not copied: the tail reads
  * through them (loom__tail_view). The random draws are the steps' own, in
- * their order (crops and flips, jitter, affine).
+ * their order (loader/pipeline.c draws them).
  * tests/test-fuse.c checks the bits against the unfused steps.
  */
 #include <math.h>
@@ -108,7 +111,10 @@ static loom_status run_rows(loom_ctx *ctx, loom__tail_rows *r) {
 loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, uint8_t *a, uint8_t *b,
                            loom__tensor_out *out) {
     const int c = img->c;
-    const int64_t H = t->view.h, W = t->view.w, hw = H * W;
+    /* H0 x W0: view's image, whose gray mean contrast takes; H x W: the
+     * image the affine sees (the same unless the jitter has inner crops) */
+    const bool inner = t->inner.h > 0;
+    const int64_t H0 = t->view.h, W0 = t->view.w, H = inner ? t->inner.h : H0, W = inner ? t->inner.w : W0;
     /* the adjustments that change anything here, in the drawn order */
     int ops[4], nops = 0, kc = -1;
     double fs[4];
@@ -147,7 +153,7 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
             ns++;                                                                                                      \
         }                                                                                                              \
     }
-    loom__tail_rows r = {.base = img->data, .H = H, .W = W, .c = c, .st = st, .sat = &sat, .pitch = img->w,
+    loom__tail_rows r = {.base = img->data, .H = H0, .W = W0, .c = c, .st = st, .sat = &sat, .pitch = img->w,
                          .roff = t->view.roff, .rstep = t->view.rstep, .coff = t->view.coff, .cstep = t->view.cstep,
                          .npx = img->h * img->w, .aw = W, .ah = H, .ays = 1, .axs = 1};
     loom_status s = LOOM_OK;
@@ -164,12 +170,18 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
         r.ns = ns, r.want_gray = true, r.dst = keep ? spare : NULL;
         s = run_rows(ctx, &r);
         if (s != LOOM_OK) return s;
-        mean = (float)((double)r.gray_sum / (double)hw);
-        if (keep) { /* spare holds the image itself, row by row */
+        mean = (float)((double)r.gray_sum / (double)(H0 * W0));
+        if (keep) { /* spare holds view's image itself, row by row: read it through inner */
+            const loom__tail_view in = inner ? t->inner : (loom__tail_view){H, W, 0, 1, 0, 1};
             r.base = spare, start = kc;
-            r.pitch = W, r.roff = r.coff = 0, r.rstep = r.cstep = 1, r.npx = hw;
+            r.pitch = W0, r.roff = in.roff, r.rstep = in.rstep, r.coff = in.coff, r.cstep = in.cstep, r.npx = H0 * W0;
         }
     }
+    if (r.base == img->data && inner) { /* view seen through inner */
+        r.roff = t->view.roff + t->view.rstep * t->inner.roff, r.rstep = t->view.rstep * t->inner.rstep;
+        r.coff = t->view.coff + t->view.cstep * t->inner.coff, r.cstep = t->view.cstep * t->inner.cstep;
+    }
+    r.H = H, r.W = W;
     ns = 0;
     STAGES(start, nops, mean)
 #undef STAGES

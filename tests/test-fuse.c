@@ -170,7 +170,16 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
         "vflip; CenterCrop((201, 333)); hflip; ColorJitter(0.2, 0.7)",
         "Resize((256, 256)); ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)); "
         "RandomCrop(224); hflip",
-        "RandomAffine(20, shear=5, fill=(0, 128, 255)); RandomCrop((200, 301)); vflip; ColorJitter(0.3, 0.3)"};
+        "RandomAffine(20, shear=5, fill=(0, 128, 255)); RandomCrop((200, 301)); vflip; ColorJitter(0.3, 0.3)",
+        /* crops and flips between the jitter and the affine (or the end): the
+         * tail's inner view, contrast's mean still of the whole image */
+        "Resize((256, 256)); ColorJitter(0.4, 0.4, 0.4, 0.1); RandomCrop(224); hflip; "
+        "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), fill=(1, 2, 3)); vflip",
+        "hflip; ColorJitter(0.3, 0.5, 0.4); vflip; RandomCrop((180, 210)); hflip",
+        /* the affine first: its fill jittered like any pixel, contrast's mean of its result */
+        "Resize((256, 256)); RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), fill=(200, 20, 90)); "
+        "ColorJitter(0.4, 0.4, 0.4, 0.1); RandomCrop(224); hflip",
+        "RandomAffine(25, fill=(250, 3, 77)); vflip; RandomCrop((190, 230)); ColorJitter(0.5, 0.5, 0.5); hflip"};
     loom_tf_step steps[8];
     for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
         int ns = 0;
@@ -371,7 +380,14 @@ int main(void) {
         "ColorJitter(0.2, 0.2, 0.2)",
         "ColorJitter(0.4, 0.4, 0.4); RandomAffine(20, shear=5, fill=(0, 128, 255)); RandomCrop((200, 300)); vflip; hflip",
         "hflip; RandomAffine(10, fill=9); ColorJitter(0.3, 0.3); RandomCrop(150); hflip",
-        "RandomCrop((301, 399)); RandomAffine(25, translate=(0.2, 0.1)); RandomCrop((120, 97)); Resize((50, 60))"};
+        "RandomCrop((301, 399)); RandomAffine(25, translate=(0.2, 0.1)); RandomCrop((120, 97)); Resize((50, 60))",
+        /* the jitter's inner crops and flips (u8 out: steps follow) */
+        "ColorJitter(0.4, 0.4, 0.4, 0.1); hflip; RandomCrop((210, 190)); RandomAffine(20, fill=(5, 6, 7)); Resize((90, 80))",
+        "ColorJitter(0.5, 0.5, 0.5); RandomCrop(200); vflip; Resize((70, 90))",
+        /* the affine first (u8 out) */
+        "RandomAffine(30, shear=10, fill=(240, 8, 100)); RandomCrop(210); ColorJitter(0.5, 0.5, 0.5, 0.2); hflip; "
+        "Resize((60, 50))",
+        "RandomAffine(20, fill=128); ColorJitter(0, 0.6); Resize((80, 80))"};
     for (size_t k = 0; k < sizeof tail_specs / sizeof *tail_specs; k++) {
         CHECK_OK(ctx, loom_tf_parse(ctx, tail_specs[k], s, 8, &ns));
         exact_n(tail_specs[k], s, ns, rgb, 3, 3);
@@ -400,6 +416,13 @@ int main(void) {
     loader_guide(rgb, "Resize((256, 256))", "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1)); RandomCrop(224); hflip");
     loader_guide(rgb, "Resize((256, 256))",
                  "ColorJitter(0.2, 0.2, 0.2); RandomAffine(15, shear=5, fill=(1, 2, 3)); RandomCrop(224); vflip");
+    /* crops and flips after the jitter (its inner view), and the affine before the jitter, into the tensor */
+    loader_guide(rgb, "Resize((256, 256))", "ColorJitter(0.4, 0.4, 0.4, 0.1); RandomCrop(224); hflip; "
+                                            "RandomAffine(15, fill=(1, 2, 3))");
+    loader_guide(rgb, "Resize((256, 256))", "ColorJitter(0.3, 0.3, 0.3); vflip; RandomCrop(224)");
+    loader_guide(rgb, "Resize((256, 256))", "RandomAffine(15, translate=(0.1, 0.1), fill=(200, 20, 90)); "
+                                            "ColorJitter(0.4, 0.4, 0.4); RandomCrop(224); hflip");
+    loader_guide(rgb, "Resize((256, 256))", "RandomAffine(10, fill=(9, 250, 40)); RandomCrop(224); ColorJitter(0.3, 0.5, 0.3)");
     /* crops and flips only before the tail (a packed shard's guide): the tail reads through them */
     loader_guide(rgb, "RandomCrop((300, 400)); hflip; vflip; RandomCrop(224)",
                  "ColorJitter(0.4, 0.4, 0.4, 0.2); RandomAffine(20, shear=5, fill=(0, 128, 255))");
