@@ -146,8 +146,9 @@ static void test_maxpool_fast_path(void) {
 }
 
 /* loom_backend_host_alloc / _free: the CPU backend has no pinned memory,
- * so blocks come from malloc (as with no backend); they are the caller's to
- * write and are handed back whole. */
+ * so blocks are plain host memory (as with no backend), 64-byte aligned
+ * (the loader's streaming stores need it); they are the caller's to write
+ * and are handed back whole. */
 static void test_host_memory(void) {
     loom_ctx *ctx;
     loom_ctx_create(NULL, &ctx);
@@ -158,6 +159,7 @@ static void test_host_memory(void) {
     for (int k = 0; k < 3; k++) {
         CHECK_OK(ctx, loom_backend_host_alloc(be, sizes[k], &p[k]));
         CHECK(p[k] != NULL, "host_alloc(%zu bytes) gives a pointer", sizes[k]);
+        CHECK(((uintptr_t)p[k] & 63) == 0, "host_alloc(%zu bytes) is 64-byte aligned", sizes[k]);
         if (p[k]) memset(p[k], 0x5a + k, sizes[k]);
     }
     CHECK(p[0] != p[1] && p[1] != p[2] && p[0] != p[2], "distinct blocks (also for 0 bytes)");
@@ -167,8 +169,9 @@ static void test_host_memory(void) {
     for (int k = 0; k < 3; k++) loom_backend_host_free(be, p[k]);
     loom_backend_host_free(be, NULL); /* nothing */
     void *q = NULL;
-    CHECK_OK(ctx, loom_backend_host_alloc(NULL, 64, &q)); /* no backend: malloc */
+    CHECK_OK(ctx, loom_backend_host_alloc(NULL, 1 << 20, &q)); /* no backend: plain host memory */
     CHECK(q != NULL, "host_alloc without a backend gives a pointer");
+    CHECK(((uintptr_t)q & 63) == 0, "host_alloc without a backend is 64-byte aligned (a 1 MiB block)");
     loom_backend_host_free(NULL, q);
     loom_backend_destroy(be);
     loom_ctx_destroy(ctx);

@@ -81,8 +81,9 @@ void loom_backend_describe(const loom_backend *be, FILE *out);
 
 /* Host memory that the backend copies to and from fastest: pinned
  * (page-locked) memory on CUDA, a persistently mapped host-visible buffer on
- * Vulkan and OpenCL; plain malloc on a backend without such memory (the CPU)
- * or when be is NULL. The loader puts its batch slots there
+ * Vulkan and OpenCL; plain host memory aligned to 64 bytes (a cache line:
+ * the loader's streaming stores need it) on a backend without such memory
+ * (the CPU) or when be is NULL. The loader puts its batch slots there
  * (loom_loader_desc.backend). *out gets bytes bytes (at least malloc's
  * alignment; bytes 0 still gives a distinct pointer), NULL on failure (an
  * error on the backend's context naming the backend). The block is the
