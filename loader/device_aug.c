@@ -60,7 +60,7 @@ static bool device_jitter(const loom_tf_step *s, int c) {
 /* a RandomAffine the device runs on images of c channels: nearest (bilinear
  * stays on the host), 1..3 channels (the host's fill has three) */
 static bool device_affine(const loom_tf_step *s, int c) {
-    return s->kind == LOOM_TF_RANDOM_AFFINE && s->nearest && c <= 3;
+    return loom__tf_nearest_affine(s) && c <= 3;
 }
 
 loom_status loom__dev_plan(loom_ctx *ctx, const loom_tf_step *steps, int n, int c, bool f64, loom__dev_split *out) {

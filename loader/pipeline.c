@@ -156,8 +156,6 @@ static int fold_end(const loom_tf_step *steps, int n, int k) {
     return k;
 }
 
-static bool nearest_affine(const loom_tf_step *s) { return s->kind == LOOM_TF_RANDOM_AFFINE && s->nearest; }
-
 /* The fused tail at step i (loader/tail.c): a ColorJitter, a nearest
  * RandomAffine, or the two in that order, each followed by the
  * crops and flips after it up to the next or *fold (read through views:
@@ -175,7 +173,7 @@ static int tail_len(const loom_tf_step *steps, int n, int i, const loom__tensor_
      * sums the grays measured ~3% slower than the two passes) */
     for (int q = 0; q < 2 && j < n; q++) {
         if (q == 0 && steps[j].kind == LOOM_TF_COLOR_JITTER) jit = true;
-        else if (!aff && nearest_affine(&steps[j])) aff = true, aff_end = j + 1;
+        else if (!aff && loom__tf_nearest_affine(&steps[j])) aff = true, aff_end = j + 1;
         else break;
         j = fold_end(steps, n, j + 1);
     }
@@ -279,11 +277,11 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
         /* a nearest RandomAffine stays out of runs (and a tail ends one): it
          * runs as the tail's row pass, exact and a small fraction of the
          * cost of a bilinear warp of the whole run */
-        if (j > i + 1 && steps[i].kind == LOOM_TF_RANDOM_AFFINE && steps[i].nearest) j = i + 1;
+        if (j > i + 1 && loom__tf_nearest_affine(&steps[i])) j = i + 1;
         for (int k = i + 1; k < j; k++) {
             bool tt;
             int kf;
-            if ((steps[k].kind == LOOM_TF_RANDOM_AFFINE && steps[k].nearest) || tail_len(steps, n, k, out, &tt, &kf) > 0) {
+            if (loom__tf_nearest_affine(&steps[k]) || tail_len(steps, n, k, out, &tt, &kf) > 0) {
                 j = k;
                 break;
             }
@@ -318,7 +316,7 @@ static loom_status run_steps(loom_ctx *ctx, const loom_tf_step *steps, int n, lo
             continue;
         }
         /* a nearest RandomAffine on its own: the tail's vector row pass (exact, as loom_tf_affine) */
-        if (fuse && steps[i].kind == LOOM_TF_RANDOM_AFFINE && steps[i].nearest) {
+        if (fuse && loom__tf_nearest_affine(&steps[i])) {
             loom_status st = run_tail(ctx, steps, i, i + 1, rng, img, a, b, NULL, NULL);
             if (st != LOOM_OK) return st;
             continue;

@@ -51,6 +51,11 @@ bool loom__tf_keeps_size(const loom_tf_step *s);
  * minus the original count; it draws the same words and runs nothing. */
 #define LOOM__TF_FLAT_MAX 64 /* steps a pipeline with RandomOrder may hold to run fused */
 static inline bool loom__tf_resolved(const loom_tf_step *s) { return s->kind == LOOM_TF_RANDOM_ORDER && s->count < 0; }
+/* A RandomAffine with nearest interpolation (the fused tail's, which moves
+ * pixels without mixing them; it never joins a resampling run). */
+static inline bool loom__tf_nearest_affine(const loom_tf_step *s) {
+    return s->kind == LOOM_TF_RANDOM_AFFINE && s->nearest;
+}
 /* The RandomOrders of a parsed spec whose orders would end at different
  * sizes (loom_tf_parse's check): on the input size the steps before fix, or
  * on two large probe sizes when they fix none. */

@@ -546,7 +546,7 @@ bool loom__tf_region(loom_ctx *ctx, const loom_tf_step *steps, int n, const loom
     /* a nearest RandomAffine never joins a run (loader/pipeline.c): it reads
      * the image the steps before it made, so the region is theirs */
     for (int k = 0; k < j; k++)
-        if (steps[k].kind == LOOM_TF_RANDOM_AFFINE && steps[k].nearest) j = k;
+        if (loom__tf_nearest_affine(&steps[k])) j = k;
     if (j < 1) return false;
     loom__aug_rng r = *rng;
     loom__geo g;

@@ -113,8 +113,8 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
     const int c = img->c;
     /* H0 x W0: view's image, whose gray mean contrast takes; H x W: the
      * image the affine sees (the same unless the jitter has inner crops) */
-    const bool inner = t->inner.h > 0;
-    const int64_t H0 = t->view.h, W0 = t->view.w, H = inner ? t->inner.h : H0, W = inner ? t->inner.w : W0;
+    const loom__tail_view in = t->inner.h > 0 ? t->inner : (loom__tail_view){t->view.h, t->view.w, 0, 1, 0, 1};
+    const int64_t H0 = t->view.h, W0 = t->view.w, H = in.h, W = in.w;
     /* the adjustments that change anything here, in the drawn order */
     int ops[4], nops = 0, kc = -1;
     double fs[4];
@@ -171,16 +171,13 @@ loom_status loom__tail_run(loom_ctx *ctx, const loom__tail *t, loom_image *img, 
         s = run_rows(ctx, &r);
         if (s != LOOM_OK) return s;
         mean = (float)((double)r.gray_sum / (double)(H0 * W0));
-        if (keep) { /* spare holds view's image itself, row by row: read it through inner */
-            const loom__tail_view in = inner ? t->inner : (loom__tail_view){H, W, 0, 1, 0, 1};
+        if (keep) { /* spare holds view's image itself, row by row */
             r.base = spare, start = kc;
-            r.pitch = W0, r.roff = in.roff, r.rstep = in.rstep, r.coff = in.coff, r.cstep = in.cstep, r.npx = H0 * W0;
+            r.pitch = W0, r.roff = r.coff = 0, r.rstep = r.cstep = 1, r.npx = H0 * W0;
         }
     }
-    if (r.base == img->data && inner) { /* view seen through inner */
-        r.roff = t->view.roff + t->view.rstep * t->inner.roff, r.rstep = t->view.rstep * t->inner.rstep;
-        r.coff = t->view.coff + t->view.cstep * t->inner.coff, r.cstep = t->view.cstep * t->inner.cstep;
-    }
+    /* the row pass reads its base (view's image, or spare) through inner */
+    r.roff += r.rstep * in.roff, r.rstep *= in.rstep, r.coff += r.cstep * in.coff, r.cstep *= in.cstep;
     r.H = H, r.W = W;
     ns = 0;
     STAGES(start, nops, mean)
