@@ -1,5 +1,5 @@
 /* core/fuse.c — finding a plan's fusable batch-norm chains (and attention
- * gradients) in its execution order (core/fuse.h lists the groups and the rules). Slices of the backward
+ * gradients, and matmuls with their bias adds) in its execution order (core/fuse.h lists the groups and the rules). Slices of the backward
  * group's statistics between its two batch-norm gradient ops run after the
  * group. */
 #include "fuse.h"
@@ -36,7 +36,7 @@ static const loom_tensor *bn_src(const loom_tensor *t, int slot) {
 
 static void group_clear(loom__fuse_group *g, bool backward) {
     g->backward = backward;
-    g->attn = false;
+    g->attn = g->bias = false;
     for (int r = 0; r < LOOM__FU_ROLES; r++) g->m[r] = -1;
 }
 
@@ -121,6 +121,21 @@ static bool match_attn(const loom_plan *p, int e, loom__fuse_group *g) {
     return true;
 }
 
+/* bias group: exec e a matmul (op(a) = a, b 2-D), exec e + 1 the add of a
+ * 1-D bias along its last axis */
+static bool match_bias(const loom_plan *p, int e, loom__fuse_group *g) {
+    group_clear(g, false);
+    g->bias = true;
+    const loom_tensor *mm = p->exec[e];
+    if (mm->p[LOOM_P_MATMUL_TRANS_A] || mm->src[1]->ndim != 2 || !is_op(p, e + 1, LOOM_OP_ADD)) return false;
+    const loom_tensor *a = p->exec[e + 1];
+    if ((a->src[0] == mm) == (a->src[1] == mm)) return false;
+    const loom_tensor *b = a->src[a->src[0] == mm ? 1 : 0];
+    if (b->ndim != 1 || b->dims[0] != mm->dims[mm->ndim - 1] || !same_dims(a, mm)) return false;
+    g->m[LOOM__FU_MM] = e, g->m[LOOM__FU_BIAS] = e + 1;
+    return true;
+}
+
 /* ---- memory: the bytes each tensor occupies ---- */
 typedef struct span {
     const void *space;
@@ -179,6 +194,25 @@ static bool memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fu
     return true;
 }
 
+/* the bias group's memory: the matmul's output c and the add's y overlap
+ * none of the inputs (the product reads a's rows after writing others'
+ * sums), and y lies exactly over c or apart from it */
+static bool bias_memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fuse_group *g) {
+    const loom_tensor *mm = p->exec[g->m[LOOM__FU_MM]], *add = p->exec[g->m[LOOM__FU_BIAS]];
+    span c = span_of(p, where, mm, true), y = span_of(p, where, add, true);
+    const loom_tensor *in[3] = {mm->src[0], mm->src[1], add->src[add->src[0] == mm ? 1 : 0]};
+    if (!c.placed || !y.placed) return false;
+    for (int i = 0; i < 3; i++) {
+        span s = span_of(p, where, in[i], false);
+        if (!s.placed) return false;
+        for (int k = 0; k < 2; k++) {
+            const span *o = k ? &y : &c;
+            if (s.space == o->space && s.lo < o->hi && o->lo < s.hi) return false;
+        }
+    }
+    return c.space != y.space || (c.lo == y.lo && c.hi == y.hi) || c.lo >= y.hi || y.lo >= c.hi;
+}
+
 loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsigned flags, loom__fusion **out) {
     *out = NULL;
     if (p->n_exec < 2) return LOOM_OK;
@@ -196,7 +230,10 @@ loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsign
         loom__fuse_group g;
         int end = e;
         bool ok;
-        if (is_op(p, e, LOOM_OP_ATTENTION_GRAD)) {
+        if (is_op(p, e, LOOM_OP_MATMUL)) {
+            end = e + 1;
+            ok = (flags & LOOM__FUSE_MM_BIAS) && match_bias(p, e, &g) && bias_memory_ok(p, where, &g);
+        } else if (is_op(p, e, LOOM_OP_ATTENTION_GRAD)) {
             end = e + 2;
             ok = (flags & LOOM__FUSE_ATTN_GRAD) && match_attn(p, e, &g) && memory_ok(p, where, &g, e, end);
         } else if (is_op(p, e, LOOM_OP_BATCH_NORM)) {

@@ -16,6 +16,10 @@
  *   attention (with LOOM__FUSE_ATTN_GRAD): the attention_grad nodes giving
  *             dq, dk and dv of one attention (the same sources and
  *             parameters), three consecutive nodes in any order
+ *   bias (with LOOM__FUSE_MM_BIAS): a matmul of an untransposed a by a 2-D
+ *             b, then the add of a 1-D bias along its last axis (the next
+ *             node); its outputs may not overlap the matmul's inputs or the
+ *             bias, and the add's output lies over the matmul's or apart
  * A group forms only when running it as one pass cannot change a result:
  * every member is f32 and reads exactly what the chain gives it, and no two
  * tensors the group touches overlap in memory (except a member writing in
@@ -40,12 +44,15 @@ enum {
     LOOM__FU_ATTN_DQ,   /* attention: the attention_grad giving dq */
     LOOM__FU_ATTN_DK,   /* attention: ... dk */
     LOOM__FU_ATTN_DV,   /* attention: ... dv */
+    LOOM__FU_MM,        /* bias: the matmul */
+    LOOM__FU_BIAS,      /* bias: the add of its bias */
     LOOM__FU_ROLES
 };
 
 typedef struct loom__fuse_group {
     bool backward;
     bool attn; /* the attention gradients (roles LOOM__FU_ATTN_*) */
+    bool bias; /* a matmul and its bias (roles LOOM__FU_MM, LOOM__FU_BIAS) */
     int m[LOOM__FU_ROLES];
 } loom__fuse_group;
 
@@ -66,6 +73,7 @@ typedef bool (*loom__fuse_where)(const loom_plan *p, const loom_tensor *t, const
 enum {
     LOOM__FUSE_POOL_GRAD = 1, /* backward groups of relu_grad -> pool gradient alone */
     LOOM__FUSE_ATTN_GRAD = 2, /* attention gradient groups */
+    LOOM__FUSE_MM_BIAS = 4,   /* matmul + bias groups */
 };
 
 /* The groups of plan p (its addresses placed); *out NULL when none form. */

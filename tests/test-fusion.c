@@ -26,6 +26,8 @@
  *   of Vulkan and OpenCL, which lavapipe and PoCL run by default), causal and with
  *   twice as many keys as queries, over more than one 128-row block, and
  *   with too few (batch, head) units to share (run node by node);
+ * - a matmul and the add of its bias (the CPU), the bias on either side, the
+ *   product kept or not, sizes loom's AVX-512 GEMM takes and others;
  * - CPU: 1 and 3 threads. */
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +45,11 @@ static bool be_repro;
 #define D(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
 
 enum { CASE_POOL, CASE_POOL_KEEP, CASE_RESIDUAL, CASE_RESIDUAL_SWAP, CASE_EVAL, CASE_PLAIN, CASE_ATTN, CASE_ATTN_CROSS,
-       NCASES };
+       CASE_BIAS, CASE_BIAS_KEEP, CASE_BIAS_SWAP, NCASES };
 static const char *case_name[NCASES] = {"bn-pool-relu", "bn-pool-relu kept", "residual", "residual (shortcut first)",
                                         "eval bn-relu", "bn-relu no affine", "causal attention (b, h, t, d)",
-                                        "attention, 2t keys (b, h, t, d)"};
+                                        "attention, 2t keys (b, h, t, d)", "x w + bias (n c h, w)",
+                                        "x w + bias, product kept", "bias + x w^T"};
 
 typedef struct built {
     loom_graph *g;
@@ -94,6 +97,25 @@ static loom_tensor *attn(built *b, bool causal) {
     return y;
 }
 
+/* y (n, c, h, w + 8) = x (n c h, w) W (w, w + 8) + bias (w + 8) (W stored
+ * transposed when the bias comes first): on the CPU
+ * a group whose GEMM writes the sums (gemm.c), with loom's AVX-512 kernel
+ * or OpenBLAS and an add per panel, one k block or more (w > 256) */
+static loom_tensor *affine(built *b, int kind) {
+    int64_t n = loom_tensor_dim(b->x, 0), c = loom_tensor_dim(b->x, 1), h = loom_tensor_dim(b->x, 2),
+            w = loom_tensor_dim(b->x, 3);
+    bool tb = kind == CASE_BIAS_SWAP; /* W stored (w + 8, w) */
+    loom_tensor *wt = loom_param(b->g, "w", LOOM_F32, 2, tb ? (int64_t[]){w + 8, w} : (int64_t[]){w, w + 8},
+                                 &(loom_init){LOOM_INIT_NORMAL, 0, 0.2});
+    loom_tensor *bias = loom_param(b->g, "bias", LOOM_F32, D(w + 8), &(loom_init){LOOM_INIT_UNIFORM, -1, 1});
+    loom_tensor *mm = loom_matmul(b->g, loom_reshape(b->g, b->x, 2, (int64_t[]){n * c * h, w}), wt, false, tb);
+    loom_tensor *y = kind == CASE_BIAS_SWAP ? loom_add(b->g, bias, mm) : loom_add(b->g, mm, bias);
+    if (kind == CASE_BIAS_KEEP) add_check(b, mm);
+    b->gamma = wt, b->beta = bias; /* their gradients are checked after loom_backward */
+    y = loom_reshape(b->g, y, 4, (int64_t[]){n, c, h, w + 8});
+    return kind == CASE_BIAS ? loom_relu(b->g, y) : y; /* relu: the sums may go over the product in place */
+}
+
 static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w) {
     memset(b, 0, sizeof *b);
     loom_graph_desc gd = {.seed = 5};
@@ -103,6 +125,9 @@ static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w
     loom_tensor *y = NULL, *gm = NULL, *bt = NULL;
     if (kind == CASE_ATTN || kind == CASE_ATTN_CROSS) {
         y = attn(b, kind == CASE_ATTN);
+        gm = b->gamma, bt = b->beta;
+    } else if (kind == CASE_BIAS || kind == CASE_BIAS_KEEP || kind == CASE_BIAS_SWAP) {
+        y = affine(b, kind);
         gm = b->gamma, bt = b->beta;
     } else if (kind == CASE_POOL || kind == CASE_POOL_KEEP) {
         loom_tensor *z = bn(b, "bn", b->x, true, false);
@@ -204,6 +229,14 @@ static void cases(int b) {
     test_case(CASE_ATTN, 2, 4, 150, 16, 1);
     test_case(CASE_ATTN_CROSS, 2, 4, 150, 8, 1);
     test_case(CASE_ATTN, 1, 1, 20, 8, 1); /* CPU: one unit, node by node inside the group */
+    /* matmul + bias (the CPU only): 320 rows (one thread: the AVX-512 kernel where the CPU has it;
+     * three: panels too short for it, OpenBLAS and an add), 300 rows with two k blocks, odd sizes */
+    int bias = b == B_CPU ? 1 : 0;
+    test_case(CASE_BIAS, 2, 2, 80, 40, bias);
+    test_case(CASE_BIAS_KEEP, 2, 2, 80, 40, bias);
+    test_case(CASE_BIAS, 1, 1, 300, 264, bias);
+    test_case(CASE_BIAS_SWAP, 1, 1, 300, 264, bias);
+    test_case(CASE_BIAS, 1, 3, 7, 5, bias);
 }
 
 static void check_backend(loom_ctx *c, loom_backend *b, const char *name, bool reproducible) {

@@ -209,7 +209,7 @@ static loom_status cpu_plan_run(loom_backend *be, loom_plan *p) {
             loom_status st = loom__cpu_fusion_run(cpu, p, grp);
             if (st != LOOM_OK) return st;
             if (p->node_seconds)
-                p->node_seconds[grp->attn ? e : grp->m[grp->backward ? LOOM__FU_PARAMS : LOOM__FU_BN]] +=
+                p->node_seconds[grp->attn || grp->bias ? e : grp->m[grp->backward ? LOOM__FU_PARAMS : LOOM__FU_BN]] +=
                     loom__now_s() - t0;
             continue;
         }

@@ -43,12 +43,24 @@ void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes);
  * in elements. OpenBLAS when built with it, else a blocked threaded loop. */
 void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* C = op(A) op(B) (alpha 1, beta 0), then Y[i, j] = C[i, j] + bias[j] (row
+ * stride ldy; Y may be C): the same bits as loom__cpu_sgemm and an add of
+ * the bias after it, the sums written from registers where loom's AVX-512
+ * kernel takes the panel (else a pass over the panel just computed). */
+void loom__cpu_sgemm_bias(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                          int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const float *bias, float *Y,
+                          int64_t ldy);
 /* loom's AVX-512 f32 GEMM (gemm512.c), single-threaded, op(A) = A: whether
  * it takes these sizes on this CPU (LOOM_CPU_GEMM512=0: never), and the
  * product (false when its packing buffer cannot be allocated). */
 bool loom__cpu_sgemm512_fits(bool trans_a, int64_t M, int64_t N, int64_t K);
 bool loom__cpu_sgemm512(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* The same, then Y[i, j] = C[i, j] + bias[j] (row stride ldy; Y may be C:
+ * then C holds the sums): the bits of the product followed by the add. */
+bool loom__cpu_sgemm512_bias(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
+                             int64_t ldy);
 /* Reproducible mode's canonical f32 GEMM (core/repro.h): C = (accumulate ?
  * C + s : s), s the chunked fma chain over k; threads split whole outputs.
  * LOOM_ERR_OOM if the packed copy of B cannot be allocated. */

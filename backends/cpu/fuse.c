@@ -12,5 +12,5 @@ static bool where_host(const loom_plan *p, const loom_tensor *t, const void **sp
 loom_status loom__cpu_fusion_plan(loom__cpu *cpu, const loom_plan *p, loom__fusion **out) {
     *out = NULL;
     if (cpu->reproducible || loom__env_switch("LOOM_CPU_FUSE") == 0) return LOOM_OK;
-    return loom__fusion_plan(p, where_host, LOOM__FUSE_ATTN_GRAD, out);
+    return loom__fusion_plan(p, where_host, LOOM__FUSE_ATTN_GRAD | LOOM__FUSE_MM_BIAS, out);
 }

@@ -1,5 +1,6 @@
 /* backends/cpu/fuse_kernels.c — the CPU backend's fused batch-norm passes
- * (groups: fuse.h). One channel per task, as the batch-norm kernels split
+ * (groups: fuse.h; the attention gradients' kernel is in ops/attention.c, a
+ * matmul's bias add is the GEMM's epilogue, gemm.c). One channel per task, as the batch-norm kernels split
  * their work: the forward pass normalises a (n, c) plane and at once runs the
  * add, pooling and relu after it on that plane while it is in L1; the
  * backward pass makes each plane of the gradient that reaches the batch norm
@@ -129,6 +130,16 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
     memset(&j, 0, sizeof j);
     loom__cpu_args a;
     const int *m = g->m;
+    if (g->bias) { /* y = matmul + bias: the product's fold of a's batch into its rows (ops/matmul.c) */
+        loom__cpu_args mm, add;
+        args_of(cpu, p, m[LOOM__FU_MM], &mm);
+        args_of(cpu, p, m[LOOM__FU_BIAS], &add);
+        const loom_tensor *y = mm.node, *A = y->src[0], *B = y->src[1];
+        int64_t N = y->dims[y->ndim - 1], K = A->dims[A->ndim - 1];
+        loom__cpu_sgemm_bias(cpu, false, y->p[LOOM_P_MATMUL_TRANS_B] != 0, loom_tensor_numel(y) / N, N, K, mm.x[0], K,
+                             mm.x[1], B->dims[1], mm.y, N, add.x[add.node->src[0] == y ? 1 : 0], add.y, N);
+        return LOOM_OK;
+    }
     if (g->attn) {
         loom__cpu_args three[3];
         for (int r = 0; r < 3; r++) args_of(cpu, p, m[LOOM__FU_ATTN_DQ + r], &three[r]);

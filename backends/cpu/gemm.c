@@ -20,6 +20,12 @@ void loom__cpu_dgemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, doub
         }
 }
 
+/* Y[i, j] = C[i, j] + bias[j] over M x N (Y may be C): the add after a product */
+static void add_bias(int64_t M, int64_t N, const float *C, int64_t ldc, const float *bias, float *Y, int64_t ldy) {
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) Y[i * ldy + j] = C[i * ldc + j] + bias[j];
+}
+
 #ifndef LOOM_HAVE_OPENBLAS
 typedef struct sg {
     bool ta, tb;
@@ -67,15 +73,21 @@ typedef struct panel {
     float alpha, beta;
     const float *A, *B;
     float *C;
+    const float *bias; /* loom__cpu_sgemm_bias: Y = C + bias after the product (else NULL) */
+    float *Y;
+    int64_t ldy;
 } panel;
 
 /* one single-threaded product: loom's AVX-512 kernel where it takes the sizes, else OpenBLAS */
 static void one_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (loom__cpu_sgemm512_fits(ta, M, N, K) && loom__cpu_sgemm512(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
+                      int64_t ldy) {
+    if (loom__cpu_sgemm512_fits(ta, M, N, K) &&
+        loom__cpu_sgemm512_bias(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, Y, ldy))
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
                 (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+    if (bias) add_bias(M, N, C, ldc, bias, Y, ldy);
 }
 
 static void panel_run(void *v, int64_t p0, int64_t p1) {
@@ -87,27 +99,34 @@ static void panel_run(void *v, int64_t p0, int64_t p1) {
         const float *A = q->A, *B = q->B;
         float *C = q->C;
         int64_t m = q->M, n = q->N;
+        const float *bias = q->bias;
+        float *Y = q->Y;
         if (q->by_cols) { /* C[:, b:e] = op(A) op(B)[:, b:e] */
             B += q->tb ? b * q->ldb : b;
             C += b;
             n = e - b;
+            if (bias) bias += b, Y += b;
         } else { /* C[b:e, :] = op(A)[b:e, :] op(B) */
             A += q->ta ? b : b * q->lda;
             C += b * q->ldc;
             m = e - b;
+            if (bias) Y += b * q->ldy;
         }
-        one_sgemm(q->ta, q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc);
+        one_sgemm(q->ta, q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc, bias, Y, q->ldy);
     }
 }
 #endif
 
-void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+/* loom__cpu_sgemm, and with bias the add after it (loom__cpu_sgemm_bias) */
+static void sgemm_any(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias,
+                      float *Y, int64_t ldy) {
     if (M <= 0 || N <= 0) return;
 #ifdef LOOM_HAVE_OPENBLAS
     if (K <= 0) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        if (bias) add_bias(M, N, C, ldc, bias, Y, ldy);
         return;
     }
     int parts = !cpu ? 1 : cpu->deterministic ? LOOM__CPU_DET_PARTS : loom__cpu_threads(cpu);
@@ -116,15 +135,27 @@ void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int
         bool by_cols = N >= M;
         int64_t len = by_cols ? N : M, step = (len + parts - 1) / parts;
         step = (step + 15) / 16 * 16;
-        panel q = {ta, tb, by_cols, M, N, K, lda, ldb, ldc, step, alpha, beta, A, B, C};
+        panel q = {ta, tb, by_cols, M, N, K, lda, ldb, ldc, step, alpha, beta, A, B, C, bias, Y, ldy};
         loom__cpu_parallel(cpu, (len + step - 1) / step, 1, panel_run, &q);
         return;
     }
-    one_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    one_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, Y, ldy);
 #else
     sg s = {ta, tb, N, K, alpha, beta, A, B, lda, ldb, ldc, C};
     loom__cpu_parallel(cpu, M, 4, sgemm_rows, &s);
+    if (bias) add_bias(M, N, C, ldc, bias, Y, ldy);
 #endif
+}
+
+void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    sgemm_any(cpu, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL, 0);
+}
+
+void loom__cpu_sgemm_bias(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                          int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const float *bias, float *Y,
+                          int64_t ldy) {
+    sgemm_any(cpu, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, Y, ldy);
 }
 
 /* ---- reproducible mode: the canonical f32 GEMM (core/repro.h) ----

@@ -16,6 +16,9 @@
  * read, as in BLAS), the later ones add alpha acc to C. Every element is one
  * chain of fused multiply-adds per k block, blocks added in order: its bits
  * depend on K alone, not on M, N, the tile it falls in or the thread count.
+ * With a bias (loom__cpu_sgemm512_bias: a matmul and the add of its bias,
+ * fused, backends/cpu/fuse.h), the last k block also writes Y = C + bias
+ * from the registers: the add's own sum, without reading C back.
  * LOOM_CPU_GEMM512=0 in the environment turns it off (to compare). */
 #include "cpu_impl.h"
 #include "vmath.h"
@@ -57,10 +60,12 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t kc,
 }
 
 /* the mr x nr corner of C (row stride ldc) from rows ar[] of A (k stride 1) and sliver b;
- * mode 0: C = alpha acc, 1: C = alpha acc + beta C, 2: C += alpha acc */
+ * mode 0: C = alpha acc, 1: C = alpha acc + beta C, 2: C += alpha acc; with
+ * bias (the last k block only), that corner of Y (row stride ldy) = C + bias
+ * as well, C itself written too unless Y is C */
 __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *const *ar, const float *b, float *C,
                                                       int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
-                                                      int mode) {
+                                                      int mode, const float *bias, float *Y, int64_t ldy) {
     __m512 c[G_MR][2];
     const float *p[G_MR];
 #pragma GCC unroll 14
@@ -77,6 +82,7 @@ __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *c
     __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     __m512 al = _mm512_set1_ps(alpha), be = _mm512_set1_ps(beta);
+    __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : al, bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : al;
 #pragma GCC unroll 14
     for (int r = 0; r < G_MR; r++) {
         if (r >= mr) break;
@@ -89,6 +95,13 @@ __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *c
             v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), v0);
             v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), v1);
         }
+        if (bias) { /* Y = C + bias, the same sum as the add after the product */
+            float *yr = Y + r * ldy;
+            if (yr != cr) _mm512_mask_storeu_ps(cr, m0, v0), _mm512_mask_storeu_ps(cr + 16, m1, v1);
+            _mm512_mask_storeu_ps(yr, m0, _mm512_add_ps(v0, bias0));
+            _mm512_mask_storeu_ps(yr + 16, m1, _mm512_add_ps(v1, bias1));
+            continue;
+        }
         _mm512_mask_storeu_ps(cr, m0, v0);
         _mm512_mask_storeu_ps(cr + 16, m1, v1);
     }
@@ -96,6 +109,12 @@ __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *c
 
 bool loom__cpu_sgemm512(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    return loom__cpu_sgemm512_bias(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL, 0);
+}
+
+bool loom__cpu_sgemm512_bias(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
+                             int64_t ldy) {
     int64_t np = (N + G_NR - 1) / G_NR * G_NR, kcmax = K < G_KC ? K : G_KC;
     float *bp = NULL;
     if (posix_memalign((void **)&bp, 64, (size_t)(kcmax * np) * sizeof(float)) != 0) return false;
@@ -109,8 +128,9 @@ bool loom__cpu_sgemm512(bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
                     int64_t mr = M - i0 < G_MR ? M - i0 : G_MR;
                     const float *ar[G_MR];
                     for (int r = 0; r < G_MR; r++) ar[r] = A + (i0 + (r < mr ? r : mr - 1)) * lda + k0;
+                    bool last = k0 + G_KC >= K;
                     kernel(kc, ar, bp + j0 * kc, C + i0 * ldc + j0, ldc, mr, N - j0 < G_NR ? N - j0 : G_NR, alpha,
-                           beta, mode);
+                           beta, mode, last && bias ? bias + j0 : NULL, last && bias ? Y + i0 * ldy + j0 : NULL, ldy);
                 }
     }
     free(bp);
@@ -119,8 +139,14 @@ bool loom__cpu_sgemm512(bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 #else
 bool loom__cpu_sgemm512(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    return loom__cpu_sgemm512_bias(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL, 0);
+}
+
+bool loom__cpu_sgemm512_bias(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
+                             int64_t ldy) {
     (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
-        (void)ldc;
+        (void)ldc, (void)bias, (void)Y, (void)ldy;
     return false;
 }
 #endif
