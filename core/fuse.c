@@ -122,7 +122,7 @@ static bool match_attn(const loom_plan *p, int e, loom__fuse_group *g) {
 }
 
 /* bias group: exec e a matmul (op(a) = a, b 2-D), exec e + 1 the add of a
- * 1-D bias along its last axis */
+ * 1-D bias along its last axis, exec e + 2 a gelu of that sum if it is one */
 static bool match_bias(const loom_plan *p, int e, loom__fuse_group *g) {
     group_clear(g, false);
     g->bias = true;
@@ -133,6 +133,7 @@ static bool match_bias(const loom_plan *p, int e, loom__fuse_group *g) {
     const loom_tensor *b = a->src[a->src[0] == mm ? 1 : 0];
     if (b->ndim != 1 || b->dims[0] != mm->dims[mm->ndim - 1] || !same_dims(a, mm)) return false;
     g->m[LOOM__FU_MM] = e, g->m[LOOM__FU_BIAS] = e + 1;
+    if (is_op(p, e + 2, LOOM_OP_GELU) && p->exec[e + 2]->src[0] == a) g->m[LOOM__FU_GELU] = e + 2;
     return true;
 }
 
@@ -194,23 +195,29 @@ static bool memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fu
     return true;
 }
 
-/* the bias group's memory: the matmul's output c and the add's y overlap
- * none of the inputs (the product reads a's rows after writing others'
- * sums), and y lies exactly over c or apart from it */
+static bool overlap(const span *a, const span *b) { return a->space == b->space && a->lo < b->hi && b->lo < a->hi; }
+
+/* the bias group's memory: its outputs (the matmul's, the add's, the
+ * gelu's) overlap none of the inputs (the product reads a's rows after
+ * writing others' sums), and lie exactly over one another or apart (an
+ * element's sums are read before they are overwritten) */
 static bool bias_memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fuse_group *g) {
     const loom_tensor *mm = p->exec[g->m[LOOM__FU_MM]], *add = p->exec[g->m[LOOM__FU_BIAS]];
-    span c = span_of(p, where, mm, true), y = span_of(p, where, add, true);
     const loom_tensor *in[3] = {mm->src[0], mm->src[1], add->src[add->src[0] == mm ? 1 : 0]};
-    if (!c.placed || !y.placed) return false;
-    for (int i = 0; i < 3; i++) {
-        span s = span_of(p, where, in[i], false);
-        if (!s.placed) return false;
-        for (int k = 0; k < 2; k++) {
-            const span *o = k ? &y : &c;
-            if (s.space == o->space && s.lo < o->hi && o->lo < s.hi) return false;
+    span o[3];
+    int no = 0;
+    o[no++] = span_of(p, where, mm, true), o[no++] = span_of(p, where, add, true);
+    if (g->m[LOOM__FU_GELU] >= 0) o[no++] = span_of(p, where, p->exec[g->m[LOOM__FU_GELU]], true);
+    for (int k = 0; k < no; k++) {
+        if (!o[k].placed) return false;
+        for (int i = 0; i < 3; i++) {
+            span s = span_of(p, where, in[i], false);
+            if (!s.placed || overlap(&s, &o[k])) return false;
         }
+        for (int j = 0; j < k; j++)
+            if (overlap(&o[j], &o[k]) && (o[j].lo != o[k].lo || o[j].hi != o[k].hi)) return false;
     }
-    return c.space != y.space || (c.lo == y.lo && c.hi == y.hi) || c.lo >= y.hi || y.lo >= c.hi;
+    return true;
 }
 
 loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsigned flags, loom__fusion **out) {
@@ -231,8 +238,8 @@ loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsign
         int end = e;
         bool ok;
         if (is_op(p, e, LOOM_OP_MATMUL)) {
-            end = e + 1;
             ok = (flags & LOOM__FUSE_MM_BIAS) && match_bias(p, e, &g) && bias_memory_ok(p, where, &g);
+            end = ok && g.m[LOOM__FU_GELU] >= 0 ? e + 2 : e + 1;
         } else if (is_op(p, e, LOOM_OP_ATTENTION_GRAD)) {
             end = e + 2;
             ok = (flags & LOOM__FUSE_ATTN_GRAD) && match_attn(p, e, &g) && memory_ok(p, where, &g, e, end);

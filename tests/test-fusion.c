@@ -27,7 +27,8 @@
  *   twice as many keys as queries, over more than one 128-row block, and
  *   with too few (batch, head) units to share (run node by node);
  * - a matmul and the add of its bias (the CPU), the bias on either side, the
- *   product kept or not, sizes loom's AVX-512 GEMM takes and others;
+ *   product kept or not, with a gelu after, sizes loom's AVX-512 GEMM takes
+ *   and others;
  * - CPU: 1 and 3 threads. */
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +46,11 @@ static bool be_repro;
 #define D(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
 
 enum { CASE_POOL, CASE_POOL_KEEP, CASE_RESIDUAL, CASE_RESIDUAL_SWAP, CASE_EVAL, CASE_PLAIN, CASE_ATTN, CASE_ATTN_CROSS,
-       CASE_BIAS, CASE_BIAS_KEEP, CASE_BIAS_SWAP, NCASES };
+       CASE_BIAS, CASE_BIAS_KEEP, CASE_BIAS_SWAP, CASE_BIAS_GELU, NCASES };
 static const char *case_name[NCASES] = {"bn-pool-relu", "bn-pool-relu kept", "residual", "residual (shortcut first)",
                                         "eval bn-relu", "bn-relu no affine", "causal attention (b, h, t, d)",
                                         "attention, 2t keys (b, h, t, d)", "x w + bias (n c h, w)",
-                                        "x w + bias, product kept", "bias + x w^T"};
+                                        "x w + bias, product kept", "bias + x w^T", "gelu(x w + bias)"};
 
 typedef struct built {
     loom_graph *g;
@@ -98,7 +99,7 @@ static loom_tensor *attn(built *b, bool causal) {
 }
 
 /* y (n, c, h, w + 8) = x (n c h, w) W (w, w + 8) + bias (w + 8) (W stored
- * transposed when the bias comes first): on the CPU
+ * transposed when the bias comes first; a gelu of it for CASE_BIAS_GELU): on the CPU
  * a group whose GEMM writes the sums (gemm.c), with loom's AVX-512 kernel
  * or OpenBLAS and an add per panel, one k block or more (w > 256) */
 static loom_tensor *affine(built *b, int kind) {
@@ -110,6 +111,7 @@ static loom_tensor *affine(built *b, int kind) {
     loom_tensor *bias = loom_param(b->g, "bias", LOOM_F32, D(w + 8), &(loom_init){LOOM_INIT_UNIFORM, -1, 1});
     loom_tensor *mm = loom_matmul(b->g, loom_reshape(b->g, b->x, 2, (int64_t[]){n * c * h, w}), wt, false, tb);
     loom_tensor *y = kind == CASE_BIAS_SWAP ? loom_add(b->g, bias, mm) : loom_add(b->g, mm, bias);
+    if (kind == CASE_BIAS_GELU) y = loom_gelu(b->g, y);
     if (kind == CASE_BIAS_KEEP) add_check(b, mm);
     b->gamma = wt, b->beta = bias; /* their gradients are checked after loom_backward */
     y = loom_reshape(b->g, y, 4, (int64_t[]){n, c, h, w + 8});
@@ -126,7 +128,7 @@ static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w
     if (kind == CASE_ATTN || kind == CASE_ATTN_CROSS) {
         y = attn(b, kind == CASE_ATTN);
         gm = b->gamma, bt = b->beta;
-    } else if (kind == CASE_BIAS || kind == CASE_BIAS_KEEP || kind == CASE_BIAS_SWAP) {
+    } else if (kind == CASE_BIAS || kind == CASE_BIAS_KEEP || kind == CASE_BIAS_SWAP || kind == CASE_BIAS_GELU) {
         y = affine(b, kind);
         gm = b->gamma, bt = b->beta;
     } else if (kind == CASE_POOL || kind == CASE_POOL_KEEP) {
@@ -237,6 +239,9 @@ static void cases(int b) {
     test_case(CASE_BIAS, 1, 1, 300, 264, bias);
     test_case(CASE_BIAS_SWAP, 1, 1, 300, 264, bias);
     test_case(CASE_BIAS, 1, 3, 7, 5, bias);
+    test_case(CASE_BIAS_GELU, 2, 2, 80, 40, bias);
+    test_case(CASE_BIAS_GELU, 1, 1, 300, 264, bias);
+    test_case(CASE_BIAS_GELU, 1, 3, 7, 5, bias);
 }
 
 static void check_backend(loom_ctx *c, loom_backend *b, const char *name, bool reproducible) {

@@ -43,24 +43,37 @@ void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes);
  * in elements. OpenBLAS when built with it, else a blocked threaded loop. */
 void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-/* C = op(A) op(B) (alpha 1, beta 0), then Y[i, j] = C[i, j] + bias[j] (row
- * stride ldy; Y may be C): the same bits as loom__cpu_sgemm and an add of
- * the bias after it, the sums written from registers where loom's AVX-512
- * kernel takes the panel (else a pass over the panel just computed). */
-void loom__cpu_sgemm_bias(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A,
-                          int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const float *bias, float *Y,
-                          int64_t ldy);
+/* What a GEMM writes after its product C (loom__cpu_sgemm_ep): Y[i, j] =
+ * C[i, j] + bias[j] (row stride ldy; Y may be C), then, with G, G = gelu(Y)
+ * (row stride ldg; G may be Y): the bits of the add and the gelu nodes after
+ * the product (backends/cpu/fuse.h); where loom's AVX-512 kernel takes the
+ * panel, Y from the registers and G from each block of rows while in L2,
+ * else by a pass over the panel just computed. */
+typedef struct loom__cpu_gemm_ep {
+    const float *bias;
+    float *Y, *G;
+    int64_t ldy, ldg;
+} loom__cpu_gemm_ep;
+/* the epilogue of the corner (i, j) of the product */
+loom__cpu_gemm_ep loom__cpu_gemm_ep_at(const loom__cpu_gemm_ep *ep, int64_t i, int64_t j);
+/* ep over an M x N product computed into C (row stride ldc) */
+void loom__cpu_gemm_ep_run(const loom__cpu_gemm_ep *ep, int64_t M, int64_t N, const float *C, int64_t ldc);
+/* rows [r0, r1) of ep's gelu where its Y = C + bias is written */
+void loom__cpu_gemm_ep_after(const loom__cpu_gemm_ep *ep, int64_t r0, int64_t r1, int64_t N, const float *C,
+                             int64_t ldc);
+/* C = op(A) op(B) (alpha 1, beta 0), then ep: the same bits as
+ * loom__cpu_sgemm followed by the epilogue's nodes. */
+void loom__cpu_sgemm_ep(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                        int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const loom__cpu_gemm_ep *ep);
 /* loom's AVX-512 f32 GEMM (gemm512.c), single-threaded, op(A) = A: whether
  * it takes these sizes on this CPU (LOOM_CPU_GEMM512=0: never), and the
  * product (false when its packing buffer cannot be allocated). */
 bool loom__cpu_sgemm512_fits(bool trans_a, int64_t M, int64_t N, int64_t K);
 bool loom__cpu_sgemm512(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-/* The same, then Y[i, j] = C[i, j] + bias[j] (row stride ldy; Y may be C:
- * then C holds the sums): the bits of the product followed by the add. */
-bool loom__cpu_sgemm512_bias(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
-                             int64_t ldy);
+/* The same, then epilogue ep (NULL: none) from the registers. */
+bool loom__cpu_sgemm512_ep(bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                           const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const loom__cpu_gemm_ep *ep);
 /* Reproducible mode's canonical f32 GEMM (core/repro.h): C = (accumulate ?
  * C + s : s), s the chunked fma chain over k; threads split whole outputs.
  * LOOM_ERR_OOM if the packed copy of B cannot be allocated. */

@@ -130,14 +130,16 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
     memset(&j, 0, sizeof j);
     loom__cpu_args a;
     const int *m = g->m;
-    if (g->bias) { /* y = matmul + bias: the product's fold of a's batch into its rows (ops/matmul.c) */
-        loom__cpu_args mm, add;
+    if (g->bias) { /* y = matmul + bias (-> gelu): the product's fold of a's batch into its rows (ops/matmul.c) */
+        loom__cpu_args mm, add, ge;
         args_of(cpu, p, m[LOOM__FU_MM], &mm);
-        args_of(cpu, p, m[LOOM__FU_BIAS], &add);
         const loom_tensor *y = mm.node, *A = y->src[0], *B = y->src[1];
         int64_t N = y->dims[y->ndim - 1], K = A->dims[A->ndim - 1];
-        loom__cpu_sgemm_bias(cpu, false, y->p[LOOM_P_MATMUL_TRANS_B] != 0, loom_tensor_numel(y) / N, N, K, mm.x[0], K,
-                             mm.x[1], B->dims[1], mm.y, N, add.x[add.node->src[0] == y ? 1 : 0], add.y, N);
+        args_of(cpu, p, m[LOOM__FU_BIAS], &add);
+        loom__cpu_gemm_ep ep = {add.x[add.node->src[0] == y ? 1 : 0], add.y, NULL, N, N};
+        if (m[LOOM__FU_GELU] >= 0) args_of(cpu, p, m[LOOM__FU_GELU], &ge), ep.G = ge.y;
+        loom__cpu_sgemm_ep(cpu, false, y->p[LOOM_P_MATMUL_TRANS_B] != 0, loom_tensor_numel(y) / N, N, K, mm.x[0], K,
+                           mm.x[1], B->dims[1], mm.y, N, &ep);
         return LOOM_OK;
     }
     if (g->attn) {

@@ -3,6 +3,7 @@
  * or a threaded blocked loop when built without OpenBLAS) and the f64
  * reference loops. Row-major throughout. */
 #include "cpu_impl.h"
+#include "vmath.h"
 
 #ifdef LOOM_HAVE_OPENBLAS
 #include <cblas.h>
@@ -20,10 +21,56 @@ void loom__cpu_dgemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, doub
         }
 }
 
-/* Y[i, j] = C[i, j] + bias[j] over M x N (Y may be C): the add after a product */
-static void add_bias(int64_t M, int64_t N, const float *C, int64_t ldc, const float *bias, float *Y, int64_t ldy) {
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) Y[i * ldy + j] = C[i * ldc + j] + bias[j];
+/* ---- the epilogue of a product (cpu.h: loom__cpu_gemm_ep) ---- */
+
+loom__cpu_gemm_ep loom__cpu_gemm_ep_at(const loom__cpu_gemm_ep *ep, int64_t i, int64_t j) {
+    loom__cpu_gemm_ep a = *ep;
+    a.Y += i * ep->ldy + j;
+    a.bias += j;
+    if (a.G) a.G += i * ep->ldg + j;
+    return a;
+}
+
+/* rows [r0, r1): Y = C + bias, then G = gelu(Y) (each element read before
+ * it is written: Y may be C, G may be Y) */
+typedef struct ep_job {
+    const loom__cpu_gemm_ep *ep;
+    const float *C;
+    int64_t N, ldc;
+    bool added; /* Y = C + bias already written (loom's AVX-512 kernel) */
+} ep_job;
+
+#define EP_ROWS(NAME, ATTR)                                                                                            \
+    ATTR static void NAME(const ep_job *q, int64_t r0, int64_t r1) {                                                   \
+        const loom__cpu_gemm_ep *ep = q->ep;                                                                           \
+        for (int64_t i = r0; i < r1; i++) {                                                                            \
+            const float *c = q->C + i * q->ldc;                                                                        \
+            float *y = ep->Y + i * ep->ldy;                                                                            \
+            if (!q->added)                                                                                             \
+                for (int64_t j = 0; j < q->N; j++) y[j] = c[j] + ep->bias[j];                                         \
+            if (!ep->G) continue;                                                                                      \
+            float *g = ep->G + i * ep->ldg;                                                                            \
+            for (int64_t j = 0; j < q->N; j++) g[j] = loom__vgelu(y[j]);                                               \
+        }                                                                                                              \
+    }
+EP_ROWS(ep_rows, )
+EP_ROWS(ep_rows_avx2, LOOM__TARGET("avx2"))
+EP_ROWS(ep_rows_avx512, LOOM__TARGET("avx512f"))
+#undef EP_ROWS
+static void ep_rows_base(void *v, int64_t r0, int64_t r1) { ep_rows(v, r0, r1); }
+static void ep_rows_v2(void *v, int64_t r0, int64_t r1) { ep_rows_avx2(v, r0, r1); }
+static void ep_rows_v512(void *v, int64_t r0, int64_t r1) { ep_rows_avx512(v, r0, r1); }
+
+void loom__cpu_gemm_ep_run(const loom__cpu_gemm_ep *ep, int64_t M, int64_t N, const float *C, int64_t ldc) {
+    ep_job q = {ep, C, N, ldc, false};
+    loom__pick_isa(ep_rows_base, ep_rows_v2, ep_rows_v512)(&q, 0, M);
+}
+
+void loom__cpu_gemm_ep_after(const loom__cpu_gemm_ep *ep, int64_t r0, int64_t r1, int64_t N, const float *C,
+                             int64_t ldc) {
+    if (!ep->G) return;
+    ep_job q = {ep, C, N, ldc, true};
+    loom__pick_isa(ep_rows_base, ep_rows_v2, ep_rows_v512)(&q, r0, r1);
 }
 
 #ifndef LOOM_HAVE_OPENBLAS
@@ -73,21 +120,18 @@ typedef struct panel {
     float alpha, beta;
     const float *A, *B;
     float *C;
-    const float *bias; /* loom__cpu_sgemm_bias: Y = C + bias after the product (else NULL) */
-    float *Y;
-    int64_t ldy;
+    const loom__cpu_gemm_ep *ep; /* loom__cpu_sgemm_ep (else NULL) */
 } panel;
 
 /* one single-threaded product: loom's AVX-512 kernel where it takes the sizes, else OpenBLAS */
 static void one_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
-                      int64_t ldy) {
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const loom__cpu_gemm_ep *ep) {
     if (loom__cpu_sgemm512_fits(ta, M, N, K) &&
-        loom__cpu_sgemm512_bias(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, Y, ldy))
+        loom__cpu_sgemm512_ep(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep))
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
                 (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
-    if (bias) add_bias(M, N, C, ldc, bias, Y, ldy);
+    if (ep) loom__cpu_gemm_ep_run(ep, M, N, C, ldc);
 }
 
 static void panel_run(void *v, int64_t p0, int64_t p1) {
@@ -99,34 +143,33 @@ static void panel_run(void *v, int64_t p0, int64_t p1) {
         const float *A = q->A, *B = q->B;
         float *C = q->C;
         int64_t m = q->M, n = q->N;
-        const float *bias = q->bias;
-        float *Y = q->Y;
+        loom__cpu_gemm_ep ep;
         if (q->by_cols) { /* C[:, b:e] = op(A) op(B)[:, b:e] */
             B += q->tb ? b * q->ldb : b;
             C += b;
             n = e - b;
-            if (bias) bias += b, Y += b;
+            if (q->ep) ep = loom__cpu_gemm_ep_at(q->ep, 0, b);
         } else { /* C[b:e, :] = op(A)[b:e, :] op(B) */
             A += q->ta ? b : b * q->lda;
             C += b * q->ldc;
             m = e - b;
-            if (bias) Y += b * q->ldy;
+            if (q->ep) ep = loom__cpu_gemm_ep_at(q->ep, b, 0);
         }
-        one_sgemm(q->ta, q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc, bias, Y, q->ldy);
+        one_sgemm(q->ta, q->tb, m, n, q->K, q->alpha, A, q->lda, B, q->ldb, q->beta, C, q->ldc, q->ep ? &ep : NULL);
     }
 }
 #endif
 
-/* loom__cpu_sgemm, and with bias the add after it (loom__cpu_sgemm_bias) */
+/* loom__cpu_sgemm, and with ep its epilogue after it (loom__cpu_sgemm_ep) */
 static void sgemm_any(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias,
-                      float *Y, int64_t ldy) {
+                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+                      const loom__cpu_gemm_ep *ep) {
     if (M <= 0 || N <= 0) return;
 #ifdef LOOM_HAVE_OPENBLAS
     if (K <= 0) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
-        if (bias) add_bias(M, N, C, ldc, bias, Y, ldy);
+        if (ep) loom__cpu_gemm_ep_run(ep, M, N, C, ldc);
         return;
     }
     int parts = !cpu ? 1 : cpu->deterministic ? LOOM__CPU_DET_PARTS : loom__cpu_threads(cpu);
@@ -135,27 +178,26 @@ static void sgemm_any(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, in
         bool by_cols = N >= M;
         int64_t len = by_cols ? N : M, step = (len + parts - 1) / parts;
         step = (step + 15) / 16 * 16;
-        panel q = {ta, tb, by_cols, M, N, K, lda, ldb, ldc, step, alpha, beta, A, B, C, bias, Y, ldy};
+        panel q = {ta, tb, by_cols, M, N, K, lda, ldb, ldc, step, alpha, beta, A, B, C, ep};
         loom__cpu_parallel(cpu, (len + step - 1) / step, 1, panel_run, &q);
         return;
     }
-    one_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, Y, ldy);
+    one_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
 #else
     sg s = {ta, tb, N, K, alpha, beta, A, B, lda, ldb, ldc, C};
     loom__cpu_parallel(cpu, M, 4, sgemm_rows, &s);
-    if (bias) add_bias(M, N, C, ldc, bias, Y, ldy);
+    if (ep) loom__cpu_gemm_ep_run(ep, M, N, C, ldc);
 #endif
 }
 
 void loom__cpu_sgemm(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    sgemm_any(cpu, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL, 0);
+    sgemm_any(cpu, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
-void loom__cpu_sgemm_bias(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
-                          int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const float *bias, float *Y,
-                          int64_t ldy) {
-    sgemm_any(cpu, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, Y, ldy);
+void loom__cpu_sgemm_ep(loom__cpu *cpu, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float *C, int64_t ldc, const loom__cpu_gemm_ep *ep) {
+    sgemm_any(cpu, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, ep);
 }
 
 /* ---- reproducible mode: the canonical f32 GEMM (core/repro.h) ----

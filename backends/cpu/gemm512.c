@@ -16,9 +16,10 @@
  * read, as in BLAS), the later ones add alpha acc to C. Every element is one
  * chain of fused multiply-adds per k block, blocks added in order: its bits
  * depend on K alone, not on M, N, the tile it falls in or the thread count.
- * With a bias (loom__cpu_sgemm512_bias: a matmul and the add of its bias,
- * fused, backends/cpu/fuse.h), the last k block also writes Y = C + bias
- * from the registers: the add's own sum, without reading C back.
+ * With an epilogue (loom__cpu_sgemm512_ep: a matmul, the add of its bias
+ * and a gelu, fused, backends/cpu/fuse.h), the last k block also writes
+ * Y = C + bias from the registers, the add's own sum, without reading C
+ * back, and G = gelu(Y) of each block of G_MC rows while they are in L2.
  * LOOM_CPU_GEMM512=0 in the environment turns it off (to compare). */
 #include "cpu_impl.h"
 #include "vmath.h"
@@ -61,11 +62,12 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t kc,
 
 /* the mr x nr corner of C (row stride ldc) from rows ar[] of A (k stride 1) and sliver b;
  * mode 0: C = alpha acc, 1: C = alpha acc + beta C, 2: C += alpha acc; with
- * bias (the last k block only), that corner of Y (row stride ldy) = C + bias
- * as well, C itself written too unless Y is C */
+ * ep (the last k block only, at this corner) and its bias, Y = C + bias as
+ * well (C itself written too unless Y is C) */
 __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *const *ar, const float *b, float *C,
                                                       int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
-                                                      int mode, const float *bias, float *Y, int64_t ldy) {
+                                                      int mode, const loom__cpu_gemm_ep *ep) {
+    const float *bias = ep ? ep->bias : NULL;
     __m512 c[G_MR][2];
     const float *p[G_MR];
 #pragma GCC unroll 14
@@ -96,7 +98,7 @@ __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *c
             v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), v1);
         }
         if (bias) { /* Y = C + bias, the same sum as the add after the product */
-            float *yr = Y + r * ldy;
+            float *yr = ep->Y + r * ep->ldy;
             if (yr != cr) _mm512_mask_storeu_ps(cr, m0, v0), _mm512_mask_storeu_ps(cr + 16, m1, v1);
             _mm512_mask_storeu_ps(yr, m0, _mm512_add_ps(v0, bias0));
             _mm512_mask_storeu_ps(yr + 16, m1, _mm512_add_ps(v1, bias1));
@@ -109,12 +111,11 @@ __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *c
 
 bool loom__cpu_sgemm512(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    return loom__cpu_sgemm512_bias(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL, 0);
+    return loom__cpu_sgemm512_ep(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
-bool loom__cpu_sgemm512_bias(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
-                             int64_t ldy) {
+bool loom__cpu_sgemm512_ep(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                           const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const loom__cpu_gemm_ep *ep) {
     int64_t np = (N + G_NR - 1) / G_NR * G_NR, kcmax = K < G_KC ? K : G_KC;
     float *bp = NULL;
     if (posix_memalign((void **)&bp, 64, (size_t)(kcmax * np) * sizeof(float)) != 0) return false;
@@ -122,16 +123,20 @@ bool loom__cpu_sgemm512_bias(bool tb, int64_t M, int64_t N, int64_t K, float alp
         int64_t kc = K - k0 < G_KC ? K - k0 : G_KC;
         int mode = k0 > 0 ? 2 : beta == 0 ? 0 : 1;
         pack_b(tb, B, ldb, k0, kc, N, bp);
-        for (int64_t i1 = 0; i1 < M; i1 += G_MC) /* G_MC rows of A stay in L2 across the slivers */
+        for (int64_t i1 = 0; i1 < M; i1 += G_MC) { /* G_MC rows of A stay in L2 across the slivers */
             for (int64_t j0 = 0; j0 < N; j0 += G_NR)
                 for (int64_t i0 = i1; i0 < M && i0 < i1 + G_MC; i0 += G_MR) {
                     int64_t mr = M - i0 < G_MR ? M - i0 : G_MR;
                     const float *ar[G_MR];
                     for (int r = 0; r < G_MR; r++) ar[r] = A + (i0 + (r < mr ? r : mr - 1)) * lda + k0;
-                    bool last = k0 + G_KC >= K;
+                    loom__cpu_gemm_ep at;
+                    if (ep && k0 + G_KC >= K) at = loom__cpu_gemm_ep_at(ep, i0, j0);
                     kernel(kc, ar, bp + j0 * kc, C + i0 * ldc + j0, ldc, mr, N - j0 < G_NR ? N - j0 : G_NR, alpha,
-                           beta, mode, last && bias ? bias + j0 : NULL, last && bias ? Y + i0 * ldy + j0 : NULL, ldy);
+                           beta, mode, ep && k0 + G_KC >= K ? &at : NULL);
                 }
+            if (ep && k0 + G_KC >= K) /* the gelu of these rows, in L2 */
+                loom__cpu_gemm_ep_after(ep, i1, M < i1 + G_MC ? M : i1 + G_MC, N, C, ldc);
+        }
     }
     free(bp);
     return true;
@@ -139,14 +144,13 @@ bool loom__cpu_sgemm512_bias(bool tb, int64_t M, int64_t N, int64_t K, float alp
 #else
 bool loom__cpu_sgemm512(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    return loom__cpu_sgemm512_bias(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, NULL, 0);
+    return loom__cpu_sgemm512_ep(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
-bool loom__cpu_sgemm512_bias(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                             const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const float *bias, float *Y,
-                             int64_t ldy) {
+bool loom__cpu_sgemm512_ep(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                           const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const loom__cpu_gemm_ep *ep) {
     (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
-        (void)ldc, (void)bias, (void)Y, (void)ldy;
+        (void)ldc, (void)ep;
     return false;
 }
 #endif

@@ -83,4 +83,8 @@ LOOM__VMATH float loom__vnormcdf(float x) {
     return z < 0 ? 0.5f * erfc : 1.0f - 0.5f * erfc;
 }
 
+/* GELU, x Phi(x): ops/activation.c's f32 expression (the GEMM epilogue of
+ * gemm.c computes the same bits) */
+LOOM__VMATH float loom__vgelu(float x) { return x * loom__vnormcdf(x); }
+
 #endif
