@@ -10,10 +10,11 @@ static loom_tensor *reshape(loom_graph *g, loom_dtype dt, int v) {
     loom_tensor *w = tc_param(g, "w", dt, TC_DIMS(v == 0 ? 6 : 12), -1, 1);
     return loom_mul(g, r, w);
 }
-static const int perms[][5] = {{1, 0}, {0, 2, 1}, {2, 0, 1}, {3, 1, 0, 2}, {4, 3, 2, 1, 0}};
+/* the last: a gpt's head split, the last axis kept (the CPU copies runs), with runs enough for threads */
+static const int perms[][5] = {{1, 0}, {0, 2, 1}, {2, 0, 1}, {3, 1, 0, 2}, {4, 3, 2, 1, 0}, {0, 2, 1, 3}};
 static loom_tensor *permute(loom_graph *g, loom_dtype dt, int v) {
-    static const int64_t shapes[][5] = {{5, 3}, {2, 3, 7}, {4, 1, 3}, {2, 3, 4, 5}, {2, 1, 3, 2, 2}};
-    static const int nd[] = {2, 3, 3, 4, 5};
+    static const int64_t shapes[][5] = {{5, 3}, {2, 3, 7}, {4, 1, 3}, {2, 3, 4, 5}, {2, 1, 3, 2, 2}, {2, 40, 6, 300}};
+    static const int nd[] = {2, 3, 3, 4, 5, 4};
     loom_tensor *x = tc_param(g, "x", dt, nd[v], shapes[v], -1, 1);
     return loom_permute(g, x, perms[v]);
 }
@@ -56,6 +57,7 @@ const loom_op_case loom_cases_shape[] = {
     {"permute (2,0,1)", permute, 2, 0, 0},
     {"permute 4d", permute, 3, 0, 0},
     {"permute 5d reverse", permute, 4, 0, 0},
+    {"permute (0,2,1,3), last axis kept", permute, 5, 0, 0},
     {"transpose (-1,0)", transpose, 0, 0, 0},
     {"concat axis 0, 3 inputs", concat, 0, 0, 0},
     {"concat axis 1", concat, 1, 0, 0},

@@ -3,30 +3,52 @@
  * (16-bit nodes arrive as f32). Reference loops, also the fast path. */
 #include "../cpu_impl.h"
 
-/* y = x.permute(perm): y index (i0..in-1) reads x at sum(i_k * xstride[perm[k]]) */
-loom_status loom__cpu_permute(const loom__cpu_args *a) {
-    const loom_tensor *y = a->node, *x = y->src[0];
-    size_t es = loom_dtype_size(a->dt);
-    int nd = y->ndim;
-    int64_t xs[LOOM_MAX_DIMS], st = 1, s[LOOM_MAX_DIMS];
-    for (int i = x->ndim - 1; i >= 0; i--) xs[i] = st, st *= x->dims[i];
-    for (int i = 0; i < nd; i++) s[i] = xs[y->p[LOOM_P_PERMUTE_PERM + i]];
-    int64_t n = loom_tensor_numel(y), inner = y->dims[nd - 1], idx[LOOM_MAX_DIMS] = {0};
-    const char *X = a->x[0];
-    char *Y = a->y;
-    for (int64_t o = 0; o < n; o += inner) {
+/* y = x.permute(perm): y index (i0..in-1) reads x at sum(i_k * xstride[perm[k]]).
+ * Split across the thread pool by runs of y's last axis; a run whose
+ * elements are adjacent in x too (the last axis kept, as the gpt's head
+ * split and merge keep it) is one memcpy. */
+typedef struct pjob {
+    int nd;
+    int64_t dims[LOOM_MAX_DIMS], s[LOOM_MAX_DIMS], inner;
+    size_t es;
+    const char *X;
+    char *Y;
+} pjob;
+
+static void permute_runs(void *v, int64_t r0, int64_t r1) {
+    const pjob *j = v;
+    const int nd = j->nd;
+    const int64_t inner = j->inner, last = j->s[nd - 1];
+    const size_t es = j->es;
+    int64_t idx[LOOM_MAX_DIMS] = {0}, r = r0;
+    for (int i = nd - 2; i >= 0; i--) idx[i] = r % j->dims[i], r /= j->dims[i];
+    for (int64_t run = r0; run < r1; run++) {
         int64_t off = 0;
-        for (int i = 0; i < nd - 1; i++) off += idx[i] * s[i];
-        char *py = Y + (size_t)o * es;
-        if (es == 4)
-            for (int64_t k = 0; k < inner; k++) ((uint32_t *)py)[k] = ((const uint32_t *)X)[off + k * s[nd - 1]];
+        for (int i = 0; i < nd - 1; i++) off += idx[i] * j->s[i];
+        char *py = j->Y + (size_t)(run * inner) * es;
+        if (last == 1) memcpy(py, j->X + (size_t)off * es, (size_t)inner * es);
+        else if (es == 4)
+            for (int64_t k = 0; k < inner; k++) ((uint32_t *)py)[k] = ((const uint32_t *)j->X)[off + k * last];
         else
-            for (int64_t k = 0; k < inner; k++) memcpy(py + k * es, X + (size_t)(off + k * s[nd - 1]) * es, es);
+            for (int64_t k = 0; k < inner; k++) memcpy(py + k * es, j->X + (size_t)(off + k * last) * es, es);
         for (int i = nd - 2; i >= 0; i--) {
-            if (++idx[i] < y->dims[i]) break;
+            if (++idx[i] < j->dims[i]) break;
             idx[i] = 0;
         }
     }
+}
+
+loom_status loom__cpu_permute(const loom__cpu_args *a) {
+    const loom_tensor *y = a->node, *x = y->src[0];
+    pjob j = {.nd = y->ndim, .es = loom_dtype_size(a->dt), .X = a->x[0], .Y = a->y};
+    int64_t xs[LOOM_MAX_DIMS], st = 1;
+    for (int i = x->ndim - 1; i >= 0; i--) xs[i] = st, st *= x->dims[i];
+    for (int i = 0; i < j.nd; i++) j.s[i] = xs[y->p[LOOM_P_PERMUTE_PERM + i]], j.dims[i] = y->dims[i];
+    j.inner = y->dims[j.nd - 1];
+    int64_t n = loom_tensor_numel(y);
+    if (n == 0) return LOOM_OK;
+    int64_t runs = n / j.inner, grain = j.inner >= 16384 ? 1 : 16384 / j.inner;
+    loom__cpu_parallel(a->cpu, runs, grain, permute_runs, &j);
     return LOOM_OK;
 }
 
