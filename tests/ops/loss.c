@@ -1,4 +1,4 @@
-/* tests/ops/loss.c — op cases: cross_entropy (C = 10 and 3, with and without
+/* tests/ops/loss.c — op cases: cross_entropy (C = 10, 3 and 53, with and without
  * label smoothing, ignore_index hitting some rows; cross_entropy_grad runs in
  * the appended backward pass) and mse (gradients to both operands). */
 #include "cases.h"
@@ -16,14 +16,15 @@ static loom_tensor *targets_with_ignored(loom_graph *g, int n, int ignore) {
 /* variants:
  * 0 (6,10) eps 0, nothing ignored      1 (6,10) eps 0.1
  * 2 (5,3) eps 0                         3 (8,3) eps 0.2, rows 1 and 4 ignored (-100)
- * 4 (8,10) eps 0, rows 1 and 4 ignored  5 (7,3) eps 0.1, ignore_index 1 (rows 1, 3, 4, 6) */
+ * 4 (8,10) eps 0, rows 1 and 4 ignored  5 (7,3) eps 0.1, ignore_index 1 (rows 1, 3, 4, 6)
+ * 6 (6,53) eps 0.1: rows longer than the CPU's 16 max lanes and 8 sum lanes, with a tail */
 static loom_tensor *cross_entropy(loom_graph *g, loom_dtype dt, int v) {
-    static const int N[] = {6, 6, 5, 8, 8, 7}, C[] = {10, 10, 3, 3, 10, 3};
-    static const double eps[] = {0, 0.1, 0, 0.2, 0, 0.1};
+    static const int N[] = {6, 6, 5, 8, 8, 7, 6}, C[] = {10, 10, 3, 3, 10, 3, 53};
+    static const double eps[] = {0, 0.1, 0, 0.2, 0, 0.1, 0.1};
     loom_tensor *logits = tc_param(g, "logits", dt, TC_DIMS(N[v], C[v]), -3, 3);
     loom_tensor *t;
     int ignore = IGNORE;
-    if (v <= 2) {
+    if (v <= 2 || v == 6) {
         t = tc_index(g, "targets", 1, (const int64_t[]){N[v]}, C[v], (uint32_t)(11 + v));
     } else {
         if (v == 5) ignore = 1;
@@ -63,6 +64,7 @@ const loom_op_case loom_cases_loss[] = {
     {"cross_entropy (8,3) smoothing 0.2 ignore -100", cross_entropy, 3, 0, 0, 0},
     {"cross_entropy (8,10) ignore -100", cross_entropy, 4, 0, 0, 0},
     {"cross_entropy (7,3) smoothing 0.1 ignore class 1", cross_entropy, 5, 0, 0, 0},
+    {"cross_entropy (6,53) smoothing 0.1", cross_entropy, 6, 0, 0, 0},
     {"cross_entropy of tanh(x*s) (4,5)", ce_chain, 0, 0, 0, 0},
     {"mse (5)", mse, 0, 0, 0, 0},
     {"mse (3,4)", mse, 1, 0, 0, 0},
