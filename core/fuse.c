@@ -122,18 +122,32 @@ static bool match_attn(const loom_plan *p, int e, loom__fuse_group *g) {
 }
 
 /* bias group: exec e a matmul (op(a) = a, b 2-D), exec e + 1 the add of a
- * 1-D bias along its last axis, exec e + 2 a gelu of that sum if it is one */
+ * 1-D bias along its last axis, exec e + 2 a gelu of that sum, or its add to
+ * another tensor of its shape, if it is one; or exec e + 1 that add of the
+ * product itself (a gradient's accumulation) */
+static bool is_res(const loom_tensor *r, const loom_tensor *sum, const loom_tensor *mm) {
+    if ((r->src[0] == sum) == (r->src[1] == sum)) return false;
+    const loom_tensor *o = r->src[r->src[0] == sum ? 1 : 0];
+    return o != mm && same_dims(o, sum) && same_dims(r, sum);
+}
+
 static bool match_bias(const loom_plan *p, int e, loom__fuse_group *g) {
     group_clear(g, false);
     g->bias = true;
     const loom_tensor *mm = p->exec[e];
     if (mm->p[LOOM_P_MATMUL_TRANS_A] || mm->src[1]->ndim != 2 || !is_op(p, e + 1, LOOM_OP_ADD)) return false;
     const loom_tensor *a = p->exec[e + 1];
+    g->m[LOOM__FU_MM] = e;
     if ((a->src[0] == mm) == (a->src[1] == mm)) return false;
     const loom_tensor *b = a->src[a->src[0] == mm ? 1 : 0];
-    if (b->ndim != 1 || b->dims[0] != mm->dims[mm->ndim - 1] || !same_dims(a, mm)) return false;
-    g->m[LOOM__FU_MM] = e, g->m[LOOM__FU_BIAS] = e + 1;
+    if (b->ndim != 1 || b->dims[0] != mm->dims[mm->ndim - 1] || !same_dims(a, mm)) { /* no bias: a residual? */
+        if (!is_res(a, mm, mm)) return false;
+        g->m[LOOM__FU_RES] = e + 1;
+        return true;
+    }
+    g->m[LOOM__FU_BIAS] = e + 1;
     if (is_op(p, e + 2, LOOM_OP_GELU) && p->exec[e + 2]->src[0] == a) g->m[LOOM__FU_GELU] = e + 2;
+    else if (is_op(p, e + 2, LOOM_OP_ADD) && is_res(p->exec[e + 2], a, mm)) g->m[LOOM__FU_RES] = e + 2;
     return true;
 }
 
@@ -198,24 +212,30 @@ static bool memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fu
 static bool overlap(const span *a, const span *b) { return a->space == b->space && a->lo < b->hi && b->lo < a->hi; }
 
 /* the bias group's memory: its outputs (the matmul's, the add's, the
- * gelu's) overlap none of the inputs (the product reads a's rows after
- * writing others' sums), and lie exactly over one another or apart (an
- * element's sums are read before they are overwritten) */
+ * gelu's or the residual add's) overlap none of its inputs (the product
+ * reads a's rows after writing others' sums), and lie exactly over one
+ * another or apart (an element's sums are read before they are overwritten) */
 static bool bias_memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fuse_group *g) {
-    const loom_tensor *mm = p->exec[g->m[LOOM__FU_MM]], *add = p->exec[g->m[LOOM__FU_BIAS]];
-    const loom_tensor *in[3] = {mm->src[0], mm->src[1], add->src[add->src[0] == mm ? 1 : 0]};
-    span o[3];
+    static const int roles[] = {LOOM__FU_MM, LOOM__FU_BIAS, LOOM__FU_GELU, LOOM__FU_RES};
+    const loom_tensor *mt[4];
+    span o[4];
     int no = 0;
-    o[no++] = span_of(p, where, mm, true), o[no++] = span_of(p, where, add, true);
-    if (g->m[LOOM__FU_GELU] >= 0) o[no++] = span_of(p, where, p->exec[g->m[LOOM__FU_GELU]], true);
+    for (int r = 0; r < 4; r++)
+        if (g->m[roles[r]] >= 0) mt[no] = p->exec[g->m[roles[r]]], o[no] = span_of(p, where, mt[no], true), no++;
     for (int k = 0; k < no; k++) {
         if (!o[k].placed) return false;
-        for (int i = 0; i < 3; i++) {
-            span s = span_of(p, where, in[i], false);
-            if (!s.placed || overlap(&s, &o[k])) return false;
-        }
         for (int j = 0; j < k; j++)
             if (overlap(&o[j], &o[k]) && (o[j].lo != o[k].lo || o[j].hi != o[k].hi)) return false;
+        for (int i = 0; i < mt[k]->nsrc; i++) { /* the inputs: sources that are not members */
+            const loom_tensor *src = mt[k]->src[i];
+            bool member = false;
+            for (int j = 0; j < no; j++) member |= src == mt[j];
+            if (member) continue;
+            span s = span_of(p, where, src, false);
+            if (!s.placed) return false;
+            for (int j = 0; j < no; j++)
+                if (overlap(&s, &o[j])) return false;
+        }
     }
     return true;
 }
@@ -239,7 +259,9 @@ loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsign
         bool ok;
         if (is_op(p, e, LOOM_OP_MATMUL)) {
             ok = (flags & LOOM__FUSE_MM_BIAS) && match_bias(p, e, &g) && bias_memory_ok(p, where, &g);
-            end = ok && g.m[LOOM__FU_GELU] >= 0 ? e + 2 : e + 1;
+            end = e;
+            for (int r = LOOM__FU_MM; ok && r <= LOOM__FU_RES; r++)
+                if (g.m[r] > end) end = g.m[r];
         } else if (is_op(p, e, LOOM_OP_ATTENTION_GRAD)) {
             end = e + 2;
             ok = (flags & LOOM__FUSE_ATTN_GRAD) && match_attn(p, e, &g) && memory_ok(p, where, &g, e, end);

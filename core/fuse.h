@@ -18,9 +18,11 @@
  *             parameters), three consecutive nodes in any order
  *   bias (with LOOM__FUSE_MM_BIAS): a matmul of an untransposed a by a 2-D
  *             b, then the add of a 1-D bias along its last axis (the next
- *             node), then a gelu of the sum if the node after is one; the
- *             outputs may not overlap the matmul's inputs or the bias, and
- *             lie exactly over one another or apart
+ *             node), then a gelu of the sum, or its add to a same-shape
+ *             tensor (a residual), if the node after is one; or the matmul
+ *             and the add of its product to a same-shape tensor (a
+ *             gradient's accumulation); the outputs may not overlap the
+ *             inputs, and lie exactly over one another or apart
  * A group forms only when running it as one pass cannot change a result:
  * every member is f32 and reads exactly what the chain gives it, and no two
  * tensors the group touches overlap in memory (except a member writing in
@@ -46,15 +48,16 @@ enum {
     LOOM__FU_ATTN_DK,   /* attention: ... dk */
     LOOM__FU_ATTN_DV,   /* attention: ... dv */
     LOOM__FU_MM,        /* bias: the matmul */
-    LOOM__FU_BIAS,      /* bias: the add of its bias */
+    LOOM__FU_BIAS,      /* bias: the add of its bias (or absent: a residual add of the product) */
     LOOM__FU_GELU,      /* bias: a gelu of the sum (or absent) */
+    LOOM__FU_RES,       /* bias: instead, an add of the sum (or product) and a same-shape tensor (or absent) */
     LOOM__FU_ROLES
 };
 
 typedef struct loom__fuse_group {
     bool backward;
     bool attn; /* the attention gradients (roles LOOM__FU_ATTN_*) */
-    bool bias; /* a matmul and its bias (roles LOOM__FU_MM, LOOM__FU_BIAS, LOOM__FU_GELU) */
+    bool bias; /* a matmul and its bias (roles LOOM__FU_MM, LOOM__FU_BIAS, LOOM__FU_GELU, LOOM__FU_RES) */
     int m[LOOM__FU_ROLES];
 } loom__fuse_group;
 

@@ -27,8 +27,9 @@
  *   twice as many keys as queries, over more than one 128-row block, and
  *   with too few (batch, head) units to share (run node by node);
  * - a matmul and the add of its bias (the CPU), the bias on either side, the
- *   product kept or not, with a gelu after, sizes loom's AVX-512 GEMM takes
- *   and others;
+ *   product kept or not, with a gelu or a residual add after, or the
+ *   product added to a residual alone, sizes loom's AVX-512 GEMM takes and
+ *   others;
  * - CPU: 1 and 3 threads. */
 #include <stdlib.h>
 #include <string.h>
@@ -46,16 +47,18 @@ static bool be_repro;
 #define D(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
 
 enum { CASE_POOL, CASE_POOL_KEEP, CASE_RESIDUAL, CASE_RESIDUAL_SWAP, CASE_EVAL, CASE_PLAIN, CASE_ATTN, CASE_ATTN_CROSS,
-       CASE_BIAS, CASE_BIAS_KEEP, CASE_BIAS_SWAP, CASE_BIAS_GELU, NCASES };
+       CASE_BIAS, CASE_BIAS_KEEP, CASE_BIAS_SWAP, CASE_BIAS_GELU, CASE_BIAS_RES, CASE_MM_RES, NCASES };
 static const char *case_name[NCASES] = {"bn-pool-relu", "bn-pool-relu kept", "residual", "residual (shortcut first)",
                                         "eval bn-relu", "bn-relu no affine", "causal attention (b, h, t, d)",
                                         "attention, 2t keys (b, h, t, d)", "x w + bias (n c h, w)",
-                                        "x w + bias, product kept", "bias + x w^T", "gelu(x w + bias)"};
+                                        "x w + bias, product kept", "bias + x w^T", "gelu(x w + bias)",
+                                        "r + (x w + bias)", "x w + r (no bias)"};
 
 typedef struct built {
     loom_graph *g;
     loom_tensor *x, *r, *loss, *check[16];
     loom_tensor *gamma, *beta; /* of the last batch norm built */
+    loom_tensor *res;          /* CASE_BIAS_RES: the residual */
     int ncheck;
 } built;
 
@@ -99,7 +102,8 @@ static loom_tensor *attn(built *b, bool causal) {
 }
 
 /* y (n, c, h, w + 8) = x (n c h, w) W (w, w + 8) + bias (w + 8) (W stored
- * transposed when the bias comes first; a gelu of it for CASE_BIAS_GELU): on the CPU
+ * transposed when the bias comes first; a gelu of it for CASE_BIAS_GELU, a
+ * residual added for CASE_BIAS_RES; x W + r, no bias, for CASE_MM_RES): on the CPU
  * a group whose GEMM writes the sums (gemm.c), with loom's AVX-512 kernel
  * or OpenBLAS and an add per panel, one k block or more (w > 256) */
 static loom_tensor *affine(built *b, int kind) {
@@ -108,12 +112,19 @@ static loom_tensor *affine(built *b, int kind) {
     bool tb = kind == CASE_BIAS_SWAP; /* W stored (w + 8, w) */
     loom_tensor *wt = loom_param(b->g, "w", LOOM_F32, 2, tb ? (int64_t[]){w + 8, w} : (int64_t[]){w, w + 8},
                                  &(loom_init){LOOM_INIT_NORMAL, 0, 0.2});
-    loom_tensor *bias = loom_param(b->g, "bias", LOOM_F32, D(w + 8), &(loom_init){LOOM_INIT_UNIFORM, -1, 1});
     loom_tensor *mm = loom_matmul(b->g, loom_reshape(b->g, b->x, 2, (int64_t[]){n * c * h, w}), wt, false, tb);
+    b->gamma = wt;
+    if (kind == CASE_MM_RES) { /* the product added to another tensor, as a gradient is accumulated */
+        b->res = loom_param(b->g, "res", LOOM_F32, D(n * c * h, w + 8), &(loom_init){LOOM_INIT_NORMAL, 0, 1});
+        return loom_reshape(b->g, loom_add(b->g, mm, b->res), 4, (int64_t[]){n, c, h, w + 8});
+    }
+    loom_tensor *bias = loom_param(b->g, "bias", LOOM_F32, D(w + 8), &(loom_init){LOOM_INIT_UNIFORM, -1, 1});
     loom_tensor *y = kind == CASE_BIAS_SWAP ? loom_add(b->g, bias, mm) : loom_add(b->g, mm, bias);
     if (kind == CASE_BIAS_GELU) y = loom_gelu(b->g, y);
+    if (kind == CASE_BIAS_RES) /* a residual, its own gradient checked too */
+        y = loom_add(b->g, b->res = loom_param(b->g, "res", LOOM_F32, D(n * c * h, w + 8), &(loom_init){LOOM_INIT_NORMAL, 0, 1}), y);
     if (kind == CASE_BIAS_KEEP) add_check(b, mm);
-    b->gamma = wt, b->beta = bias; /* their gradients are checked after loom_backward */
+    b->beta = bias; /* their gradients (and W's) are checked after loom_backward */
     y = loom_reshape(b->g, y, 4, (int64_t[]){n, c, h, w + 8});
     return kind == CASE_BIAS ? loom_relu(b->g, y) : y; /* relu: the sums may go over the product in place */
 }
@@ -128,7 +139,7 @@ static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w
     if (kind == CASE_ATTN || kind == CASE_ATTN_CROSS) {
         y = attn(b, kind == CASE_ATTN);
         gm = b->gamma, bt = b->beta;
-    } else if (kind == CASE_BIAS || kind == CASE_BIAS_KEEP || kind == CASE_BIAS_SWAP || kind == CASE_BIAS_GELU) {
+    } else if (kind >= CASE_BIAS) {
         y = affine(b, kind);
         gm = b->gamma, bt = b->beta;
     } else if (kind == CASE_POOL || kind == CASE_POOL_KEEP) {
@@ -153,7 +164,9 @@ static bool build(built *b, int kind, int64_t n, int64_t c, int64_t h, int64_t w
     add_check(b, y);
     if (loom_backward(g, b->loss) != LOOM_OK) return false;
     add_check(b, loom_grad(b->x));
-    if (gm) add_check(b, loom_grad(gm)), add_check(b, loom_grad(bt));
+    if (gm) add_check(b, loom_grad(gm));
+    if (bt) add_check(b, loom_grad(bt));
+    if (b->res) add_check(b, loom_grad(b->res));
     return loom_graph_status(g) == LOOM_OK;
 }
 
@@ -242,6 +255,11 @@ static void cases(int b) {
     test_case(CASE_BIAS_GELU, 2, 2, 80, 40, bias);
     test_case(CASE_BIAS_GELU, 1, 1, 300, 264, bias);
     test_case(CASE_BIAS_GELU, 1, 3, 7, 5, bias);
+    test_case(CASE_BIAS_RES, 2, 2, 80, 40, bias);
+    test_case(CASE_BIAS_RES, 1, 1, 300, 264, bias);
+    test_case(CASE_BIAS_RES, 1, 3, 7, 5, bias);
+    test_case(CASE_MM_RES, 2, 2, 80, 40, bias);
+    test_case(CASE_MM_RES, 1, 1, 300, 264, bias);
 }
 
 static void check_backend(loom_ctx *c, loom_backend *b, const char *name, bool reproducible) {

@@ -44,21 +44,23 @@ void *loom__cpu_scratch(loom__cpu *cpu, size_t bytes);
 void loom__cpu_sgemm(loom__cpu *cpu, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* What a GEMM writes after its product C (loom__cpu_sgemm_ep): Y[i, j] =
- * C[i, j] + bias[j] (row stride ldy; Y may be C), then, with G, G = gelu(Y)
- * (row stride ldg; G may be Y): the bits of the add and the gelu nodes after
- * the product (backends/cpu/fuse.h); where loom's AVX-512 kernel takes the
- * panel, Y from the registers and G from each block of rows while in L2,
- * else by a pass over the panel just computed. */
+ * C[i, j] + bias[j] (row stride ldy; Y may be C; without a bias, Y is C and
+ * nothing is written there), then, with G, G = gelu(Y)
+ * (row stride ldg; G may be Y), or, with R, Z = Y + R (row strides ldr,
+ * ldz; Z may be Y): the bits of the add and gelu (or add) nodes after the
+ * product (backends/cpu/fuse.h); where loom's AVX-512 kernel takes the
+ * panel, Y from the registers and the rest from each block of rows while in
+ * L2, else by a pass over the panel just computed. */
 typedef struct loom__cpu_gemm_ep {
-    const float *bias;
-    float *Y, *G;
-    int64_t ldy, ldg;
+    const float *bias, *R;
+    float *Y, *G, *Z;
+    int64_t ldy, ldg, ldr, ldz;
 } loom__cpu_gemm_ep;
 /* the epilogue of the corner (i, j) of the product */
 loom__cpu_gemm_ep loom__cpu_gemm_ep_at(const loom__cpu_gemm_ep *ep, int64_t i, int64_t j);
 /* ep over an M x N product computed into C (row stride ldc) */
 void loom__cpu_gemm_ep_run(const loom__cpu_gemm_ep *ep, int64_t M, int64_t N, const float *C, int64_t ldc);
-/* rows [r0, r1) of ep's gelu where its Y = C + bias is written */
+/* rows [r0, r1) of ep's gelu or residual add where its Y = C + bias is written */
 void loom__cpu_gemm_ep_after(const loom__cpu_gemm_ep *ep, int64_t r0, int64_t r1, int64_t N, const float *C,
                              int64_t ldc);
 /* C = op(A) op(B) (alpha 1, beta 0), then ep: the same bits as

@@ -11,7 +11,9 @@
  *             batch_norm_grad_params -> [slices of its statistics] ->
  *             batch_norm_grad
  *   attention: the dq, dk and dv attention_grad nodes of one attention
- *   bias: a matmul, the add of its bias (and a gelu of the sum), written
+ *   bias: a matmul, the add of its bias (and a gelu of the sum, or its add
+ *             to a residual), or the add of the product to a residual,
+ *             written
  *             by the GEMM's last pass over each tile (gemm.c: loom__cpu_sgemm_ep)
  * Every member still writes its own output (later nodes may read it). The
  * passes have an AVX2 variant (same bits: f32_inline.h), picked at run time. f32

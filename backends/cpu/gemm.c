@@ -26,13 +26,15 @@ void loom__cpu_dgemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, doub
 loom__cpu_gemm_ep loom__cpu_gemm_ep_at(const loom__cpu_gemm_ep *ep, int64_t i, int64_t j) {
     loom__cpu_gemm_ep a = *ep;
     a.Y += i * ep->ldy + j;
-    a.bias += j;
+    if (a.bias) a.bias += j;
     if (a.G) a.G += i * ep->ldg + j;
+    if (a.R) a.R += i * ep->ldr + j, a.Z += i * ep->ldz + j;
     return a;
 }
 
-/* rows [r0, r1): Y = C + bias, then G = gelu(Y) (each element read before
- * it is written: Y may be C, G may be Y) */
+/* rows [r0, r1): Y = C + bias (without a bias Y is C), then G = gelu(Y) or
+ * Z = Y + R (each element read before it is written: Y may be C, G and Z
+ * may be Y) */
 typedef struct ep_job {
     const loom__cpu_gemm_ep *ep;
     const float *C;
@@ -46,8 +48,13 @@ typedef struct ep_job {
         for (int64_t i = r0; i < r1; i++) {                                                                            \
             const float *c = q->C + i * q->ldc;                                                                        \
             float *y = ep->Y + i * ep->ldy;                                                                            \
-            if (!q->added)                                                                                             \
+            if (!q->added && ep->bias)                                                                                 \
                 for (int64_t j = 0; j < q->N; j++) y[j] = c[j] + ep->bias[j];                                         \
+            if (ep->R) {                                                                                               \
+                const float *r = ep->R + i * ep->ldr;                                                                  \
+                float *z = ep->Z + i * ep->ldz;                                                                        \
+                for (int64_t j = 0; j < q->N; j++) z[j] = y[j] + r[j];                                                 \
+            }                                                                                                          \
             if (!ep->G) continue;                                                                                      \
             float *g = ep->G + i * ep->ldg;                                                                            \
             for (int64_t j = 0; j < q->N; j++) g[j] = loom__vgelu(y[j]);                                               \
@@ -68,7 +75,7 @@ void loom__cpu_gemm_ep_run(const loom__cpu_gemm_ep *ep, int64_t M, int64_t N, co
 
 void loom__cpu_gemm_ep_after(const loom__cpu_gemm_ep *ep, int64_t r0, int64_t r1, int64_t N, const float *C,
                              int64_t ldc) {
-    if (!ep->G) return;
+    if (!ep->G && !ep->R) return;
     ep_job q = {ep, C, N, ldc, true};
     loom__pick_isa(ep_rows_base, ep_rows_v2, ep_rows_v512)(&q, r0, r1);
 }

@@ -17,9 +17,10 @@
  * chain of fused multiply-adds per k block, blocks added in order: its bits
  * depend on K alone, not on M, N, the tile it falls in or the thread count.
  * With an epilogue (loom__cpu_sgemm512_ep: a matmul, the add of its bias
- * and a gelu, fused, backends/cpu/fuse.h), the last k block also writes
- * Y = C + bias from the registers, the add's own sum, without reading C
- * back, and G = gelu(Y) of each block of G_MC rows while they are in L2.
+ * and a gelu or a residual add, fused, backends/cpu/fuse.h), the last k
+ * block also writes Y = C + bias from the registers, the add's own sum,
+ * without reading C back, and the gelu or residual sum of each block of
+ * G_MC rows while they are in L2.
  * LOOM_CPU_GEMM512=0 in the environment turns it off (to compare). */
 #include "cpu_impl.h"
 #include "vmath.h"
@@ -134,7 +135,7 @@ bool loom__cpu_sgemm512_ep(bool tb, int64_t M, int64_t N, int64_t K, float alpha
                     kernel(kc, ar, bp + j0 * kc, C + i0 * ldc + j0, ldc, mr, N - j0 < G_NR ? N - j0 : G_NR, alpha,
                            beta, mode, ep && k0 + G_KC >= K ? &at : NULL);
                 }
-            if (ep && k0 + G_KC >= K) /* the gelu of these rows, in L2 */
+            if (ep && k0 + G_KC >= K) /* the gelu or residual add of these rows, in L2 */
                 loom__cpu_gemm_ep_after(ep, i1, M < i1 + G_MC ? M : i1 + G_MC, N, C, ldc);
         }
     }
