@@ -173,6 +173,8 @@ static span span_of(const loom_plan *p, loom__fuse_where where, const loom_tenso
     return s;
 }
 
+static bool overlap(const span *a, const span *b) { return a->space == b->space && a->lo < b->hi && b->lo < a->hi; }
+
 /* Overlaps that cannot change a result: identical spans where one is a
  * member's in-place output (down an in-place chain each element is read
  * before it is written), or where one is the group's last output (written
@@ -201,15 +203,12 @@ static bool memory_ok(const loom_plan *p, loom__fuse_where where, const loom__fu
     for (int i = 0; i < n; i++) {
         if (!s[i].placed) return false;
         for (int j = 0; j < n; j++) {
-            if (i == j || !s[i].out || s[i].t == s[j].t || s[i].space != s[j].space) continue;
-            if (s[i].lo >= s[j].hi || s[j].lo >= s[i].hi) continue;
+            if (i == j || !s[i].out || s[i].t == s[j].t || !overlap(&s[i], &s[j])) continue;
             if (!benign(p, final_id, &s[i], &s[j])) return false;
         }
     }
     return true;
 }
-
-static bool overlap(const span *a, const span *b) { return a->space == b->space && a->lo < b->hi && b->lo < a->hi; }
 
 /* the bias group's memory: its outputs (the matmul's, the add's, the
  * gelu's or the residual add's) overlap none of its inputs (the product
@@ -240,6 +239,14 @@ static bool bias_memory_ok(const loom_plan *p, loom__fuse_where where, const loo
     return true;
 }
 
+/* the exec index of a group's last member */
+static int last_member(const loom__fuse_group *g) {
+    int end = -1;
+    for (int r = 0; r < LOOM__FU_ROLES; r++)
+        if (g->m[r] > end) end = g->m[r];
+    return end;
+}
+
 loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsigned flags, loom__fusion **out) {
     *out = NULL;
     if (p->n_exec < 2) return LOOM_OK;
@@ -259,16 +266,13 @@ loom_status loom__fusion_plan(const loom_plan *p, loom__fuse_where where, unsign
         bool ok;
         if (is_op(p, e, LOOM_OP_MATMUL)) {
             ok = (flags & LOOM__FUSE_MM_BIAS) && match_bias(p, e, &g) && bias_memory_ok(p, where, &g);
-            end = e;
-            for (int r = LOOM__FU_MM; ok && r <= LOOM__FU_RES; r++)
-                if (g.m[r] > end) end = g.m[r];
+            if (ok) end = last_member(&g);
         } else if (is_op(p, e, LOOM_OP_ATTENTION_GRAD)) {
             end = e + 2;
             ok = (flags & LOOM__FUSE_ATTN_GRAD) && match_attn(p, e, &g) && memory_ok(p, where, &g, e, end);
         } else if (is_op(p, e, LOOM_OP_BATCH_NORM)) {
             ok = match_forward(p, e, &g);
-            for (int r = 0; ok && r < LOOM__FU_ROLES; r++)
-                if (g.m[r] > end) end = g.m[r];
+            if (ok) end = last_member(&g);
             ok = ok && memory_ok(p, where, &g, e, end);
         } else {
             ok = match_backward(p, e, &g, &end, false) && memory_ok(p, where, &g, e, end);

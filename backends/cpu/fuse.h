@@ -31,6 +31,9 @@ loom_status loom__cpu_fusion_plan(loom__cpu *cpu, const loom_plan *p, loom__fusi
 /* The attention group's kernel (ops/attention.c): a, the dq, dk and dv
  * nodes' arguments. */
 loom_status loom__cpu_attention_grad_fused(loom__cpu *cpu, const loom__cpu_args a[3]);
+/* The bias group's product (ops/matmul.c): matmul node a (f32, b 2-D, a not
+ * transposed) then epilogue ep (NULL: none; the plain node takes it too). */
+loom_status loom__cpu_matmul_ep(const loom__cpu_args *a, const loom__cpu_gemm_ep *ep);
 /* Run group g of plan p (fuse_kernels.c). */
 loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom__fuse_group *g);
 

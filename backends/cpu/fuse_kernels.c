@@ -130,11 +130,11 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
     memset(&j, 0, sizeof j);
     loom__cpu_args a;
     const int *m = g->m;
-    if (g->bias) { /* y = matmul (+ bias) (-> gelu | + residual): the product's fold of a's batch into its rows (ops/matmul.c) */
+    if (g->bias) { /* y = matmul (+ bias) (-> gelu | + residual): the product by ops/matmul.c */
         loom__cpu_args mm, add, ge;
         args_of(cpu, p, m[LOOM__FU_MM], &mm);
-        const loom_tensor *y = mm.node, *A = y->src[0], *B = y->src[1];
-        int64_t N = y->dims[y->ndim - 1], K = A->dims[A->ndim - 1];
+        const loom_tensor *y = mm.node;
+        int64_t N = y->dims[y->ndim - 1];
         loom__cpu_gemm_ep ep = {.Y = mm.y, .ldy = N, .ldg = N, .ldr = N, .ldz = N};
         const loom_tensor *sum = y; /* what the gelu or the residual add reads */
         if (m[LOOM__FU_BIAS] >= 0) {
@@ -146,9 +146,7 @@ loom_status loom__cpu_fusion_run(loom__cpu *cpu, const loom_plan *p, const loom_
             args_of(cpu, p, m[LOOM__FU_RES], &ge);
             ep.R = ge.x[ge.node->src[0] == sum ? 1 : 0], ep.Z = ge.y;
         }
-        loom__cpu_sgemm_ep(cpu, false, y->p[LOOM_P_MATMUL_TRANS_B] != 0, loom_tensor_numel(y) / N, N, K, mm.x[0], K,
-                           mm.x[1], B->dims[1], mm.y, N, &ep);
-        return LOOM_OK;
+        return loom__cpu_matmul_ep(&mm, &ep);
     }
     if (g->attn) {
         loom__cpu_args three[3];

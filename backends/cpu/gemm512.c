@@ -123,6 +123,7 @@ bool loom__cpu_sgemm512_ep(bool tb, int64_t M, int64_t N, int64_t K, float alpha
     for (int64_t k0 = 0; k0 < K; k0 += G_KC) {
         int64_t kc = K - k0 < G_KC ? K - k0 : G_KC;
         int mode = k0 > 0 ? 2 : beta == 0 ? 0 : 1;
+        const bool last = ep && k0 + G_KC >= K; /* the epilogue's k block */
         pack_b(tb, B, ldb, k0, kc, N, bp);
         for (int64_t i1 = 0; i1 < M; i1 += G_MC) { /* G_MC rows of A stay in L2 across the slivers */
             for (int64_t j0 = 0; j0 < N; j0 += G_NR)
@@ -131,11 +132,11 @@ bool loom__cpu_sgemm512_ep(bool tb, int64_t M, int64_t N, int64_t K, float alpha
                     const float *ar[G_MR];
                     for (int r = 0; r < G_MR; r++) ar[r] = A + (i0 + (r < mr ? r : mr - 1)) * lda + k0;
                     loom__cpu_gemm_ep at;
-                    if (ep && k0 + G_KC >= K) at = loom__cpu_gemm_ep_at(ep, i0, j0);
+                    if (last) at = loom__cpu_gemm_ep_at(ep, i0, j0);
                     kernel(kc, ar, bp + j0 * kc, C + i0 * ldc + j0, ldc, mr, N - j0 < G_NR ? N - j0 : G_NR, alpha,
-                           beta, mode, ep && k0 + G_KC >= K ? &at : NULL);
+                           beta, mode, last ? &at : NULL);
                 }
-            if (ep && k0 + G_KC >= K) /* the gelu or residual add of these rows, in L2 */
+            if (last) /* the gelu or residual add of these rows, in L2 */
                 loom__cpu_gemm_ep_after(ep, i1, M < i1 + G_MC ? M : i1 + G_MC, N, C, ldc);
         }
     }

@@ -2,6 +2,7 @@
  * transposes) and linear. f32: OpenBLAS sgemm (fast path); f64: reference
  * loops. */
 #include "../cpu_impl.h"
+#include "../fuse.h"
 
 static void gemm(const loom__cpu_args *a, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                  int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
@@ -9,6 +10,16 @@ static void gemm(const loom__cpu_args *a, bool ta, bool tb, int64_t M, int64_t N
         loom__cpu_dgemm_ref(ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
     else
         loom__cpu_sgemm(a->cpu, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C, ldc);
+}
+
+/* f32, b 2-D, a not transposed: a's batch folded into its rows, one product,
+ * then epilogue ep (NULL: none; the bias group's, fuse.h) */
+loom_status loom__cpu_matmul_ep(const loom__cpu_args *a, const loom__cpu_gemm_ep *ep) {
+    const loom_tensor *y = a->node, *A = y->src[0], *B = y->src[1];
+    int64_t N = y->dims[y->ndim - 1], K = A->dims[A->ndim - 1];
+    loom__cpu_sgemm_ep(a->cpu, false, y->p[LOOM_P_MATMUL_TRANS_B] != 0, loom_tensor_numel(y) / N, N, K, a->x[0], K,
+                       a->x[1], B->dims[1], a->y, N, ep);
+    return LOOM_OK;
 }
 
 /* y (batch..., M, N) = op(a) (batch_a..., M, K) x op(b) (batch_b..., K, N) */
@@ -24,6 +35,7 @@ loom_status loom__cpu_matmul(const loom__cpu_args *a) {
     int64_t batch = loom__numel(nb, y->dims);
     /* b shared by every batch and a not transposed: fold the batch into M */
     if (B->ndim == 2 && !ta) {
+        if (a->dt == LOOM_F32) return loom__cpu_matmul_ep(a, NULL);
         gemm(a, false, tb, batch * M, N, K, a->x[0], lda, a->x[1], ldb, 0.0, a->y, N);
         return LOOM_OK;
     }
