@@ -3,8 +3,9 @@
  *   conv_im2col   x (N,C,H,W) -> columns, layout chosen by strides
  *   conv_col2im   float columns -> dx (N,C,H,W), a gather: each dx element
  *                 sums its contributions (no atomics)
- *   conv_im2col_rows, conv_col2im_rows  the same, one work-item per row (CPU
- *                 devices such as PoCL: a row's 64-bit index divisions once,
+ *   conv_im2col_rows, conv_col2im_rows  the same, one work-item per plane
+ *                 (a column plane, a dx plane) (CPU devices such as
+ *                 PoCL: the 64-bit index divisions once per plane,
  *                 not per element; GPUs keep the per-element kernels, whose
  *                 neighbouring work-items write neighbouring elements)
  *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's per-image GEMMs
@@ -21,7 +22,7 @@
  * Rows k = (c*KH + kh)*KW + kw, K = C/groups*KH*KW, as backends/cpu/ops/conv2d.c. */
 
 /* col[n*g16 + gr*g17 + k*g18 + p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 in the padding;
- * one item per (n, gr, k, p), p fastest */
+ * one item per (n, gr, k, p), p fastest (conv_im2col_rows: one item per (n, gr, k), its OH x OW plane) */
 __kernel void conv_im2col(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long total) {
     long id = get_global_id(0);
     if (id >= total) return;
@@ -64,52 +65,58 @@ __kernel void conv_col2im(__global const float *col, ulong colo, __global T *dx,
 }
 
 /* col[n*g16 + gr*g17 + k*g18 + p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 in the padding;
- * one item per column row (n, gr, k, i): its OW positions j. The index arithmetic (64-bit divisions) is done
- * once per row, not per element. */
-__kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long rows) {
+ * one item per column plane (n, gr, k): its OH rows of OW positions. The index arithmetic (64-bit divisions)
+ * is done once per plane: per row (14 elements in the cnn's second layer) it cost PoCL more than the copy. */
+__kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long planes) {
     long id = get_global_id(0);
-    if (id >= rows) return; /* rows: N*G*K*OH */
-    long KH = g[4], KW = g[5], OH = g[6], OW = g[7], W = g[3], K = g[15] * KH * KW;
-    long i = id % OH, r = id / OH, k = r % K, r2 = r / K, gr = r2 % g[14], n = r2 / g[14];
+    if (id >= planes) return; /* planes: N*G*K, each OH rows of OW */
+    long KH = g[4], KW = g[5], OH = g[6], OW = g[7], H = g[2], W = g[3], K = g[15] * KH * KW;
+    long k = id % K, r2 = id / K, gr = r2 % g[14], n = r2 / g[14];
     long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-    long ih = i * g[8] - g[10] + kh * g[12], sw = g[9], iw0 = kw * g[13] - g[11];
-    long dst = colo + n * g[16] + gr * g[17] + k * g[18] + i * OW;
-    if (ih < 0 || ih >= g[2]) {
-        for (long j = 0; j < OW; j++) ST(col, dst + j, 0.0f);
-        return;
+    long sh = g[8], sw = g[9], ih = kh * g[12] - g[10], iw0 = kw * g[13] - g[11];
+    long dst = colo + n * g[16] + gr * g[17] + k * g[18];
+    __global const T *plane = x + xo + (n * g[1] + gr * g[15] + c) * H * W;
+    for (long i = 0; i < OH; i++, ih += sh, dst += OW) {
+        if (ih < 0 || ih >= H) {
+            for (long j = 0; j < OW; j++) ST(col, dst + j, 0.0f);
+            continue;
+        }
+        __global const T *row = plane + ih * W;
+        long iw = iw0;
+        for (long j = 0; j < OW; j++, iw += sw) ST(col, dst + j, iw >= 0 && iw < W ? LD(row, iw) : 0.0f);
     }
-    __global const T *row = x + xo + ((n * g[1] + gr * g[15] + c) * g[2] + ih) * W;
-    long iw = iw0;
-    for (long j = 0; j < OW; j++, iw += sw) ST(col, dst + j, iw >= 0 && iw < W ? LD(row, iw) : 0.0f);
 }
 
 /* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the output
  * of col[n*g16 + gr*g17 + k*g18 + i*OW + j] (float), k from (ci % Cg, kh, kw), gr = ci / Cg;
- * one item per dx row (n, ci, ih): its W elements, each summed in (kh, kw) order; stride 1 divides nothing */
+ * one item per dx plane (n, ci): its H rows of W elements, each summed in (kh, kw) order; stride 1 divides
+ * nothing */
 __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
-                          long rows) {
+                          long planes) {
     long id = get_global_id(0);
-    if (id >= rows) return; /* rows: N*C*H */
+    if (id >= planes) return; /* planes: N*C */
     long H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
-    long ih = id % H, r = id / H, ci = r % g[1], n = r / g[1];
+    long ci = id % g[1], n = id / g[1];
     long gr = ci / g[15], c = ci % g[15];
     __global const float *cp = col + colo + n * g[16] + gr * g[17];
-    for (long iw = 0; iw < W; iw++) {
-        float acc = 0.0f;
-        for (long kh = 0; kh < KH; kh++) {
-            long th = ih + g[10] - kh * g[12];
-            if (th < 0 || (sh != 1 && th % sh)) continue;
-            long i = sh == 1 ? th : th / sh;
-            if (i >= OH) continue;
-            for (long kw = 0; kw < KW; kw++) {
-                long tw = iw + g[11] - kw * g[13];
-                if (tw < 0 || (sw != 1 && tw % sw)) continue;
-                long j = sw == 1 ? tw : tw / sw;
-                if (j >= OW) continue;
-                acc += cp[((c * KH + kh) * KW + kw) * g[18] + i * OW + j];
+    for (long ih = 0; ih < H; ih++) {
+        for (long iw = 0; iw < W; iw++) {
+            float acc = 0.0f;
+            for (long kh = 0; kh < KH; kh++) {
+                long th = ih + g[10] - kh * g[12];
+                if (th < 0 || (sh != 1 && th % sh)) continue;
+                long i = sh == 1 ? th : th / sh;
+                if (i >= OH) continue;
+                for (long kw = 0; kw < KW; kw++) {
+                    long tw = iw + g[11] - kw * g[13];
+                    if (tw < 0 || (sw != 1 && tw % sw)) continue;
+                    long j = sw == 1 ? tw : tw / sw;
+                    if (j >= OW) continue;
+                    acc += cp[((c * KH + kh) * KW + kw) * g[18] + i * OW + j];
+                }
             }
+            ST(dx, dxo + (id * H + ih) * W + iw, acc);
         }
-        ST(dx, dxo + id * W + iw, acc);
     }
 }
 
