@@ -4,7 +4,8 @@
  *   conv_col2im   float columns -> dx (N,C,H,W), a gather: each dx element
  *                 sums its contributions (no atomics)
  *   conv_im2col_rows, conv_col2im_rows  the same, one work-item per plane
- *                 (a column plane, a dx plane) (CPU devices such as
+ *                 (a column plane, a dx plane; col2im sums a dx row in
+ *                 private memory, tap by tap) (CPU devices such as
  *                 PoCL: the 64-bit index divisions once per plane,
  *                 not per element; GPUs keep the per-element kernels, whose
  *                 neighbouring work-items write neighbouring elements)
@@ -89,34 +90,37 @@ __kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, u
 
 /* dx[n, ci, ih, iw] = sum over (kh, kw) with ih = i*sh - ph + kh*dh, iw = j*sw - pw + kw*dw inside the output
  * of col[n*g16 + gr*g17 + k*g18 + i*OW + j] (float), k from (ci % Cg, kh, kw), gr = ci / Cg;
- * one item per dx plane (n, ci): its H rows of W elements, each summed in (kh, kw) order; stride 1 divides
- * nothing */
+ * one item per dx plane (n, ci), a row at a time: the row's sums in acc (W <= COL2IM_ROW_MAX, ops/conv2d.c
+ * checks), each tap (kh, kw) added over the row's run of positions in turn. For one dx element the taps come
+ * in (kh, kw) order onto 0.0f, as in conv_col2im: the same sums, without a per-element test of each tap */
+#define COL2IM_ROW_MAX 256
 __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
-                          long planes) {
+                               long planes) {
     long id = get_global_id(0);
     if (id >= planes) return; /* planes: N*C */
     long H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
+    long ph = g[10], pw = g[11], dh = g[12], dw = g[13];
     long ci = id % g[1], n = id / g[1];
     long gr = ci / g[15], c = ci % g[15];
     __global const float *cp = col + colo + n * g[16] + gr * g[17];
+    float acc[COL2IM_ROW_MAX];
     for (long ih = 0; ih < H; ih++) {
-        for (long iw = 0; iw < W; iw++) {
-            float acc = 0.0f;
-            for (long kh = 0; kh < KH; kh++) {
-                long th = ih + g[10] - kh * g[12];
-                if (th < 0 || (sh != 1 && th % sh)) continue;
-                long i = sh == 1 ? th : th / sh;
-                if (i >= OH) continue;
-                for (long kw = 0; kw < KW; kw++) {
-                    long tw = iw + g[11] - kw * g[13];
-                    if (tw < 0 || (sw != 1 && tw % sw)) continue;
-                    long j = sw == 1 ? tw : tw / sw;
-                    if (j >= OW) continue;
-                    acc += cp[((c * KH + kh) * KW + kw) * g[18] + i * OW + j];
-                }
+        for (long iw = 0; iw < W; iw++) acc[iw] = 0.0f;
+        for (long kh = 0; kh < KH; kh++) {
+            long th = ih + ph - kh * dh;
+            if (th < 0 || (sh != 1 && th % sh)) continue;
+            long i = sh == 1 ? th : th / sh;
+            if (i >= OH) continue;
+            for (long kw = 0; kw < KW; kw++) {
+                /* positions j with iw = j sw - pw + kw dw in [0, W): j in [j0, j1) */
+                long off = kw * dw - pw, j0 = off >= 0 ? 0 : (-off + sw - 1) / sw, j1 = (W - 1 - off) / sw + 1;
+                if (W - 1 - off < 0) continue;
+                if (j1 > OW) j1 = OW;
+                __global const float *cr = cp + ((c * KH + kh) * KW + kw) * g[18] + i * OW;
+                for (long j = j0; j < j1; j++) acc[j * sw + off] += cr[j];
             }
-            ST(dx, dxo + (id * H + ih) * W + iw, acc);
         }
+        for (long iw = 0; iw < W; iw++) ST(dx, dxo + (id * H + ih) * W + iw, acc[iw]);
     }
 }
 

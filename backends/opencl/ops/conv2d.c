@@ -39,7 +39,9 @@ static loom_status workspace(loom__cl_op *o, int64_t n, size_t es, const char *w
  * plane H x W) rather than per element on a CPU device (PoCL runs the
  * per-element 64-bit index divisions lane by lane; once per row of 14 they
  * still cost more than the copy: the cnn's second layer's forward 5.9 ->
- * 4.1-4.5 ms);
+ * 4.1-4.5 ms); col2im adds each tap over a dx row's run of positions
+ * instead of testing every tap per element (its input gradient 6.2-6.6 ->
+ * 4.8-5.2 ms; rows up to 256 wide, else the per-element gather);
  * a GPU keeps the per-element kernels (neighbouring work-items write
  * neighbouring elements). LOOM_OPENCL_CONV_ROWS=0|1 forces either (tests). */
 static bool by_rows(const loom__cl_op *o) {
@@ -179,8 +181,9 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     cl_mem gm;
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
-    if ((st = loom__cl_kernel(o, dx->dtype, by_rows(o) ? "conv_col2im_rows" : "conv_col2im", &k)) != LOOM_OK) return st;
-    int64_t n = by_rows(o) ? q.N * q.C : loom_tensor_numel(dx); /* planes or elements */
+    const bool rows = by_rows(o) && q.W <= 256; /* kernels/conv2d.cl's COL2IM_ROW_MAX */
+    if ((st = loom__cl_kernel(o, dx->dtype, rows ? "conv_col2im_rows" : "conv_col2im", &k)) != LOOM_OK) return st;
+    int64_t n = rows ? q.N * q.C : loom_tensor_numel(dx); /* planes or elements */
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, col), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dx), loom__cl_arg_mem(&ar, gm);
     loom__cl_arg_i64(&ar, n);
