@@ -68,7 +68,8 @@ __kernel void conv_col2im(__global const float *col, ulong colo, __global T *dx,
 /* col[n*g16 + gr*g17 + k*g18 + p] = x[n, gr*Cg + c, i*sh - ph + kh*dh, j*sw - pw + kw*dw] or 0 in the padding;
  * one item per column plane (n, gr, k): its OH rows of OW positions. The index arithmetic (64-bit divisions)
  * is done once per plane: per row (14 elements in the cnn's second layer) it cost PoCL more than the copy. */
-__kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g, long planes) {
+__kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, ulong colo, __constant long *g,
+                               long planes) {
     long id = get_global_id(0);
     if (id >= planes) return; /* planes: N*G*K, each OH rows of OW */
     long KH = g[4], KW = g[5], OH = g[6], OW = g[7], H = g[2], W = g[3], K = g[15] * KH * KW;

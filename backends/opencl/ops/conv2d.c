@@ -4,11 +4,11 @@
  * Every image and group goes in one launch (the GEMM's batch is (image,
  * group)), so a node records at most three launches.
  *
- *   conv2d:      col (N, G, K, P) = im2col(x); y[n, g] (Og, P) = w_g (Og, K) col[n, g] (K, P) + bias
+ *   conv2d:      col (G, K, N*P) = im2col(x); y[n, g] (Og, P) = w_g (Og, K) col_g[:, n*P ..] (K, P) + bias
  *                (1x1, stride 1, no padding: x is the column matrix, no im2col; on GPUs the
  *                GEMM reads the columns from x itself, implicit_fwd: no column buffer)
  *   grad_input:  col (N, G, K, P) float = w_g^T (K, Og) dy[n, g] (Og, P); dx = col2im(col), a gather
- *   grad_weight: col (G, K, N*P) = im2col(x); dyp (O, N*P) = dy permuted;
+ *   grad_weight: col (G, K, N*P) = im2col(x) (or the forward's, the same layout); dyp (O, N*P) = dy permuted;
  *                dw_g (Og, K) = sum over chunks of up to 8 images of dyp_g col_g^T over the chunk
  *                (on GPUs both read where they are inside the GEMM: grad_weight_implicit)
  * with K = C/groups*KH*KW, P = OH*OW.
@@ -102,11 +102,12 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else if (implicit_fwd(o)) { /* B = x[n, g] (Cg, H, W), read as its columns */
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.H * q.W, d.sb[2] = q.Cg * q.H * q.W, d.conv = cg;
-    } else {
+    } else { /* col (G, K, N*P): image n's columns at n*P of each row, the weight gradient's layout */
+        int64_t L = q.N * q.P;
         cl_mem col;
         if ((st = workspace(o, q.N * q.G * q.K * q.P, loom_dtype_size(x->dtype), "im2col", &col)) != LOOM_OK) return st;
-        if ((st = im2col(o, &q, x, col, q.G * q.K * q.P, q.K * q.P, q.P)) != LOOM_OK) return st;
-        d.b = (loom__cl_mat){col, 0}, d.sb[1] = q.G * q.K * q.P, d.sb[2] = q.K * q.P;
+        if ((st = im2col(o, &q, x, col, q.P, q.K * L, L)) != LOOM_OK) return st;
+        d.b = (loom__cl_mat){col, 0}, d.ldb = L, d.sb[1] = q.P, d.sb[2] = q.K * L;
         o->node->cols = col; /* for forward_columns() */
     }
     return loom__cl_gemm(o, y->dtype, &d);
@@ -242,14 +243,13 @@ static loom_status grad_weight_implicit(loom__cl_op *o, const geom *q) {
     return sum_parts(o, part, nparts);
 }
 
-/* The column buffer (N, G, K, P) of x that the forward of the same
+/* The column buffer (G, K, N*P) of x that the forward of the same
  * convolution wrote earlier in this plan (its node's cols), or NULL: the
- * weight gradient then runs per-image products over it (part[n, g] = dy[n,
- * g] @ col[n, g]^T, summed in image order) instead of its own im2col into
- * the (G, K, N*P) layout and dy permuted (PoCL, the cnn's second layer:
- * the same product time, no im2col: 8.0-8.6 -> 6.0-6.1 ms). x is unchanged
- * between the two (the gradient reads x itself), and the buffer is that
- * node's own. Not in reproducible mode (the canonical chunks) nor with
+ * weight gradient then skips its own im2col into that layout (PoCL, the
+ * cnn's second layer: 8.0-8.6 -> 6.0-6.1 ms when it first read them, as
+ * per-image products). x is unchanged between the two (the gradient reads
+ * x itself), and the buffer is that node's own. Not in reproducible mode
+ * (the canonical path runs its own im2col) nor with
  * LOOM_OPENCL_CONV_SHARE_COLS=0. */
 static cl_mem forward_columns(const loom__cl_op *o, const geom *q, const loom_tensor *x) {
     if (o->cl->reproducible || loom__env_switch("LOOM_OPENCL_CONV_SHARE_COLS") == 0) return NULL;
@@ -272,21 +272,11 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     cl_mem col, dyp;
     cl_kernel k;
     if (!gw_dot(o, &q) && implicit_fwd(o)) return grad_weight_implicit(o, &q);
-    if (!gw_dot(o, &q) && (col = forward_columns(o, &q, x))) {
-        /* batch (1, n, g): part[n, g] (Og, K) = dy[n, g] (Og, P) @ col[n, g]^T (P, K), in float */
-        cl_mem part;
-        if ((st = workspace(o, q.N * q.O * q.K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK) return st;
-        loom__cl_gemm_desc d = {.tb = true, .c_float = true, .batch = {1, q.N, q.G}, .M = q.Og, .N = q.K, .K = q.P,
-                                .lda = q.P, .ldb = q.P, .ldc = q.K};
-        d.a = loom__cl_mat_t(o, dy), d.sa[1] = q.O * q.P, d.sa[2] = q.Og * q.P;
-        d.b = (loom__cl_mat){col, 0}, d.sb[1] = q.G * q.K * q.P, d.sb[2] = q.K * q.P;
-        d.c = (loom__cl_mat){part, 0}, d.sc[1] = q.O * q.K, d.sc[2] = q.Og * q.K;
-        if ((st = loom__cl_gemm(o, dw->dtype, &d)) != LOOM_OK) return st;
-        return sum_parts(o, part, q.N);
+    /* col (G, K, N*P): image n's columns at n*P of each row; the forward's when it wrote them */
+    if (!(col = forward_columns(o, &q, x))) {
+        if ((st = workspace(o, q.G * q.K * L, es, "im2col", &col)) != LOOM_OK) return st;
+        if ((st = im2col(o, &q, x, col, q.P, q.K * L, L)) != LOOM_OK) return st;
     }
-    /* col (G, K, N*P): image n's columns at n*P of each row */
-    if ((st = workspace(o, q.G * q.K * L, es, "im2col", &col)) != LOOM_OK) return st;
-    if ((st = im2col(o, &q, x, col, q.P, q.K * L, L)) != LOOM_OK) return st;
     if (gw_dot(o, &q)) { /* part (N, O, K) per image, then the sum over the images */
         cl_mem part;
         if ((st = workspace(o, q.N * q.O * q.K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK ||
