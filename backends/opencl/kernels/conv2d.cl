@@ -9,7 +9,8 @@
  *                 PoCL: the 64-bit index divisions once per plane,
  *                 not per element; GPUs keep the per-element kernels, whose
  *                 neighbouring work-items write neighbouring elements)
- *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's per-image GEMMs
+ *   conv_dy_perm  dy (N,O,P) -> (O,N,P) for grad_weight's chunked GEMMs
+ *                 (conv_dy_perm_rows: one work-item per row, CPU devices)
  *   conv_sum_parts  dw = the sum of grad_weight's per-image float products
  *   conv_gw_dot   grad_weight's per-image products as dot products, for a
  *                 small O x K (ops/conv2d.c)
@@ -140,6 +141,16 @@ __kernel void conv_dy_perm(__global const T *dy, ulong dyo, __global T *dyp, ulo
     if (id >= N * O * P) return;
     long p = id % P, n = id / P % N, o = id / (P * N);
     ST(dyp, dypo + id, LD(dy, dyo + (n * O + o) * P + p)); /* exact: a float holds every storage value */
+}
+
+/* conv_dy_perm one item per row (o, n) of P elements (CPU devices: the index divisions once per row) */
+__kernel void conv_dy_perm_rows(__global const T *dy, ulong dyo, __global T *dyp, ulong dypo, long N, long O,
+                                long P) {
+    long id = get_global_id(0);
+    if (id >= N * O) return;
+    long n = id % N, o = id / N;
+    __global const T *src = dy + dyo + (n * O + o) * P;
+    for (long p = 0; p < P; p++) ST(dyp, dypo + id * P + p, LD(src, p));
 }
 
 /* part[n, o, k] (float) = sum over p < P of dy[n, o, p] col[k, n P + p]: the

@@ -291,12 +291,13 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     }
     /* dyp (O, N*P) = dy (N, O, P) permuted */
     if ((st = workspace(o, q.O * L, es, "permuted dy", &dyp)) != LOOM_OK) return st;
-    if ((st = loom__cl_kernel(o, dw->dtype, "conv_dy_perm", &k)) != LOOM_OK) return st;
+    if ((st = loom__cl_kernel(o, dw->dtype, by_rows(o) ? "conv_dy_perm_rows" : "conv_dy_perm", &k)) != LOOM_OK)
+        return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&ar, dy), loom__cl_arg_mem(&ar, dyp), loom__cl_arg_u64(&ar, 0);
     loom__cl_arg_i64(&ar, q.N), loom__cl_arg_i64(&ar, q.O), loom__cl_arg_i64(&ar, q.P);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    if ((st = loom__cl_launch_1d(o, k, q.O * L)) != LOOM_OK) return st;
+    if ((st = loom__cl_launch_1d(o, k, by_rows(o) ? q.O * q.N : q.O * L)) != LOOM_OK) return st;
     /* One product per chunk of CH images (loom__conv_gw_chunk: the largest
      * divisor of N up to 8, 1 in reproducible mode), then a sum over the
      * chunks: summing N*P terms in one f32 accumulator loses ~1e-4 relative
