@@ -114,10 +114,10 @@ __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T
             long i = sh == 1 ? th : th / sh;
             if (i >= OH) continue;
             for (long kw = 0; kw < KW; kw++) {
-                /* positions j with iw = j sw - pw + kw dw in [0, W): j in [j0, j1) */
-                long off = kw * dw - pw, j0 = off >= 0 ? 0 : (-off + sw - 1) / sw, j1 = (W - 1 - off) / sw + 1;
-                if (W - 1 - off < 0) continue;
-                if (j1 > OW) j1 = OW;
+                /* positions j with iw = j sw + off in [0, W): j in [j0, j1) */
+                long off = kw * dw - pw;
+                if (off > W - 1) continue;
+                long j0 = off >= 0 ? 0 : (-off + sw - 1) / sw, j1 = min((W - 1 - off) / sw + 1, OW);
                 __global const float *cr = cp + ((c * KH + kh) * KW + kw) * g[18] + i * OW;
                 for (long j = j0; j < j1; j++) acc[j * sw + off] += cr[j];
             }
