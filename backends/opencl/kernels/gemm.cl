@@ -31,6 +31,10 @@
  *   g[9..11]  C strides           g[12..14] bias strides
  *   g[15]     bias stride per row of C, g[16] per column (linear: 0, 1;
  *             conv2d: 1, 0); read only when has_bias.
+ *   g[17]     > 0: C's columns in segments of g[17], segment s starting
+ *             s * g[18] elements into each row's span (column n at
+ *             n / g[17] * g[18] + n % g[17]): conv2d's (O, N*P) product
+ *             stored as (N, O, P); 0: plain columns
  * Broadcast batch dims have stride 0.
  *
  * Reproducible mode (built with -DLOOM_REPRO, core/repro.h): each output's
@@ -196,7 +200,7 @@ inline float conv_col(__global const T *X, __constant long *cg, long kk, long q)
                 if (n >= N) break;                                                                           \
                 float v = ((float *)&tot[i])[j];                                                             \
                 if (has_bias) v += LD(bias, m * g[15] + n * g[16]);                                          \
-                STC(C, m * ldc + n, v);                                                                      \
+                STC(C, m * ldc + (g[17] ? n / g[17] * g[18] + n % g[17] : n), v);                        \
             }                                                                                                \
         }                                                                                                    \
     }

@@ -24,8 +24,13 @@
  * A work-group computes NT tiles down the rows, which share the
  * column operand: the outer form packs V's column panel into local memory
  * first (when K <= GEMM_KPACK), the dot form keeps B's rows in the cache.
- * Work-group grid: dimension 0 = row blocks (NT tiles), dimension 1 =
- * batch x column tiles. Accumulation is float, with fma(). These kernels are not part of reproducible mode (the host always
+ * Stores: where C's row is contiguous (nn, tn) a vector of VW outputs inside
+ * the matrix (and inside one column segment, g[17]) is stored at once
+ * (vstore, vstore_half_rte; bf16 element by element), the bias added as a
+ * vector; the rest element by element. Scalar stores had cost as much as
+ * the products when K is short (PoCL, 64 x (288 x 64 @ 64 x 196), tn:
+ * 5.6 -> 3.2 ms). Work-group grid: dimension 0 = row blocks (NT tiles),
+ * dimension 1 = batch x column tiles. Accumulation is float, with fma(). These kernels are not part of reproducible mode (the host always
  * runs gemm.cl's canonical kernels there), so the programs built with
  * -DLOOM_REPRO leave them out. Tile sizes are build-time constants: each
  * instantiation below is one variant (ops/gemm_select.c names them). */
@@ -38,6 +43,21 @@
 #define GEMM_LDV(n, p) vload_half##n(0, (p))
 #else
 #define GEMM_LDV(n, p) as_float##n(convert_uint##n(vload##n(0, (p))) << 16)
+#endif
+
+/* an n-float vector x stored at p, each element rounded as ST / ST_F32 round it */
+#define GEMM_STV_F32(n, x, p) vstore##n((x), 0, (p))
+#if defined(LOOM_T_F32)
+#define GEMM_STV(n, x, p) vstore##n((x), 0, (p))
+#elif defined(LOOM_T_F16)
+#define GEMM_STV(n, x, p) vstore_half##n##_rte((x), 0, (p))
+#else
+#define GEMM_STV(n, x, p)                                 \
+    {                                                     \
+        float s_[n];                                      \
+        vstore##n((x), 0, s_);                            \
+        for (int e_ = 0; e_ < n; e_++) ST((p), e_, s_[e_]); \
+    }
 #endif
 
 /* the first `have` elements of an n-vector at p, zeros after */
@@ -134,7 +154,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
  * V's column panel (K x RN vectors, zero past J) into local memory as float:
  * contiguous, converted once, and free of the page and cache-set conflicts
  * of walking a large matrix down its rows, for the NT tiles that share it. */
-#define GEMM_REG_OUTER(NAME, FORM, VW, RM, RN, NT, TC, STC)                                      \
+#define GEMM_REG_OUTER(NAME, FORM, VW, RM, RN, NT, TC, STC, STV)                                      \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void NAME(GEMM_REG_ARGS(TC)) {          \
         __local float##VW Vp[GEMM_KPACK * RN];                                                   \
         long jtiles_ = ((FORM##_J_OF(M, N)) + VW * RN - 1) / (VW * RN);                          \
@@ -149,6 +169,19 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
                     long have = J - j0 - VW * c;                                                 \
                     Vp[k * RN + c] = have >= VW ? GEMM_LDV(VW, p) : gemm_ldv_edge##VW(p, have);  \
                 }                                                                                \
+        /* C's rows contiguous and a bias per row or per column: whole vectors   \
+         * stored at once, where vector c's VW columns are inside J and inside    \
+         * one segment (cs: C's columns in segments of cs, segment s at s * css;  \
+         * cb[c]: the offset of its first column) */                             \
+        const bool vrow = cj == 1 && (!has_bias || bj == 0 || (bj == 1 && bi == 0));      \
+        const long cs = g[17], css = g[18];                                                      \
+        long cb[RN];                                                                             \
+        bool cv[RN];                                                                             \
+        for (int c = 0; c < RN; c++) {                                                           \
+            long j = j0 + VW * c;                                                                \
+            cb[c] = cs ? j / cs * css + j % cs : j;                                              \
+            cv[c] = vrow && j + VW <= J && (!cs || j % cs + VW <= cs);                           \
+        }                                                                                        \
         for (int t = 0; t < NT; t++) {                                                           \
             long i0 = ((long)get_group_id(0) * NT + t) * RM;                                     \
             if (i0 >= I) break;                                                                  \
@@ -157,6 +190,13 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
                 long i = i0 + r;                                                                 \
                 if (i >= I) break;                                                               \
                 for (int c = 0; c < RN; c++) {                                                   \
+                    if (cv[c]) {                                                                 \
+                        float##VW x = acc[r][c];                                                 \
+                        if (has_bias) x += bj ? GEMM_LDV(VW, bias + i * bi + j0 + VW * c)        \
+                                              : (float##VW)(LD(bias, i * bi));                   \
+                        STV(VW, x, C + i * ci + cb[c]);                                          \
+                        continue;                                                                \
+                    }                                                                            \
                     float v[VW];                                                                 \
                     vstore##VW(acc[r][c], 0, v);                                                 \
                     for (int q = 0; q < VW; q++) {                                               \
@@ -164,7 +204,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
                         if (j >= J) break;                                                       \
                         float x = v[q];                                                          \
                         if (has_bias) x += LD(bias, i * bi + j * bj);                            \
-                        STC(C, i * ci + j * cj, x);                                              \
+                        STC(C, i * ci + (cs ? j / cs * css + j % cs : j) * cj, x);               \
                     }                                                                            \
                 }                                                                                \
             }                                                                                    \
@@ -216,11 +256,11 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
 
 /* one variant: the six kernels of gemm.cl under the suffix SFX */
 #define GEMM_REG_VARIANT(SFX, VW, RM, RN, DI, DJ, NT)                   \
-    GEMM_REG_OUTER(gemm_nn_##SFX, nn, VW, RM, RN, NT, T, ST)            \
-    GEMM_REG_OUTER(gemm_tn_##SFX, tn, VW, RM, RN, NT, T, ST)            \
-    GEMM_REG_OUTER(gemm_tt_##SFX, tt, VW, RM, RN, NT, T, ST)            \
+    GEMM_REG_OUTER(gemm_nn_##SFX, nn, VW, RM, RN, NT, T, ST, GEMM_STV)       \
+    GEMM_REG_OUTER(gemm_tn_##SFX, tn, VW, RM, RN, NT, T, ST, GEMM_STV)       \
+    GEMM_REG_OUTER(gemm_tt_##SFX, tt, VW, RM, RN, NT, T, ST, GEMM_STV)       \
     GEMM_REG_DOT(gemm_nt_##SFX, VW, DI, DJ, NT, T, ST)                  \
-    GEMM_REG_OUTER(gemm_tn_cf_##SFX, tn, VW, RM, RN, NT, float, ST_F32) \
+    GEMM_REG_OUTER(gemm_tn_cf_##SFX, tn, VW, RM, RN, NT, float, ST_F32, GEMM_STV_F32) \
     GEMM_REG_DOT(gemm_nt_cf_##SFX, VW, DI, DJ, NT, float, ST_F32)
 
 /* The tile sizes come as build options from the host, which launches with

@@ -29,7 +29,15 @@ typedef struct loom__cl_gemm_desc {
      * (O, images * P), B^T the input's columns (the weight gradient).
      * conv: loom__conv_implicit_table's (column q is image q / P) */
     const int64_t *conv;
+    /* cseg > 0: C's columns in segments of cseg, segment s starting csegs * s
+     * elements into each row's span (column n at n / cseg * csegs + n % cseg):
+     * a convolution's (O, N*P) product stored as y (N, O, P). Forms nn and tn
+     * (A^T), not with conv. */
+    int64_t cseg, csegs;
 } loom__cl_gemm_desc;
+
+/* the length of the GEMM kernels' batch table (kernels/gemm.cl documents it) */
+#define LOOM__CL_GEMM_TABLE 19
 
 /* GEMM kernel variants (ops/gemm_select.c); 0 = not chosen yet */
 enum { LOOM__CL_GEMM_TILED = 1, LOOM__CL_GEMM_REG16, LOOM__CL_GEMM_REG8, LOOM__CL_GEMM_NVARIANT };

@@ -158,7 +158,7 @@ static int measure(loom__cl *cl, char *text, size_t n) {
     cl_int err = host ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
     if (host)
         for (int64_t i = 0; i < m * m; i++) host[i] = (float)((i * 7919) % 2001 - 1000) * 1e-3f;
-    int64_t tab[17] = {1, 1, 1};
+    int64_t tab[LOOM__CL_GEMM_TABLE] = {1, 1, 1};
     cl_mem a = NULL, b = NULL, c = NULL, g = NULL;
     if (err == CL_SUCCESS) a = clCreateBuffer(cl->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, host, &err);
     if (err == CL_SUCCESS) b = clCreateBuffer(cl->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, host, &err);

@@ -16,6 +16,7 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
     loom_status st = loom__cl_gemm_choose(o->cl, &v);
     if (st != LOOM_OK) return st;
     LOOM__ASSERT(!d->conv || (!d->ta && d->tb == d->c_float)); /* nn: the forward; nt_cf: the weight gradient */
+    LOOM__ASSERT(!d->cseg || (!d->tb && !d->conv));             /* segments: the outer forms' stores */
     const loom__cl_gemm_variant *var = loom__cl_gemm_variant_of(d->conv ? LOOM__CL_GEMM_TILED : v);
     if (o->cl->max_wg < (size_t)(var->wg * var->wg))
         return loom__err(o->cl->ctx, LOOM_ERR_BACKEND,
@@ -29,13 +30,13 @@ loom_status loom__cl_gemm(loom__cl_op *o, loom_dtype dt, const loom__cl_gemm_des
                        : d->c_float ? (d->ta ? "gemm_tn_cf" : "gemm_nt_cf")
                                     : names[d->ta * 2 + d->tb];
     snprintf(name, sizeof name, "%s%s", base, var->suffix);
-    int64_t g[17];
+    int64_t g[LOOM__CL_GEMM_TABLE];
     for (int i = 0; i < 3; i++)
         g[i] = d->batch[i], g[3 + i] = d->sa[i], g[6 + i] = d->sb[i], g[9 + i] = d->sc[i], g[12 + i] = d->sbias[i];
-    g[15] = d->bias_rs, g[16] = d->bias_cs;
+    g[15] = d->bias_rs, g[16] = d->bias_cs, g[17] = d->cseg, g[18] = d->csegs;
     cl_mem gm, cm = NULL;
     cl_kernel k;
-    if ((st = loom__cl_meta(o, g, 17, &gm)) != LOOM_OK) return st;
+    if ((st = loom__cl_meta(o, g, LOOM__CL_GEMM_TABLE, &gm)) != LOOM_OK) return st;
     if (d->conv && (st = loom__cl_meta(o, d->conv, LOOM__CONV_IMPLICIT_LEN, &cm)) != LOOM_OK) return st;
     if ((st = loom__cl_kernel(o, dt, name, &k)) != LOOM_OK) return st;
     bool has_bias = d->bias.mem != NULL;
