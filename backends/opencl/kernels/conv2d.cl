@@ -14,6 +14,8 @@
  *   conv_sum_parts  dw = the sum of grad_weight's per-image float products
  *   conv_gw_dot   grad_weight's per-image products as dot products, for a
  *                 small O x K (ops/conv2d.c)
+ *   conv_gi_fused grad_input's product and col2im in one pass per dx plane,
+ *                 its columns in private memory (CPU devices; ungrouped)
  *
  * Geometry table (`__constant long *g`), as ops/conv2d.c fills it:
  *   g[0..3] N, C, H, W       g[4..5] KH, KW      g[6..7] OH, OW
@@ -96,6 +98,28 @@ __kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, u
  * checks), each tap (kh, kw) added over the row's run of positions in turn. For one dx element the taps come
  * in (kh, kw) order onto 0.0f, as in conv_col2im: the same sums, without a per-element test of each tap */
 #define COL2IM_ROW_MAX 256
+/* dx plane id (H x W) from its columns cp (SPACE float: row (kh, kw) at (kh*KW + kw) * RS, then the OH x OW
+ * positions), a row at a time in acc; the geometry's names in scope (conv_col2im_rows, conv_gi_fused) */
+#define COL2IM_PLANE(SPACE, cp, RS)                                                                            \
+    float acc[COL2IM_ROW_MAX];                                                                                 \
+    for (long ih = 0; ih < H; ih++) {                                                                          \
+        for (long iw = 0; iw < W; iw++) acc[iw] = 0.0f;                                                        \
+        for (long kh = 0; kh < KH; kh++) {                                                                     \
+            long th = ih + ph - kh * dh;                                                                       \
+            if (th < 0 || (sh != 1 && th % sh)) continue;                                                      \
+            long i = sh == 1 ? th : th / sh;                                                                   \
+            if (i >= OH) continue;                                                                             \
+            for (long kw = 0; kw < KW; kw++) {                                                                 \
+                /* positions j with iw = j sw + off in [0, W): j in [j0, j1) */                               \
+                long off = kw * dw - pw;                                                                       \
+                if (off > W - 1) continue;                                                                     \
+                long j0 = off >= 0 ? 0 : (-off + sw - 1) / sw, j1 = min((W - 1 - off) / sw + 1, OW);           \
+                SPACE const float *cr = (cp) + (kh * KW + kw) * (RS) + i * OW;                                 \
+                for (long j = j0; j < j1; j++) acc[j * sw + off] += cr[j];                                     \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (long iw = 0; iw < W; iw++) ST(dx, dxo + (id * H + ih) * W + iw, acc[iw]);                         \
+    }
 __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T *dx, ulong dxo, __constant long *g,
                                long planes) {
     long id = get_global_id(0);
@@ -104,27 +128,86 @@ __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T
     long ph = g[10], pw = g[11], dh = g[12], dw = g[13];
     long ci = id % g[1], n = id / g[1];
     long gr = ci / g[15], c = ci % g[15];
-    __global const float *cp = col + colo + n * g[16] + gr * g[17];
-    float acc[COL2IM_ROW_MAX];
-    for (long ih = 0; ih < H; ih++) {
-        for (long iw = 0; iw < W; iw++) acc[iw] = 0.0f;
-        for (long kh = 0; kh < KH; kh++) {
-            long th = ih + ph - kh * dh;
-            if (th < 0 || (sh != 1 && th % sh)) continue;
-            long i = sh == 1 ? th : th / sh;
-            if (i >= OH) continue;
-            for (long kw = 0; kw < KW; kw++) {
-                /* positions j with iw = j sw + off in [0, W): j in [j0, j1) */
-                long off = kw * dw - pw;
-                if (off > W - 1) continue;
-                long j0 = off >= 0 ? 0 : (-off + sw - 1) / sw, j1 = min((W - 1 - off) / sw + 1, OW);
-                __global const float *cr = cp + ((c * KH + kh) * KW + kw) * g[18] + i * OW;
-                for (long j = j0; j < j1; j++) acc[j * sw + off] += cr[j];
-            }
-        }
-        for (long iw = 0; iw < W; iw++) ST(dx, dxo + (id * H + ih) * W + iw, acc[iw]);
-    }
+    __global const float *cp = col + colo + n * g[16] + gr * g[17] + c * KH * KW * g[18];
+    COL2IM_PLANE(__global, cp, g[18])
 }
+
+#ifndef LOOM_REPRO
+/* conv_gi_fused: conv2d_grad_input of an ungrouped convolution in one pass per dx plane (n, c), for CPU
+ * devices (ops/conv2d.c), one work-item per plane: its KH*KW rows of columns,
+ *   colb[r][p] = sum over o in order of w[o, c, r] * dy[n, o, p]   (fma from 0.0f, as the register GEMM),
+ * in private memory (GI_FUSED_MAX floats; the host checks KH*KW*OH*OW), GI_RB rows x GI_NV vectors of
+ * positions at a time in registers, then conv_col2im_rows' sums from colb into the dx plane: the same values as
+ * the product into the column buffer and its gather, without that buffer (N*K*P floats written, then read) */
+#define GI_FUSED_MAX 8192
+#define GI_RB 9 /* rows per register block, of GI_NV vectors of positions */
+/* GI_VW floats per vector (LOOM_VW: the host's build option, the device's native width) */
+#if defined(LOOM_VW) && LOOM_VW == 16
+#define GI_VW 16
+#define GI_NV 2
+#define GI_FV float16
+#define GI_VST vstore16
+#if defined(LOOM_T_F32)
+#define GI_LDV(p) vload16(0, (p))
+#elif defined(LOOM_T_F16)
+#define GI_LDV(p) vload_half16(0, (p))
+#else
+#define GI_LDV(p) as_float16(convert_uint16(vload16(0, (p))) << 16)
+#endif
+#else
+#define GI_VW 8
+#define GI_NV 1 /* (AVX2's 16 registers) */
+#define GI_FV float8
+#define GI_VST vstore8
+#if defined(LOOM_T_F32)
+#define GI_LDV(p) vload8(0, (p))
+#elif defined(LOOM_T_F16)
+#define GI_LDV(p) vload_half8(0, (p))
+#else
+#define GI_LDV(p) as_float8(convert_uint8(vload8(0, (p))) << 16)
+#endif
+#endif
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
+    __global const T *dy, ulong dyo, __global const T *w, ulong wo, __global T *dx, ulong dxo, __constant long *g, long O,
+    long planes) {
+    long id = get_group_id(0);
+    if (id >= planes) return; /* planes: N*C */
+    long C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5], OH = g[6], OW = g[7], sh = g[8], sw = g[9];
+    long ph = g[10], pw = g[11], dh = g[12], dw = g[13];
+    long P = OH * OW, KHW = KH * KW, c = id % C, n = id / C, pv = P - P % (GI_VW * GI_NV);
+    __global const T *dyn = dy + dyo + n * O * P, *wc = w + wo + c * KHW;
+    float colb[GI_FUSED_MAX];
+    for (long r0 = 0; r0 < KHW; r0 += GI_RB) {
+        long rb = min(KHW - r0, (long)GI_RB);
+        for (long p0 = 0; p0 < pv; p0 += GI_VW * GI_NV) {
+            GI_FV acc[GI_RB][GI_NV];
+            for (int r = 0; r < GI_RB; r++)
+                for (int v = 0; v < GI_NV; v++) acc[r][v] = (GI_FV)(0.0f);
+            for (long o = 0; o < O; o++) {
+                __global const T *dr = dyn + o * P + p0, *wr = wc + o * C * KHW + r0;
+                GI_FV b[GI_NV];
+#pragma unroll
+                for (int v = 0; v < GI_NV; v++) b[v] = GI_LDV(dr + GI_VW * v);
+#pragma unroll
+                for (int r = 0; r < GI_RB; r++) {
+                    GI_FV a = (GI_FV)(LD(wr, min((long)r, rb - 1)));
+#pragma unroll
+                    for (int v = 0; v < GI_NV; v++) acc[r][v] = fma(a, b[v], acc[r][v]);
+                }
+            }
+            for (int r = 0; r < rb; r++)
+                for (int v = 0; v < GI_NV; v++) GI_VST(acc[r][v], 0, colb + (r0 + r) * P + p0 + GI_VW * v);
+        }
+        for (long r = 0; r < rb; r++) /* the last positions */
+            for (long p = pv; p < P; p++) {
+                float a = 0.0f;
+                for (long o = 0; o < O; o++) a = fma(LD(wc, o * C * KHW + r0 + r), LD(dyn, o * P + p), a);
+                colb[(r0 + r) * P + p] = a;
+            }
+    }
+    COL2IM_PLANE(__private, colb, P)
+}
+#endif
 
 /* wt[c, o, t] = w[o, c, KHW - 1 - t] (t = kh*KW + kw: both kernel axes reversed): the weights of a
  * stride-1 convolution's input gradient as a forward convolution of dy (a copy in the storage type) */
