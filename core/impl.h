@@ -238,6 +238,12 @@ loom__mm_geom loom__matmul_geom_of(const loom_tensor *y);
  * x[5], nred, reduced dims[5], their strides[5], count}; returns the count of
  * reduced elements per output. */
 int64_t loom__reduce_table(const loom_tensor *y, int64_t g[23]);
+/* The GPU backends' chunked form of that reduction (their reduce_flat and
+ * reduce_parts kernels): when the reduced axes are x's trailing ones (each
+ * output's values one contiguous run), the number S of chunks a run splits
+ * into (runs of up to 16384 values per chunk, at most 64 chunks) and
+ * *chunk, the values per chunk; 0 when the runs are not contiguous. */
+int64_t loom__reduce_chunks(const int64_t g[23], int64_t *chunk);
 
 /* On-disk caches of the GPU backends (core/cache.c): the folder is $env
  * ("off" = none: out is ""), else $XDG_CACHE_HOME/loom/<sub>, else

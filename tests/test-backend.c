@@ -189,11 +189,12 @@ static void test_env_switches(void) {
               {"vulkan", "LOOM_VULKAN_CONV_IMPLICIT"}, {"vulkan", "LOOM_VULKAN_CONV_FIXED"},
               {"vulkan", "LOOM_VULKAN_BN_SPLIT"}, {"vulkan", "LOOM_VULKAN_CONV_SHARE_COLS"},
               {"vulkan", "LOOM_VULKAN_FUSE"},          {"vulkan", "LOOM_VULKAN_ATTN_GEMM"},
-              {"vulkan", "LOOM_VULKAN_ROWS"},
+              {"vulkan", "LOOM_VULKAN_ROWS"},          {"vulkan", "LOOM_VULKAN_REDUCE_FLAT"},
               {"opencl", "LOOM_OPENCL_CONV_ROWS"},   {"opencl", "LOOM_OPENCL_CONV_IMPLICIT"},
               {"opencl", "LOOM_OPENCL_CONV_GI_FWD"}, {"opencl", "LOOM_OPENCL_BN_SPLIT"},
               {"opencl", "LOOM_OPENCL_CONV_GW_DOT"}, {"opencl", "LOOM_OPENCL_CONV_SHARE_COLS"},
               {"opencl", "LOOM_OPENCL_CONV_ONE"},    {"opencl", "LOOM_OPENCL_CONV_GI_FUSED"},
+              {"opencl", "LOOM_OPENCL_REDUCE_FLAT"},
               {"opencl", "LOOM_OPENCL_POOL_2D"},     {"opencl", "LOOM_OPENCL_FUSE"},
               {"opencl", "LOOM_OPENCL_ATTN_GEMM"}, {"opencl", "LOOM_OPENCL_ROWS"}};
     loom_ctx *ctx = NULL;

@@ -425,7 +425,7 @@ static loom_status finish_open(loom__vk *vk) {
                                      "LOOM_VULKAN_CONV_FLAT",  "LOOM_VULKAN_CONV_PLANES", "LOOM_VULKAN_GEMM_VSTORE",
                                      "LOOM_VULKAN_CONV_IMPLICIT", "LOOM_VULKAN_CONV_FIXED", "LOOM_VULKAN_BN_SPLIT",
                                      "LOOM_VULKAN_CONV_SHARE_COLS", "LOOM_VULKAN_FUSE",
-                                     "LOOM_VULKAN_ATTN_GEMM", "LOOM_VULKAN_ROWS"};
+                                     "LOOM_VULKAN_ATTN_GEMM", "LOOM_VULKAN_ROWS", "LOOM_VULKAN_REDUCE_FLAT"};
     if ((st = loom__env_switches_check(vk->ctx, sw, (int)(sizeof sw / sizeof sw[0]))) != LOOM_OK) return st;
     texel_formats(vk);
     if ((st = loom__vk_pick_memory(vk)) != LOOM_OK) return st;

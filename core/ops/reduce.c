@@ -76,3 +76,15 @@ int64_t loom__reduce_table(const loom_tensor *y, int64_t g[23]) {
     g[0] = nk, g[11] = nr, g[22] = rcount;
     return rcount;
 }
+
+int64_t loom__reduce_chunks(const int64_t g[23], int64_t *chunk) {
+    int64_t st = 1, rcount = g[22];
+    for (int i = (int)g[11] - 1; i >= 0; i--) {
+        if (g[17 + i] != st) return 0;
+        st *= g[12 + i];
+    }
+    int64_t S = (rcount + 16383) / 16384;
+    S = S < 1 ? 1 : S > 64 ? 64 : S;
+    *chunk = (rcount + S - 1) / S;
+    return S;
+}
