@@ -8,17 +8,23 @@
  * reduce_parts_k; loom__reduce_chunks, as the OpenCL and Vulkan backends). */
 #include "../common.cuh"
 
+/* the offset in x of output o's first reduced element (its kept indices' strides) */
+__device__ __forceinline__ int64_t reduce_base(const loom__cu_tab<23> &g, int64_t o) {
+    int64_t base = 0, r = o;
+    for (int i = (int)g.v[0] - 1; i >= 0; i--) {
+        base += (r % g.v[1 + i]) * g.v[6 + i];
+        r /= g.v[1 + i];
+    }
+    return base;
+}
+
 /* y (nout) from x; g = {nkeep, kdims[5], kstr[5], nred, rdims[5], rstr[5], rcount}:
  * kept and reduced axes with their element strides in x */
 template <typename T>
 __global__ void reduce_k(loom__cu_tab<23> g, const T *x, T *y, float div) {
     int64_t o = blockIdx.x;
-    int nkeep = (int)g.v[0], nred = (int)g.v[11];
-    int64_t base = 0, r = o;
-    for (int i = nkeep - 1; i >= 0; i--) {
-        base += (r % g.v[1 + i]) * g.v[6 + i];
-        r /= g.v[1 + i];
-    }
+    int nred = (int)g.v[11];
+    int64_t base = reduce_base(g, o);
     int64_t rcount = g.v[22];
     float acc = 0.0f;
     for (int64_t c = threadIdx.x; c < rcount; c += blockDim.x) {
@@ -37,11 +43,7 @@ __global__ void reduce_k(loom__cu_tab<23> g, const T *x, T *y, float div) {
  * sum / div, else part[b] = the sum */
 template <typename T>
 __global__ void reduce_flat_k(loom__cu_tab<23> g, const T *x, float *part, T *y, int64_t S, int64_t chunk, float div) {
-    int64_t b = blockIdx.x, o = b / S, si = b % S, base = 0, r = o;
-    for (int i = (int)g.v[0] - 1; i >= 0; i--) {
-        base += (r % g.v[1 + i]) * g.v[6 + i];
-        r /= g.v[1 + i];
-    }
+    int64_t b = blockIdx.x, o = b / S, si = b % S, base = reduce_base(g, o);
     int64_t lo = si * chunk, hi = lo + chunk < g.v[22] ? lo + chunk : g.v[22];
     float acc = 0.0f;
     for (int64_t c = lo + threadIdx.x; c < hi; c += blockDim.x) acc += ldf(x[base + c]);

@@ -47,6 +47,22 @@ typedef ushort T;
 #error "build with -DLOOM_T_F32, -DLOOM_T_F16 or -DLOOM_T_BF16"
 #endif
 
+/* a ## b after both are expanded (LOOM_CAT(float, 16): float16) */
+#define LOOM_CAT_(a, b) a##b
+#define LOOM_CAT(a, b) LOOM_CAT_(a, b)
+
+/* LDV(n, p): n consecutive elements p[0 .. n-1] of the storage type as a
+ * float vector (n = 2, 4, 8, 16; may be a macro), one vector load, no
+ * alignment beyond the element's */
+#if defined(LOOM_T_F32)
+#define LDV_(n, p) vload##n(0, (p))
+#elif defined(LOOM_T_F16)
+#define LDV_(n, p) vload_half##n(0, (p))
+#else
+#define LDV_(n, p) as_float##n(convert_uint##n(vload##n(0, (p))) << 16)
+#endif
+#define LDV(n, p) LDV_(n, p)
+
 /* Any float dtype through a byte pointer (element index i). */
 inline float ld_any(__global const uchar *p, int dt, long i) {
     switch (dt) {

@@ -145,28 +145,12 @@ __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T
 #if defined(LOOM_VW) && LOOM_VW == 16
 #define GI_VW 16
 #define GI_NV 2
-#define GI_FV float16
-#define GI_VST vstore16
-#if defined(LOOM_T_F32)
-#define GI_LDV(p) vload16(0, (p))
-#elif defined(LOOM_T_F16)
-#define GI_LDV(p) vload_half16(0, (p))
-#else
-#define GI_LDV(p) as_float16(convert_uint16(vload16(0, (p))) << 16)
-#endif
 #else
 #define GI_VW 8
 #define GI_NV 1 /* (AVX2's 16 registers) */
-#define GI_FV float8
-#define GI_VST vstore8
-#if defined(LOOM_T_F32)
-#define GI_LDV(p) vload8(0, (p))
-#elif defined(LOOM_T_F16)
-#define GI_LDV(p) vload_half8(0, (p))
-#else
-#define GI_LDV(p) as_float8(convert_uint8(vload8(0, (p))) << 16)
 #endif
-#endif
+#define GI_FV LOOM_CAT(float, GI_VW)
+#define GI_VST LOOM_CAT(vstore, GI_VW)
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
     __global const T *dy, ulong dyo, __global const T *w, ulong wo, __global T *dx, ulong dxo, __constant long *g, long O,
     long planes) {
@@ -187,7 +171,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
                 __global const T *dr = dyn + o * P + p0, *wr = wc + o * C * KHW + r0;
                 GI_FV b[GI_NV];
 #pragma unroll
-                for (int v = 0; v < GI_NV; v++) b[v] = GI_LDV(dr + GI_VW * v);
+                for (int v = 0; v < GI_NV; v++) b[v] = LDV(GI_VW, dr + GI_VW * v);
 #pragma unroll
                 for (int r = 0; r < GI_RB; r++) {
                     GI_FV a = (GI_FV)(LD(wr, min((long)r, rb - 1)));

@@ -66,13 +66,7 @@
 #endif
 
 /* four consecutive elements p[i .. i+3] of the storage type as float4 */
-#if defined(LOOM_T_F32)
-#define LD4(p, i) vload4(0, (p) + (i))
-#elif defined(LOOM_T_F16)
-#define LD4(p, i) vload_half4(0, (p) + (i))
-#else
-#define LD4(p, i) as_float4(convert_uint4(vload4(0, (p) + (i))) << 16)
-#endif
+#define LD4(p, i) LDV(4, (p) + (i))
 
 /* A run of 4 starting at (r, c) of a row-major matrix X (rows x cols, leading
  * dimension ld) along its columns, as float4: zero outside. */

@@ -36,14 +36,6 @@
  * instantiation below is one variant (ops/gemm_select.c names them). */
 #ifndef LOOM_REPRO
 
-/* an n-float vector of the storage type at p (n = 8 or 16) */
-#if defined(LOOM_T_F32)
-#define GEMM_LDV(n, p) vload##n(0, (p))
-#elif defined(LOOM_T_F16)
-#define GEMM_LDV(n, p) vload_half##n(0, (p))
-#else
-#define GEMM_LDV(n, p) as_float##n(convert_uint##n(vload##n(0, (p))) << 16)
-#endif
 
 /* an n-float vector x stored at p, each element rounded as ST / ST_F32 round it */
 #define GEMM_STV_F32(n, x, p) vstore##n((x), 0, (p))
@@ -102,8 +94,8 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
         }                                                                                   \
     }
 #define GEMM_LDV_FULL(VW) GEMM_LDV_FULL_##VW
-#define GEMM_LDV_FULL_8(p, have) GEMM_LDV(8, p)
-#define GEMM_LDV_FULL_16(p, have) GEMM_LDV(16, p)
+#define GEMM_LDV_FULL_8(p, have) LDV(8, p)
+#define GEMM_LDV_FULL_16(p, have) LDV(16, p)
 
 /* Per form: the tile's rows i over I, columns j over J; V (vector operand,
  * leading dimension ldv), S (scalars: element (i, k) at i * si + k * sk);
@@ -167,7 +159,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
                 for (int c = 0; c < RN; c++) {                                                   \
                     __global const T *p = V + k * ldv + j0 + VW * c;                             \
                     long have = J - j0 - VW * c;                                                 \
-                    Vp[k * RN + c] = have >= VW ? GEMM_LDV(VW, p) : gemm_ldv_edge##VW(p, have);  \
+                    Vp[k * RN + c] = have >= VW ? LDV(VW, p) : gemm_ldv_edge##VW(p, have);  \
                 }                                                                                \
         /* C's rows contiguous and a bias per row or per column: whole vectors   \
          * stored at once, where vector c's VW columns are inside J and inside    \
@@ -192,7 +184,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
                 for (int c = 0; c < RN; c++) {                                                   \
                     if (cv[c]) {                                                                 \
                         float##VW x = acc[r][c];                                                 \
-                        if (has_bias) x += bj ? GEMM_LDV(VW, bias + i * bi + j0 + VW * c)        \
+                        if (has_bias) x += bj ? LDV(VW, bias + i * bi + j0 + VW * c)        \
                                               : (float##VW)(LD(bias, i * bi));                   \
                         STV(VW, x, C + i * ci + cb[c]);                                          \
                         continue;                                                                \
@@ -233,9 +225,9 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
         long kv = K - K % VW;                                                                    \
         for (long k = 0; k < kv; k += VW) {                                                      \
             float##VW b[DJ];                                                                     \
-            _Pragma("unroll") for (int c = 0; c < DJ; c++) b[c] = GEMM_LDV(VW, bp[c] + k);       \
+            _Pragma("unroll") for (int c = 0; c < DJ; c++) b[c] = LDV(VW, bp[c] + k);       \
             _Pragma("unroll") for (int r = 0; r < DI; r++) {                                     \
-                float##VW a = GEMM_LDV(VW, ap[r] + k);                                           \
+                float##VW a = LDV(VW, ap[r] + k);                                           \
                 _Pragma("unroll") for (int c = 0; c < DJ; c++) acc[r][c] = fma(a, b[c], acc[r][c]); \
             }                                                                                    \
         }                                                                                        \
