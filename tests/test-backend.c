@@ -194,7 +194,7 @@ static void test_env_switches(void) {
               {"opencl", "LOOM_OPENCL_CONV_GI_FWD"}, {"opencl", "LOOM_OPENCL_BN_SPLIT"},
               {"opencl", "LOOM_OPENCL_CONV_GW_DOT"}, {"opencl", "LOOM_OPENCL_CONV_SHARE_COLS"},
               {"opencl", "LOOM_OPENCL_CONV_ONE"},    {"opencl", "LOOM_OPENCL_CONV_GI_FUSED"},
-              {"opencl", "LOOM_OPENCL_REDUCE_FLAT"},
+              {"opencl", "LOOM_OPENCL_REDUCE_FLAT"}, {"opencl", "LOOM_OPENCL_CONV_FLAT"},
               {"opencl", "LOOM_OPENCL_POOL_2D"},     {"opencl", "LOOM_OPENCL_FUSE"},
               {"opencl", "LOOM_OPENCL_ATTN_GEMM"}, {"opencl", "LOOM_OPENCL_ROWS"}};
     loom_ctx *ctx = NULL;

@@ -158,6 +158,8 @@ static void query(loom__cl *cl) {
     clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc_bytes, &cl->max_alloc_bytes, NULL);
     clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg, &cl->max_wg, NULL);
     if (!cl->max_wg) cl->max_wg = 1;
+    if (clGetDeviceInfo(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof cl->native_vw, &cl->native_vw, NULL))
+        cl->native_vw = 0;
     char ext[4096];
     dev_str(d, CL_DEVICE_EXTENSIONS, ext, sizeof ext);
     cl->fp16 = strstr(ext, "cl_khr_fp16") != NULL;

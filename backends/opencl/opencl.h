@@ -149,6 +149,7 @@ typedef struct loom__cl {
     cl_uint compute_units;
     cl_ulong global_mem_bytes, local_mem_bytes, max_alloc_bytes;
     size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    cl_uint native_vw;      /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0 if not reported) */
     size_t preferred_wg;    /* multiple reported by a probe kernel (0 until a program is built) */
     bool fp16, fp64;        /* cl_khr_fp16 (not needed; reported) / cl_khr_fp64 (augment_u8's RandomAffine) */
     bool correct_div_sqrt;  /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: built with that option */

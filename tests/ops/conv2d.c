@@ -61,6 +61,14 @@ static const conv_spec specs[] = {
     {{2, 1, 9, 8}, {6, 1, 5, 5}, {1, 1, 4, 4, 2, 2, 1}, 0},
     {{2, 3, 4, 6}, {5, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
     {{2, 3, 8, 7}, {4, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, 0},
+    /* 22-25: "same"-padded stride-1 convolutions, which OpenCL on a CPU device runs with no columns
+     * (conv_flat, conv_flat_gw): a 14x14 plane (a partial last vector of positions) with 20 output
+     * channels (partial channel blocks), 5x5 and 7x7 kernels (kernel rows of more than one block of
+     * taps, the last partial), a 3x5 kernel padded (1, 2) on a non-square plane */
+    {{3, 5, 14, 14}, {20, 5, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    {{2, 3, 9, 11}, {7, 3, 5, 5}, {1, 1, 2, 2, 1, 1, 1}, 0},
+    {{2, 2, 10, 9}, {3, 2, 7, 7}, {1, 1, 3, 3, 1, 1, 1}, 1},
+    {{2, 4, 6, 10}, {5, 4, 3, 5}, {1, 1, 1, 2, 1, 1, 1}, 1},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -105,6 +113,10 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d 1->6 5x5 dilation 2 pad 4 (fixed window)", conv, 19, 0, 0, 0},
     {"conv2d 3->5 3x3 pad 1 + bias (fixed window)", conv, 20, 0, 0, 0},
     {"conv2d 3->4 3x3 stride 2 pad 1 (fixed window)", conv, 21, 0, 0, 0},
+    {"conv2d 5->20 3x3 pad 1 on 14x14 + bias (same padding)", conv, 22, 0, 0, 0},
+    {"conv2d 3->7 5x5 pad 2 on 9x11 (same padding)", conv, 23, 0, 0, 0},
+    {"conv2d 2->3 7x7 pad 3 on 10x9 + bias (same padding)", conv, 24, 0, 0, 0},
+    {"conv2d 4->5 3x5 pad (1, 2) on 6x10 + bias (same padding)", conv, 25, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

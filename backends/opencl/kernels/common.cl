@@ -63,6 +63,27 @@ typedef ushort T;
 #endif
 #define LDV(n, p) LDV_(n, p)
 
+/* STV(n, x, p): the float n-vector x stored as n consecutive elements
+ * p[0 .. n-1] of the storage type, each rounded as ST rounds it (n may be
+ * a macro) */
+#if defined(LOOM_T_F32)
+#define STV_(n, x, p) vstore##n((x), 0, (p))
+#elif defined(LOOM_T_F16)
+#define STV_(n, x, p) vstore_half##n##_rte((x), 0, (p))
+#else
+#define STV_(n, x, p)                                       \
+    {                                                       \
+        float s_[n];                                        \
+        vstore##n((x), 0, s_);                              \
+        for (int e_ = 0; e_ < n; e_++) ST((p), e_, s_[e_]); \
+    }
+#endif
+#define STV(n, x, p) STV_(n, x, p)
+
+/* four consecutive elements p[i .. i+3] as a float4, and the store of one */
+#define LD4(p, i) LDV(4, (p) + (i))
+#define ST4(p, i, v) STV(4, (v), (p) + (i))
+
 /* Any float dtype through a byte pointer (element index i). */
 inline float ld_any(__global const uchar *p, int dt, long i) {
     switch (dt) {

@@ -16,6 +16,8 @@
  *                 small O x K (ops/conv2d.c)
  *   conv_gi_fused grad_input's product and col2im in one pass per dx plane,
  *                 its columns in private memory (CPU devices; ungrouped)
+ *   conv_flat     a "same"-padded stride-1 convolution with no columns (CPU devices)
+ *   conv_flat_gw  its weight gradient's per-chunk parts, likewise
  *
  * Geometry table (`__constant long *g`), as ops/conv2d.c fills it:
  *   g[0..3] N, C, H, W       g[4..5] KH, KW      g[6..7] OH, OW
@@ -190,6 +192,194 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
             }
     }
     COL2IM_PLANE(__private, colb, P)
+}
+
+/* conv_flat: an ungrouped stride-1, dilation-1 convolution whose output plane is its input plane
+ * (OH = H, OW = W: "same" padding), for CPU devices (ops/conv2d.c), with no column buffer. Output
+ * position p = i*W + j reads each input plane at the flat offset p + (kh - ph)*W + (kw - pw): one shift
+ * for every position, so a run of positions reads one run of the plane, loaded as GI_VW-wide vectors
+ * (its lanes in the padding set to 0 by a mask). One work-item per (n, CF_RB output channels,
+ * CF_NV vectors of positions): y[n, o, p] = sum in k = (c*KH + kh)*KW + kw order of
+ * fma(w[o, k], x at the shift, acc) from 0.0f, then + bias: the sums of im2col and the register
+ * GEMM (their padding zeros included), the same bits. The weights come packed by conv_wpack:
+ * wp[ob][k][r] = the weight of output channel ob*CF_RB + r (float), one run of CF_RB per k. */
+#define CF_RB 16    /* output channels per work-item (ops/conv2d.c: the same) */
+#define CF_NV 1
+#define CF_TAPS 49 /* KH*KW at most (the host checks) */
+#if GI_VW == 16
+#define CF_IOTA (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#else
+#define CF_IOTA (int8)(0, 1, 2, 3, 4, 5, 6, 7)
+#endif
+#define CF_IV LOOM_CAT(int, GI_VW)
+
+/* wp[ob][k][r] (float) = w[o = ob*CF_RB + r][k] of a weight w (O, Ci*KHW), 0 for o >= O; with flip,
+ * the input gradient's forward weights: w (Ci, O, KHW) read as w[ci, o, KHW - 1 - t] at k = ci*KHW + t */
+__kernel void conv_wpack(__global const T *w, ulong wo, __global float *wp, long O, long Ci, long KHW, int flip) {
+    long id = get_global_id(0), OB = (O + CF_RB - 1) / CF_RB, K = Ci * KHW;
+    if (id >= OB * K * CF_RB) return;
+    long r = id % CF_RB, k = id / CF_RB % K, o = id / (CF_RB * K) * CF_RB + r, ci = k / KHW, t = k % KHW;
+    wp[id] = o >= O ? 0.0f : flip ? LD(w, wo + (ci * O + o) * KHW + KHW - 1 - t) : LD(w, wo + o * K + k);
+}
+
+/* pv / W for 0 <= pv < 2^22 (the host checks P), in float: (pv + 1/2) / W is at least 1/(2W) away from
+ * an integer, so one rounding cannot cross one (an integer vector division runs lane by lane) */
+inline CF_IV cf_div(CF_IV pv, long W) {
+    return LOOM_CAT(convert_int, GI_VW)((LOOM_CAT(convert_float, GI_VW)(pv) + 0.5f) / (float)W);
+}
+
+/* GI_VW elements of x from q on, 0 outside [0, total) */
+inline GI_FV cf_ld_edge(__global const T *x, long q, long total) {
+    float v[GI_VW];
+    for (int i = 0; i < GI_VW; i++) v[i] = q + i >= 0 && q + i < total ? LD(x, q + i) : 0.0f;
+    return LOOM_CAT(vload, GI_VW)(0, v);
+}
+
+/* the sums over c, kh, kw; LOADB(q): the vector at x + q */
+#define CF_LOOP(LOADB)                                                                                 \
+    for (long c = 0; c < C; c++, wk += KHW * CF_RB)                                                    \
+        for (long kh = 0, t = 0; kh < KH; kh++)                                                        \
+            for (long kw = 0, q = (n * C + c) * P + p0 + (kh - ph) * W - pw; kw < KW; kw++, t++, q++) { \
+                GI_FV b[CF_NV];                                                                        \
+                _Pragma("unroll") for (int v = 0; v < CF_NV; v++)                                      \
+                    b[v] = select((GI_FV)(0.0f), LOADB(q + GI_VW * v), m[t][v]);                      \
+                _Pragma("unroll") for (int r = 0; r < CF_RB; r++) {                                    \
+                    GI_FV a = (GI_FV)(wk[t * CF_RB + r]);                                              \
+                    _Pragma("unroll") for (int v = 0; v < CF_NV; v++) acc[r][v] = fma(a, b[v], acc[r][v]); \
+                }                                                                                      \
+            }
+#define CF_LD_IN(q) LDV(GI_VW, xs + (q))
+#define CF_LD_EDGE(q) ((q) >= 0 && (q) + GI_VW <= total ? LDV(GI_VW, xs + (q)) : cf_ld_edge(xs, (q), total))
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
+    __global const T *x, ulong xo, __global const float *wp, __global const T *bias, ulong bo, int has_bias,
+    __global T *y, ulong yo, long N, long C, long H, long W, long O, long KH, long KW, long ph, long pw) {
+    long P = H * W, PB = (P + GI_VW * CF_NV - 1) / (GI_VW * CF_NV), OB = (O + CF_RB - 1) / CF_RB;
+    long id = get_group_id(0);
+    if (id >= N * OB * PB) return;
+    long pb = id % PB, ob = id / PB % OB, n = id / (PB * OB), KHW = KH * KW, total = N * C * P;
+    long p0 = pb * GI_VW * CF_NV, o0 = ob * CF_RB, rb = min(O - o0, (long)CF_RB);
+    /* lane masks: the lane's input at tap t is inside the plane (lanes past P are never stored) */
+    CF_IV m[CF_TAPS][CF_NV];
+    for (int v = 0; v < CF_NV; v++) {
+        CF_IV pv = (CF_IV)((int)(p0 + GI_VW * v)) + CF_IOTA, iv = cf_div(pv, W), jv = pv - iv * (int)W;
+        for (long t = 0; t < KHW; t++) {
+            CF_IV ih = iv + (int)(t / KW - ph), jw = jv + (int)(t % KW - pw);
+            m[t][v] = (ih >= 0) & (ih < (int)H) & (jw >= 0) & (jw < (int)W);
+        }
+    }
+    __global const T *xs = x + xo;
+    __global const float *wk = wp + ob * C * KHW * CF_RB;
+    GI_FV acc[CF_RB][CF_NV];
+    for (int r = 0; r < CF_RB; r++)
+        for (int v = 0; v < CF_NV; v++) acc[r][v] = (GI_FV)(0.0f);
+    /* every load inside x: no bounds tests */
+    if (n * C * P + p0 - ph * W - pw >= 0 && ((n + 1) * C - 1) * P + p0 + (KH - 1 - ph) * W + KW - 1 - pw +
+                                                     GI_VW * CF_NV <= total) {
+        CF_LOOP(CF_LD_IN)
+    } else {
+        CF_LOOP(CF_LD_EDGE)
+    }
+    for (long r = 0; r < rb; r++) {
+        __global T *yr = y + yo + (n * O + o0 + r) * P;
+        GI_FV bv = (GI_FV)(has_bias ? LD(bias + bo, o0 + r) : 0.0f);
+        for (int v = 0; v < CF_NV; v++) {
+            long p = p0 + GI_VW * v;
+            if (p >= P) break;
+            GI_FV s = has_bias ? acc[r][v] + bv : acc[r][v];
+            if (p + GI_VW <= P) {
+                STV(GI_VW, s, yr + p);
+            } else {
+                float e[GI_VW];
+                LOOM_CAT(vstore, GI_VW)(s, 0, e);
+                for (long i = 0; i < P - p; i++) ST(yr, p + i, e[i]);
+            }
+        }
+    }
+}
+
+/* conv_flat_gw: the weight gradient of conv_flat's convolutions, its per-chunk parts
+ *   part[s][o][c][kh][kw] = sum over the CH images n of chunk s and the positions p of
+ *                           dy[n, o, p] * (x[n, c] at p's shift for (kh, kw), 0 in the padding),
+ * one work-item per (s, CF_GO output channels, c, kh, up to CF_GK taps kw of that row): lanes over p,
+ * CF_GO x CF_GK vector sums, added across their lanes at the end (ops/conv2d.c then sums the parts in
+ * chunk order, conv_sum_parts). The lane masks come from conv_flat_masks. */
+#define CF_GO 6 /* output channels per work-item (ops/conv2d.c: the same) */
+#define CF_GK 3 /* taps of a kernel row per work-item (ops/conv2d.c: the same) */
+
+inline float cf_hsum(GI_FV v) {
+#if GI_VW == 16
+    float8 a = v.lo + v.hi;
+#else
+    float8 a = v;
+#endif
+    float4 b = a.lo + a.hi;
+    float2 d = b.lo + b.hi;
+    return d.lo + d.hi;
+}
+
+/* masks[t][p] = -1 where position p < P reads inside the plane at tap t, else 0 (p < GI_VW * PV) */
+__kernel void conv_flat_masks(__global int *masks, long H, long W, long KW, long ph, long pw, long n) {
+    long id = get_global_id(0);
+    if (id >= n) return;
+    long P = H * W, PP = (P + GI_VW - 1) / GI_VW * GI_VW, t = id / PP, p = id % PP, i = p / W, j = p % W;
+    long ih = i + t / KW - ph, jw = j + t % KW - pw;
+    masks[id] = p < P && ih >= 0 && ih < H && jw >= 0 && jw < W ? -1 : 0;
+}
+
+/* one vector v of positions: the CF_GK shifted, masked x vectors, then each dy row (rows past ro repeat
+ * the last one, never stored; lanes masked by dm) times them */
+#define CF_GW_STEP(LOAD, dm)                                                                        \
+    {                                                                                               \
+        GI_FV b[CF_GK];                                                                             \
+        _Pragma("unroll") for (int k = 0; k < CF_GK; k++) b[k] =                                    \
+            select((GI_FV)(0.0f), LOAD(xs, q0 + GI_VW * v + k, xtot), LOOM_CAT(vload, GI_VW)(v + mrow[k], mk)); \
+        _Pragma("unroll") for (int r = 0; r < CF_GO; r++) {                                         \
+            GI_FV a = select((GI_FV)(0.0f), LOAD(ds, d0 + min((long)r, ro - 1) * P + GI_VW * v, dytot), dm); \
+            _Pragma("unroll") for (int k = 0; k < CF_GK; k++) acc[r][k] = fma(a, b[k], acc[r][k]); \
+        }                                                                                           \
+    }
+#define CF_GW_LD(p, q, total) LDV(GI_VW, (p) + (q))
+#define CF_GW_LD_EDGE(p, q, total) \
+    ((q) >= 0 && (q) + GI_VW <= (total) ? LDV(GI_VW, (p) + (q)) : cf_ld_edge((p), (q), (total)))
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat_gw(
+    __global const T *dy, ulong dyo, __global const T *x, ulong xo, __global const int *masks, __global float *part,
+    long N, long C, long H, long W, long O, long KH, long KW, long ph, long pw, long CH) {
+    long P = H * W, PV = (P + GI_VW - 1) / GI_VW, OB = (O + CF_GO - 1) / CF_GO, KB = (KW + CF_GK - 1) / CF_GK;
+    long id = get_group_id(0);
+    if (id >= N / CH * OB * C * KH * KB) return;
+    long kb = id % KB, kh = id / KB % KH, c = id / (KB * KH) % C, ob = id / (KB * KH * C) % OB;
+    long s = id / (KB * KH * C * OB), o0 = ob * CF_GO, ro = min(O - o0, (long)CF_GO), kw0 = kb * CF_GK;
+    long kn = min(KW - kw0, (long)CF_GK), xtot = N * C * P, dytot = N * O * P;
+    /* the row's taps past kn repeat its last one (never stored) */
+    __global const int *mk = masks + (kh * KW + kw0) * PV * GI_VW;
+    long mrow[CF_GK];
+    for (int k = 0; k < CF_GK; k++) mrow[k] = min((long)k, kn - 1) * PV;
+    __global const T *xs = x + xo, *ds = dy + dyo;
+    CF_IV tail = CF_IOTA < (int)(P - GI_VW * (PV - 1)), all = CF_IOTA >= 0;
+    GI_FV acc[CF_GO][CF_GK];
+    for (int r = 0; r < CF_GO; r++)
+        for (int k = 0; k < CF_GK; k++) acc[r][k] = (GI_FV)(0.0f);
+    long n0 = s * CH, n1 = n0 + CH, sh = (kh - ph) * W + kw0 - pw;
+    /* every load of the chunk inside x and dy (the last vector's lanes past P included): no bounds tests */
+    bool in = (n0 * C + c) * P + sh >= 0 && ((n1 - 1) * C + c) * P + sh + CF_GK - 1 + GI_VW * PV <= xtot &&
+              ((n1 - 1) * O + o0 + ro - 1) * P + GI_VW * PV <= dytot && kw0 + CF_GK <= KW;
+    for (long n = n0; n < n1; n++) {
+        long q0 = (n * C + c) * P + sh, d0 = (n * O + o0) * P;
+        if (in) {
+            for (long v = 0; v < PV - 1; v++) CF_GW_STEP(CF_GW_LD, all)
+        } else {
+            for (long v = 0; v < PV - 1; v++) CF_GW_STEP(CF_GW_LD_EDGE, all)
+        }
+        /* the last vector: dy's lanes past P set to 0 (the next plane's values: a NaN there must not
+         * reach this plane's sums) */
+        long v = PV - 1;
+        CF_GW_STEP(CF_GW_LD_EDGE, tail)
+    }
+    for (long r = 0; r < ro; r++)
+        for (long k = 0; k < kn; k++)
+            part[(((s * O + o0 + r) * C + c) * KH + kh) * KW + kw0 + k] = cf_hsum(acc[r][k]);
 }
 #endif
 

@@ -65,8 +65,6 @@
 #define GEMM_TOTAL for (int i = 0; i < 4; i++) tot[i] = acc[i];
 #endif
 
-/* four consecutive elements p[i .. i+3] of the storage type as float4 */
-#define LD4(p, i) LDV(4, (p) + (i))
 
 /* A run of 4 starting at (r, c) of a row-major matrix X (rows x cols, leading
  * dimension ld) along its columns, as float4: zero outside. */

@@ -37,20 +37,9 @@
 #ifndef LOOM_REPRO
 
 
-/* an n-float vector x stored at p, each element rounded as ST / ST_F32 round it */
+/* C's vector stores: STV (common.cl) or, for a float C, vstore */
 #define GEMM_STV_F32(n, x, p) vstore##n((x), 0, (p))
-#if defined(LOOM_T_F32)
-#define GEMM_STV(n, x, p) vstore##n((x), 0, (p))
-#elif defined(LOOM_T_F16)
-#define GEMM_STV(n, x, p) vstore_half##n##_rte((x), 0, (p))
-#else
-#define GEMM_STV(n, x, p)                                 \
-    {                                                     \
-        float s_[n];                                      \
-        vstore##n((x), 0, s_);                            \
-        for (int e_ = 0; e_ < n; e_++) ST((p), e_, s_[e_]); \
-    }
-#endif
+#define GEMM_STV STV
 
 /* the first `have` elements of an n-vector at p, zeros after */
 #define GEMM_LDV_EDGE_FN(n)                                                            \

@@ -5,20 +5,7 @@
  * row (layer norm) or per column (layer-norm parameter gradients). Running
  * statistics and the (4, C) batch-norm statistics are f32 whatever T is.
  * Absent optional inputs (has_* = 0) are bound to some valid buffer and
- * never read. */
-
-/* four consecutive elements i .. i+3 as a float4 (no alignment beyond the
- * element's): one vector load where the storage type has one */
-#if defined(LOOM_T_F32)
-#define LD4(p, i) vload4(0, (p) + (i))
-#define ST4(p, i, v) vstore4((v), 0, (p) + (i))
-#elif defined(LOOM_T_F16)
-#define LD4(p, i) vload_half4(0, (p) + (i))
-#define ST4(p, i, v) vstore_half4_rte((v), 0, (p) + (i))
-#else
-#define LD4(p, i) ((float4)(LD(p, i), LD(p, (i) + 1), LD(p, (i) + 2), LD(p, (i) + 3)))
-#define ST4(p, i, v) (ST(p, i, (v).s0), ST(p, (i) + 1, (v).s1), ST(p, (i) + 2, (v).s2), ST(p, (i) + 3, (v).s3))
-#endif
+ * never read. LD4 / ST4: common.cl. */
 
 /* ---- batch norm: x (N, C, S), channel c of element (n, i) at (n C + c) S + i ---- */
 

@@ -13,7 +13,10 @@
  *   grad_weight: col (G, K, N*P) = im2col(x) (or the forward's, the same layout); dyp (O, N*P) = dy permuted;
  *                dw_g (Og, K) = sum over chunks of up to 8 images of dyp_g col_g^T over the chunk
  *                (on GPUs both read where they are inside the GEMM: grad_weight_implicit)
- * with K = C/groups*KH*KW, P = OH*OW.
+ * with K = C/groups*KH*KW, P = OH*OW. On CPU devices a "same"-padded stride-1 convolution (OH = H,
+ * OW = W, ungrouped) takes none of these: its forward, its input gradient (the forward of dy with the
+ * weights flipped) and its weight gradient read x and dy where they are, one shift per tap
+ * (flat_conv: conv_flat, conv_flat_gw; no columns, no permuted dy).
  *
  * Workspace: per node, sized at plan_prepare (loom__cl_scratch, released with
  * the plan): N*C*KH*KW*P elements of the storage type (float for
@@ -105,6 +108,61 @@ static bool one_product(const loom__cl_op *o, const geom *q) {
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
+/* A "same"-padded convolution (stride 1, dilation 1, OH = H, OW = W,
+ * ungrouped, not 1x1) on a CPU device in one kernel with no column buffer
+ * (kernels/conv2d.cl's conv_flat: each output position reads every input
+ * plane at one shift per tap, so a run of positions is one vector load):
+ * the forward, and the input gradient as the forward convolution of dy
+ * with the flipped weights (loom__conv_gi_as_forward, same padding again).
+ * The forward's sums are im2col + the register GEMM's, the same bits; the
+ * input gradient's are the forward-of-dy's (O*KH*KW terms per dx element,
+ * in one chain, rather than the column path's KH*KW sums of O terms).
+ * PoCL, the cnn's second layer (64 x 32 x 14 x 14, 64 3x3 filters): forward
+ * (im2col 1.2 + GEMM 2.2-2.7) 3.4-3.6 -> 1.9-2.2 ms, input gradient (one pass
+ * per plane) 4.5-4.6 -> 2.1-2.4 ms; the first layer's forward 0.42-0.46 ->
+ * 0.34-0.36 ms. Not in reproducible mode;
+ * LOOM_OPENCL_CONV_FLAT=0|1 turns it off or on where it applies (tests). */
+static bool flat_conv(const loom__cl_op *o, const geom *q) {
+    if (o->cl->reproducible || q->G != 1 || is_1x1(q) || q->sh != 1 || q->sw != 1 || q->dh != 1 || q->dw != 1 ||
+        q->OH != q->H || q->OW != q->W || q->KH * q->KW > 49 || q->P >= ((int64_t)1 << 22))
+        return false;
+    int e = loom__env_switch("LOOM_OPENCL_CONV_FLAT"); /* checked when the backend was made */
+    if (e >= 0) return e == 1;
+    return (o->cl->type & CL_DEVICE_TYPE_CPU) && !implicit_fwd(o);
+}
+
+/* y = conv_flat(x, w) (+ bias) of geometry q, x and y each a buffer and
+ * element offset; w the forward's weights (O, C, KH, KW), or with flip the
+ * input gradient's (the convolution's own (C, O, KH, KW), read flipped) */
+static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const loom_tensor *w, bool flip,
+                            const loom_tensor *bias, loom__cl_mat y, loom_dtype dt) {
+    int64_t ob = (q->O + 15) / 16, khw = q->KH * q->KW; /* conv2d.cl's CF_RB = 8 output channels per item */
+    int64_t vec = o->cl->native_vw >= 16 ? 16 : 8;  /* positions per item: GI_VW * GI_NV */
+    cl_mem wp;
+    cl_kernel k;
+    loom_status st;
+    if ((st = workspace(o, ob * 16 * q->C * khw, sizeof(float), "packed weights", &wp)) != LOOM_OK ||
+        (st = loom__cl_kernel(o, dt, "conv_wpack", &k)) != LOOM_OK)
+        return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, w), loom__cl_arg_mem(&a, wp), loom__cl_arg_i64(&a, q->O), loom__cl_arg_i64(&a, q->C);
+    loom__cl_arg_i64(&a, khw), loom__cl_arg_i32(&a, flip);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, ob * 16 * q->C * khw)) != LOOM_OK ||
+        (st = loom__cl_kernel(o, dt, "conv_flat", &k)) != LOOM_OK)
+        return st;
+    a = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&a, x.mem), loom__cl_arg_u64(&a, x.off), loom__cl_arg_mem(&a, wp);
+    if (bias)
+        loom__cl_arg_t(&a, bias);
+    else
+        loom__cl_arg_mem(&a, wp), loom__cl_arg_u64(&a, 0);
+    loom__cl_arg_i32(&a, bias != NULL), loom__cl_arg_mem(&a, y.mem), loom__cl_arg_u64(&a, y.off);
+    int64_t v[9] = {q->N, q->C, q->H, q->W, q->O, q->KH, q->KW, q->ph, q->pw};
+    for (int i = 0; i < 9; i++) loom__cl_arg_i64(&a, v[i]);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
+    return loom__cl_launch_groups(o, k, q->N * ob * ((q->P + vec - 1) / vec), 1);
+}
+
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
 loom_status loom__cl_conv2d(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
@@ -117,6 +175,11 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     if (y->nsrc > 2) d.bias = loom__cl_mat_t(o, y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
     int64_t cg[LOOM__CONV_IMPLICIT_LEN];
     loom__conv_implicit_table(&q, cg);
+    if (flat_conv(o, &q) && x->dtype == y->dtype && w->dtype == y->dtype &&
+        (y->nsrc < 3 || y->src[2]->dtype == y->dtype)) {
+        return run_flat(o, &q, loom__cl_mat_t(o, x), w, false, y->nsrc > 2 ? y->src[2] : NULL, loom__cl_mat_t(o, y),
+                        y->dtype);
+    }
     if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else if (implicit_fwd(o)) { /* B = x[n, g] (Cg, H, W), read as its columns */
@@ -152,10 +215,11 @@ static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom 
     const loom_tensor *dx = o->t, *dy = dx->src[0], *w = dx->src[1];
     const geom f = *f0; /* the forward convolution of dy */
     size_t es = loom_dtype_size(dx->dtype);
-    const bool imp = implicit_fwd(o);
+    const bool flat = flat_conv(o, &f), imp = !flat && implicit_fwd(o);
     cl_mem wt, col = NULL;
     cl_kernel k;
     loom_status st;
+    if (flat) return run_flat(o, &f, loom__cl_mat_t(o, dy), w, true, NULL, loom__cl_mat_t(o, dx), dx->dtype);
     if ((st = workspace(o, q->O * q->C * q->KH * q->KW, es, "flipped weights", &wt)) != LOOM_OK ||
         (!imp && (st = workspace(o, f.N * f.K * f.P, es, "im2col", &col)) != LOOM_OK))
         return st;
@@ -207,7 +271,7 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     loom_status st;
     geom f;
     if (!o->cl->reproducible && dy->dtype == dx->dtype && w->dtype == dx->dtype &&
-        loom__conv_gi_as_forward(&q, &f) && gi_forward(o))
+        loom__conv_gi_as_forward(&q, &f) && (gi_forward(o) || flat_conv(o, &f)))
         return grad_input_forward(o, &q, &f);
     if (gi_fused(o, &q)) {
         int64_t g[16] = {q.N, q.C, q.H, q.W, q.KH, q.KW, q.OH, q.OW, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.G, q.Cg};
@@ -317,6 +381,40 @@ static cl_mem forward_columns(const loom__cl_op *o, const geom *q, const loom_te
     return NULL;
 }
 
+/* The weight gradient of a convolution that flat_conv runs (conv_flat_gw:
+ * each work-item sums dy times x at one shift per tap over a chunk of
+ * images, its positions in vector lanes, its lane masks a table made first
+ * (conv_flat_masks); no column buffer, no permuted dy), then the chunks'
+ * sums in order (conv_sum_parts).
+ * PoCL, the cnn's second layer: 3.5-3.6 ms, as its own im2col and product
+ * (2.3 ms when it shared the forward's columns, which the forward no longer
+ * writes); the first layer: 0.53-0.58 -> 0.33 ms. */
+static loom_status run_flat_grad_weight(loom__cl_op *o, const geom *q) {
+    const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
+    int64_t ch = loom__conv_gw_chunk(q->N, false), nparts = q->N / ch;
+    int64_t items = nparts * ((q->O + 5) / 6) * q->C * q->KH * ((q->KW + 2) / 3); /* CF_GO = 6, CF_GK = 3 */
+    int64_t vw = o->cl->native_vw >= 16 ? 16 : 8, nm = q->KH * q->KW * ((q->P + vw - 1) / vw * vw);
+    cl_mem part, masks;
+    cl_kernel k;
+    loom_status st;
+    if ((st = workspace(o, nparts * q->O * q->K, sizeof(float), "weight gradient parts", &part)) != LOOM_OK ||
+        (st = workspace(o, nm, sizeof(int32_t), "tap masks", &masks)) != LOOM_OK ||
+        (st = loom__cl_kernel(o, dw->dtype, "conv_flat_masks", &k)) != LOOM_OK)
+        return st;
+    loom__cl_args a = loom__cl_args_begin(o, k);
+    loom__cl_arg_mem(&a, masks), loom__cl_arg_i64(&a, q->H), loom__cl_arg_i64(&a, q->W), loom__cl_arg_i64(&a, q->KW);
+    loom__cl_arg_i64(&a, q->ph), loom__cl_arg_i64(&a, q->pw), loom__cl_arg_i64(&a, nm);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, nm)) != LOOM_OK ||
+        (st = loom__cl_kernel(o, dw->dtype, "conv_flat_gw", &k)) != LOOM_OK)
+        return st;
+    a = loom__cl_args_begin(o, k);
+    loom__cl_arg_t(&a, dy), loom__cl_arg_t(&a, x), loom__cl_arg_mem(&a, masks), loom__cl_arg_mem(&a, part);
+    int64_t v[10] = {q->N, q->C, q->H, q->W, q->O, q->KH, q->KW, q->ph, q->pw, ch};
+    for (int i = 0; i < 10; i++) loom__cl_arg_i64(&a, v[i]);
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_groups(o, k, items, 1)) != LOOM_OK) return st;
+    return sum_parts(o, part, nparts);
+}
+
 loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
     geom q = loom__conv_geom_of(dw);
@@ -326,6 +424,7 @@ loom_status loom__cl_conv2d_grad_weight(loom__cl_op *o) {
     cl_mem col, dyp;
     cl_kernel k;
     if (!gw_dot(o, &q) && implicit_fwd(o)) return grad_weight_implicit(o, &q);
+    if (dy->dtype == dw->dtype && x->dtype == dw->dtype && flat_conv(o, &q)) return run_flat_grad_weight(o, &q);
     /* col (G, K, N*P): image n's columns at n*P of each row; the forward's when it wrote them */
     if (!(col = forward_columns(o, &q, x))) {
         if ((st = workspace(o, q.G * q.K * L, es, "im2col", &col)) != LOOM_OK) return st;
