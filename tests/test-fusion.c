@@ -17,7 +17,7 @@
  * also checks that variant against the baseline-vector single-op kernels.
  * Graphs:
  * - batch_norm -> 2x2 max_pool2d -> relu (the cnn's blocks), even and odd
- *   planes, with and without its intermediates kept;
+ *   planes (rows of 4 to 20 windows), with and without its intermediates kept;
  * - a residual block: relu(batch_norm), relu(batch_norm + shortcut), the
  *   batch norm on either side of the add;
  * - batch_norm in eval mode -> relu, and batch_norm without affine
@@ -234,6 +234,10 @@ static void cases(int b) {
     test_case(CASE_POOL, 4, 3, 8, 8, 2);
     test_case(CASE_POOL, 3, 5, 7, 9, b == B_CPU ? 2 : 0);
     test_case(CASE_POOL_KEEP, 4, 3, 6, 10, 2);
+    /* rows of 14 and 20 windows (OpenCL on a CPU device: the pool gradient 8 windows at a time, then
+     * the row's last ones) */
+    test_case(CASE_POOL, 2, 3, 6, 28, 2);
+    test_case(CASE_POOL_KEEP, 2, 2, 4, 40, 2);
     test_case(CASE_RESIDUAL, 3, 4, 6, 5, b == B_CPU ? 4 : b == B_OPENCL ? 2 : 0);
     test_case(CASE_RESIDUAL, 3, 4, 6, 8, b == B_CPU ? 4 : 2);
     test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 8, b == B_CPU ? 4 : 2);

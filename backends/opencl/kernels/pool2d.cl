@@ -186,6 +186,71 @@ __kernel void max2_grad_relu(__global const T *x, ulong xo, __global const T *dy
     ST(dx, top + W + 1, q == 3 ? g : 0.0f);
 }
 
+/* max2_grad_relu with explicit vectors, MAX2_V8_ROWS window rows per work-group (CPU devices: the
+ * per-window form stores its four dx values lane by lane): 8 windows at a time, their two x rows
+ * loaded as 16 values each, arg4 and the relu gradient on the 8 at once (the same selects), dx's two
+ * rows stored as 16 values each; a row's last windows (fewer than 8) through the same vectors, loaded
+ * and stored element by element */
+inline int8 arg4_8(float8 a, float8 b, float8 c, float8 d) {
+    int8 tb = isgreater(b, a) | isnan(b);
+    float8 m = select(a, b, tb);
+    int8 k = select((int8)(0), (int8)(1), tb);
+    int8 tc = isgreater(c, m) | isnan(c);
+    m = select(m, c, tc);
+    k = select(k, (int8)(2), tc);
+    int8 td = isgreater(d, m) | isnan(d);
+    return select(k, (int8)(3), td);
+}
+
+#define MAX2_V8_ROWS 16 /* window rows per work-group (ops/pool2d.c: the same) */
+/* the first n (< 16) elements at p as a float vector, zeros after */
+inline float16 max2_ld16(__global const T *p, long n) {
+    float v[16];
+    for (int i = 0; i < 16; i++) v[i] = i < n ? LD(p, i) : 0.0f;
+    return vload16(0, v);
+}
+inline float8 max2_ld8(__global const T *p, long n) {
+    float v[8];
+    for (int i = 0; i < 8; i++) v[i] = i < n ? LD(p, i) : 0.0f;
+    return vload8(0, v);
+}
+inline void max2_st(__global T *p, long n, float16 x) {
+    float v[16];
+    vstore16(x, 0, v);
+    for (int i = 0; i < n; i++) ST(p, i, v[i]);
+}
+
+/* 8 windows from (row r, window j0) on, n of them inside the row */
+#define MAX2_V8_STEP(LD16, LD8, ST16, ST8)                                                               \
+    {                                                                                                    \
+        long top = r * 2 * W + 2 * j0, k0 = r * OW + j0;                                                 \
+        float16 t = LD16(x + top, 2 * n), b = LD16(x + top + W, 2 * n);                                  \
+        int8 q = arg4_8(t.even, t.odd, b.even, b.odd);                                                   \
+        float8 v = LD8(rx + k0, n), g = select(z, LD8(dy + k0, n), isgreater(v, 0.0f) | isnan(v));       \
+        ST8(rg + k0, n, g);                                                                              \
+        ST16(dx + top, 2 * n, shuffle2(select(z, g, q == 0), select(z, g, q == 1), il));                 \
+        ST16(dx + top + W, 2 * n, shuffle2(select(z, g, q == 2), select(z, g, q == 3), il));             \
+    }
+#define MAX2_LD16(p, n) LDV(16, p)
+#define MAX2_LD8(p, n) LDV(8, p)
+#define MAX2_ST16(p, n, x) STV(16, x, p)
+#define MAX2_ST8(p, n, x) STV(8, x, p)
+#define MAX2_ST8_PART(p, n, x) max2_st(p, n, (float16)(x, (float8)(0.0f)))
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void max2_grad_relu_v8(
+    __global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo, __global const T *rx,
+    ulong rxo, __global T *rg, ulong rgo, long rows, long W, long OW) {
+    x += xo, dx += dxo, dy += dyo, rx += rxo, rg += rgo;
+    const uint16 il = (uint16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const float8 z = (float8)(0.0f);
+    long r1 = min(rows, (long)(get_group_id(0) + 1) * MAX2_V8_ROWS);
+    for (long r = get_group_id(0) * MAX2_V8_ROWS; r < r1; r++) {
+        long j0 = 0, n = 8;
+        for (; j0 + 8 <= OW; j0 += 8) MAX2_V8_STEP(MAX2_LD16, MAX2_LD8, MAX2_ST16, MAX2_ST8)
+        if ((n = OW - j0) > 0) MAX2_V8_STEP(max2_ld16, max2_ld8, max2_st, MAX2_ST8_PART) /* the last windows */
+    }
+}
+
 /* batch norm's apply (norm.cl's bn_apply) fused with the 2x2 max pooling
  * after it and, with RELU, relu of the maximum (a fused group; ops/norm.c
  * loom__cl_bn_fused): a 2-D range (window j, window row r = p OH + i) as
