@@ -319,6 +319,8 @@ loom_status loom__cl_launch_2d_local(loom__cl_op *o, cl_kernel k, int64_t n0, si
  * per window row of at most 64 windows (ops/pool2d.c: max2_2d, and the fused
  * bn_apply_pool of ops/norm.c) */
 loom_status loom__cl_launch_window_rows(loom__cl_op *o, cl_kernel k, int64_t OW, int64_t rows);
+/* 2x2 pooling's fused kernels 8 windows at a time (pool2d.cl's *_v8: CPU devices; LOOM_OPENCL_POOL_2D) */
+bool loom__cl_pool_v8(const loom__cl_op *o);
 /* A power-of-two work-group size for reducing `n` items: min(256, device
  * limit, next power of two >= n), at least 1. */
 size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);

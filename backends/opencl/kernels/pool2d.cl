@@ -275,3 +275,36 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void max2_grad_relu_v8(
     }
 BN_APPLY_POOL_KERNEL(bn_apply_pool, 0)
 BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)
+
+/* bn_apply_pool[_relu] with explicit vectors, MAX2_V8_ROWS window rows per work-group (CPU devices, as
+ * max2_grad_relu_v8): 8 windows at a time, their two x rows (16 values each) normalised, stored to y
+ * and pooled (max4 on the even and odd lanes: the same selects), the 8 maxima (and their relu) stored;
+ * a row's last windows (fewer than 8) through the same vectors, element by element at the ends */
+#define BN_POOL_V8_STEP(LD16, ST16, ST8, RELU)                                                              \
+    {                                                                                                    \
+        long top = r * 2 * W + 2 * j0, k0 = r * OW + j0;                                                 \
+        float16 t = ((LD16(x + top, 2 * n) - mu) * is) * g + b, u = ((LD16(x + top + W, 2 * n) - mu) * is) * g + b; \
+        ST16(y + top, 2 * n, t);                                                                         \
+        ST16(y + top + W, 2 * n, u);                                                                     \
+        float8 q = t.odd, m = select(t.even, q, isgreater(q, t.even) | isnan(q));                        \
+        q = u.even, m = select(m, q, isgreater(q, m) | isnan(q));                                        \
+        q = u.odd, m = select(m, q, isgreater(q, m) | isnan(q));                                         \
+        ST8(yp + k0, n, m);                                                                              \
+        if (RELU) ST8(yr + k0, n, select((float8)(0.0f), m, isgreater(m, 0.0f) | isnan(m)));            \
+    }
+#define BN_APPLY_POOL_V8_KERNEL(name, RELU)                                                                       \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                                           \
+        __global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt, ulong bto,          \
+        __global const float *st, __global T *y, ulong yo, __global T *yp, ulong po, __global T *yr, ulong ro,    \
+        long rows, long C, long OH, long W, long OW, int has_g, int has_b) {                                      \
+        x += xo, y += yo, yp += po, yr += ro;                                                                     \
+        long r1 = min(rows, (long)(get_group_id(0) + 1) * MAX2_V8_ROWS);                                          \
+        for (long r = get_group_id(0) * MAX2_V8_ROWS; r < r1; r++) {                                              \
+            long c = (r / OH) % C, j0 = 0, n = 8;                                                                 \
+            float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f, mu = st[c], is = st[C + c]; \
+            for (; j0 + 8 <= OW; j0 += 8) BN_POOL_V8_STEP(MAX2_LD16, MAX2_ST16, MAX2_ST8, RELU)                   \
+            if ((n = OW - j0) > 0) BN_POOL_V8_STEP(max2_ld16, max2_st, MAX2_ST8_PART, RELU)                         \
+        }                                                                                                         \
+    }
+BN_APPLY_POOL_V8_KERNEL(bn_apply_pool_v8, 0)
+BN_APPLY_POOL_V8_KERNEL(bn_apply_pool_relu_v8, 1)

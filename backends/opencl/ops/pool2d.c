@@ -29,6 +29,8 @@ static bool pool_2d(const loom__cl_op *o) {
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
+bool loom__cl_pool_v8(const loom__cl_op *o) { return pool_2d(o); }
+
 loom_status loom__cl_launch_window_rows(loom__cl_op *o, cl_kernel k, int64_t OW, int64_t rows) {
     size_t l0 = OW < 64 ? (size_t)OW : 64;
     if (l0 > o->cl->max_wg) l0 = o->cl->max_wg;
@@ -92,7 +94,7 @@ loom_status loom__cl_relu_max2_grad(loom__cl_op *o, const loom__fuse_group *g, b
     loom_status st;
     *done = false;
     if (pg->src[1] != rg || !loom__pool_max2(pg, pg->dims, &nw) || loom_tensor_numel(rg) != nw) return LOOM_OK;
-    const bool v8 = pool_2d(o); /* CPU devices: 8 windows per work-item, explicit vectors */
+    const bool v8 = loom__cl_pool_v8(o); /* CPU devices: 8 windows at a time, explicit vectors */
     int64_t OW = pg->dims[3] / 2, rows = nw / OW;
     if ((st = loom__cl_kernel(o, pg->dtype, v8 ? "max2_grad_relu_v8" : "max2_grad_relu", &k)) != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
