@@ -1,7 +1,7 @@
 # backends/opencl/embed.cmake — turns backends/opencl/kernels/<name>.cl into one C
 # file of byte arrays (run at build time: cmake -DDIR=<kernels> -DHEADERS=<a.h,b.h>
 # -DOUT=<file.c> -P embed.cmake). The headers shared with the C side (HEADERS, in
-# order: core/params.h, ...) come first, then common.cl, then the others in name
+# order: core/params.h, core/repro.h, backends/opencl/kernel_sizes.h) come first, then common.cl, then the others in name
 # order. The program source is their concatenation (see program.c).
 file(GLOB files RELATIVE ${DIR} ${DIR}/*.cl)
 list(SORT files)

@@ -99,7 +99,7 @@ __kernel void conv_im2col_rows(__global const T *x, ulong xo, __global T *col, u
  * one item per dx plane (n, ci), a row at a time: the row's sums in acc (W <= COL2IM_ROW_MAX, ops/conv2d.c
  * checks), each tap (kh, kw) added over the row's run of positions in turn. For one dx element the taps come
  * in (kh, kw) order onto 0.0f, as in conv_col2im: the same sums, without a per-element test of each tap */
-#define COL2IM_ROW_MAX 256
+#define COL2IM_ROW_MAX LOOM_CL_COL2IM_ROW_MAX
 /* dx plane id (H x W) from its columns cp (SPACE float: row (kh, kw) at (kh*KW + kw) * RS, then the OH x OW
  * positions), a row at a time in acc; the geometry's names in scope (conv_col2im_rows, conv_gi_fused) */
 #define COL2IM_PLANE(SPACE, cp, RS)                                                                            \
@@ -141,7 +141,7 @@ __kernel void conv_col2im_rows(__global const float *col, ulong colo, __global T
  * in private memory (GI_FUSED_MAX floats; the host checks KH*KW*OH*OW), GI_RB rows x GI_NV vectors of
  * positions at a time in registers, then conv_col2im_rows' sums from colb into the dx plane: the same values as
  * the product into the column buffer and its gather, without that buffer (N*K*P floats written, then read) */
-#define GI_FUSED_MAX 8192
+#define GI_FUSED_MAX LOOM_CL_GI_FUSED_MAX
 #define GI_RB 9 /* rows per register block, of GI_NV vectors of positions */
 /* GI_VW floats per vector (LOOM_VW: the host's build option, the device's native width) */
 #if defined(LOOM_VW) && LOOM_VW == 16
@@ -203,9 +203,9 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
  * fma(w[o, k], x at the shift, acc) from 0.0f, then + bias: the sums of im2col and the register
  * GEMM (their padding zeros included), the same bits. The weights come packed by conv_wpack:
  * wp[ob][k][r] = the weight of output channel ob*CF_RB + r (float), one run of CF_RB per k. */
-#define CF_RB 16    /* output channels per work-item (ops/conv2d.c: the same) */
-#define CF_NV 1
-#define CF_TAPS 49 /* KH*KW at most (the host checks) */
+#define CF_RB LOOM_CL_CF_RB     /* output channels per work-item (kernel_sizes.h) */
+#define CF_NV LOOM_CL_CF_NV     /* vectors of positions per work-item */
+#define CF_TAPS LOOM_CL_CF_TAPS /* KH*KW at most (the host checks) */
 #if GI_VW == 16
 #define CF_IOTA (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 #else
@@ -304,8 +304,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
  * one work-item per (s, CF_GO output channels, c, kh, up to CF_GK taps kw of that row): lanes over p,
  * CF_GO x CF_GK vector sums, added across their lanes at the end (ops/conv2d.c then sums the parts in
  * chunk order, conv_sum_parts). The lane masks come from conv_flat_masks. */
-#define CF_GO 6 /* output channels per work-item (ops/conv2d.c: the same) */
-#define CF_GK 3 /* taps of a kernel row per work-item (ops/conv2d.c: the same) */
+#define CF_GO LOOM_CL_CF_GO /* output channels per work-item (kernel_sizes.h) */
+#define CF_GK LOOM_CL_CF_GK /* taps of a kernel row per work-item */
 
 inline float cf_hsum(GI_FV v) {
 #if GI_VW == 16

@@ -202,7 +202,7 @@ inline int8 arg4_8(float8 a, float8 b, float8 c, float8 d) {
     return select(k, (int8)(3), td);
 }
 
-#define MAX2_V8_ROWS 16 /* window rows per work-group (ops/pool2d.c: the same) */
+#define MAX2_V8_ROWS LOOM_CL_MAX2_V8_ROWS /* window rows per work-group (kernel_sizes.h) */
 /* the first n (< 16) elements at p as a float vector, zeros after */
 inline float16 max2_ld16(__global const T *p, long n) {
     float v[16];

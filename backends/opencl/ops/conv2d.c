@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernel_sizes.h"
 #include "gemm.h"
 
 typedef loom__conv_geom geom;
@@ -124,7 +125,7 @@ static bool one_product(const loom__cl_op *o, const geom *q) {
  * LOOM_OPENCL_CONV_FLAT=0|1 turns it off or on where it applies (tests). */
 static bool flat_conv(const loom__cl_op *o, const geom *q) {
     if (o->cl->reproducible || q->G != 1 || is_1x1(q) || q->sh != 1 || q->sw != 1 || q->dh != 1 || q->dw != 1 ||
-        q->OH != q->H || q->OW != q->W || q->KH * q->KW > 49 || q->P >= ((int64_t)1 << 22))
+        q->OH != q->H || q->OW != q->W || q->KH * q->KW > LOOM_CL_CF_TAPS || q->P >= ((int64_t)1 << 22))
         return false;
     int e = loom__env_switch("LOOM_OPENCL_CONV_FLAT"); /* checked when the backend was made */
     if (e >= 0) return e == 1;
@@ -136,18 +137,18 @@ static bool flat_conv(const loom__cl_op *o, const geom *q) {
  * input gradient's (the convolution's own (C, O, KH, KW), read flipped) */
 static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const loom_tensor *w, bool flip,
                             const loom_tensor *bias, loom__cl_mat y, loom_dtype dt) {
-    int64_t ob = (q->O + 15) / 16, khw = q->KH * q->KW; /* conv2d.cl's CF_RB = 8 output channels per item */
-    int64_t vec = o->cl->native_vw >= 16 ? 16 : 8;  /* positions per item: GI_VW * GI_NV */
+    const int64_t rb = LOOM_CL_CF_RB, khw = q->KH * q->KW, ob = (q->O + rb - 1) / rb;
+    int64_t vec = (o->cl->native_vw >= 16 ? 16 : 8) * LOOM_CL_CF_NV; /* positions per item: GI_VW * CF_NV */
     cl_mem wp;
     cl_kernel k;
     loom_status st;
-    if ((st = workspace(o, ob * 16 * q->C * khw, sizeof(float), "packed weights", &wp)) != LOOM_OK ||
+    if ((st = workspace(o, ob * rb * q->C * khw, sizeof(float), "packed weights", &wp)) != LOOM_OK ||
         (st = loom__cl_kernel(o, dt, "conv_wpack", &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, w), loom__cl_arg_mem(&a, wp), loom__cl_arg_i64(&a, q->O), loom__cl_arg_i64(&a, q->C);
     loom__cl_arg_i64(&a, khw), loom__cl_arg_i32(&a, flip);
-    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, ob * 16 * q->C * khw)) != LOOM_OK ||
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, ob * rb * q->C * khw)) != LOOM_OK ||
         (st = loom__cl_kernel(o, dt, "conv_flat", &k)) != LOOM_OK)
         return st;
     a = loom__cl_args_begin(o, k);
@@ -251,12 +252,12 @@ static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom 
  * (PoCL, the cnn's second layer: 5.7-6.1 -> 4.5-4.7 ms; 8-wide vectors, as
  * on an AVX2 device, 5.3). The same fma chains and the
  * same gather order: the same bits. Where the plane's columns fit
- * (KH*KW*OH*OW <= 8192, kernels/conv2d.cl's GI_FUSED_MAX) and a row fits
+ * (KH*KW*OH*OW <= LOOM_CL_GI_FUSED_MAX, kernel_sizes.h) and a row fits
  * COL2IM_ROW_MAX; not in reproducible mode; LOOM_OPENCL_CONV_GI_FUSED=0|1
  * turns it off or on where it applies (tests). */
 static bool gi_fused(const loom__cl_op *o, const geom *q) {
     const loom_tensor *dx = o->t;
-    if (o->cl->reproducible || q->G != 1 || is_1x1(q) || q->KH * q->KW * q->P > 8192 || q->W > 256 ||
+    if (o->cl->reproducible || q->G != 1 || is_1x1(q) || q->KH * q->KW * q->P > LOOM_CL_GI_FUSED_MAX || q->W > LOOM_CL_COL2IM_ROW_MAX ||
         dx->src[0]->dtype != dx->dtype || dx->src[1]->dtype != dx->dtype)
         return false;
     int e = loom__env_switch("LOOM_OPENCL_CONV_GI_FUSED"); /* checked when the backend was made */
@@ -300,7 +301,7 @@ loom_status loom__cl_conv2d_grad_input(loom__cl_op *o) {
     cl_mem gm;
     cl_kernel k;
     if ((st = loom__cl_meta(o, g, 19, &gm)) != LOOM_OK) return st;
-    const bool rows = by_rows(o) && q.W <= 256; /* kernels/conv2d.cl's COL2IM_ROW_MAX */
+    const bool rows = by_rows(o) && q.W <= LOOM_CL_COL2IM_ROW_MAX;
     if ((st = loom__cl_kernel(o, dx->dtype, rows ? "conv_col2im_rows" : "conv_col2im", &k)) != LOOM_OK) return st;
     int64_t n = rows ? q.N * q.C : loom_tensor_numel(dx); /* planes or elements */
     loom__cl_args ar = loom__cl_args_begin(o, k);
@@ -394,7 +395,8 @@ static loom_status run_flat_grad_weight(loom__cl_op *o, const geom *q) {
     int64_t ch = 4; /* images per part: the largest divisor of N up to 4 (a chunk's dy stays in L1; 8: 4% slower) */
     while (ch > 1 && q->N % ch) ch--;
     int64_t nparts = q->N / ch;
-    int64_t items = nparts * ((q->O + 5) / 6) * q->C * q->KH * ((q->KW + 2) / 3); /* CF_GO = 6, CF_GK = 3 */
+    const int64_t go = LOOM_CL_CF_GO, gk = LOOM_CL_CF_GK;
+    int64_t items = nparts * ((q->O + go - 1) / go) * q->C * q->KH * ((q->KW + gk - 1) / gk);
     int64_t vw = o->cl->native_vw >= 16 ? 16 : 8, nm = q->KH * q->KW * ((q->P + vw - 1) / vw * vw);
     cl_mem part, masks;
     cl_kernel k;

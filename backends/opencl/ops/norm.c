@@ -8,6 +8,7 @@
  * batch-norm statistics are f32. */
 #include <stdio.h>
 
+#include "../kernel_sizes.h"
 #include "../opencl.h"
 
 /* src[idx], or x when absent (idx < 0) */
@@ -113,7 +114,7 @@ static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
         loom__cl_arg_i64(&a, x->dims[3]), loom__cl_arg_i64(&a, OW);
         loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
         if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-        return v8 ? loom__cl_launch_groups(o, k, (rows + 15) / 16, 1) /* MAX2_V8_ROWS */
+        return v8 ? loom__cl_launch_groups(o, k, (rows + LOOM_CL_MAX2_V8_ROWS - 1) / LOOM_CL_MAX2_V8_ROWS, 1)
                   : loom__cl_launch_window_rows(o, k, OW, rows);
     }
     if (g) { /* other, the add's output, relu's output (y again where absent: not written) */

@@ -4,6 +4,7 @@
  * stride-2 max pooling of even planes one work-item per window (max2*; the
  * forward on CPU devices over a 2-D range, max2_2d).
  * The geometry goes in a constant table; parameters in core/ops/pool2d.c. */
+#include "../kernel_sizes.h"
 #include "../opencl.h"
 
 /* geometry table (LOOM_G_POOL_*) from x's and y's shapes */
@@ -102,7 +103,8 @@ loom_status loom__cl_relu_max2_grad(loom__cl_op *o, const loom__fuse_group *g, b
     loom__cl_arg_t(&a, rg->src[0]), loom__cl_arg_t(&a, rg);
     loom__cl_arg_i64(&a, v8 ? rows : nw), loom__cl_arg_i64(&a, pg->dims[3]), loom__cl_arg_i64(&a, OW);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    st = v8 ? loom__cl_launch_groups(o, k, (rows + 15) / 16, 1) : loom__cl_launch_1d(o, k, nw); /* MAX2_V8_ROWS */
+    st = v8 ? loom__cl_launch_groups(o, k, (rows + LOOM_CL_MAX2_V8_ROWS - 1) / LOOM_CL_MAX2_V8_ROWS, 1)
+            : loom__cl_launch_1d(o, k, nw);
     if (st != LOOM_OK) return st;
     loom__cl_fuse_member(o, g->m[LOOM__FU_POOL_GRAD]);
     *done = true;
