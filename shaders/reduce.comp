@@ -11,10 +11,25 @@
 #define LOOM_GROUP_REDUCE
 #include "common.glsl"
 
-#if defined(K_REDUCE)
-/* y (nout) from x; g = {nkeep, kdims[5], kstr[5], nred, rdims[5], rstr[5], rcount}
- * (int32 meta table): kept and reduced axes with their element strides in x */
+#if defined(K_REDUCE) || defined(K_REDUCE_ROWS) || defined(K_REDUCE_FLAT)
+/* g = {nkeep, kdims[5], kstr[5], nred, rdims[5], rstr[5], rcount} (int32 meta
+ * table): kept and reduced axes with their element strides in x */
 TENSOR_IN(0, int, g);
+
+/* the offset in x of output o's first value: o decoded over the kept axes */
+uint kept_base(uint o) {
+    uint base = 0u, r = o;
+    for (int i = g[0] - 1; i >= 0; i--) {
+        uint dim = uint(g[1 + i]);
+        base += (r % dim) * uint(g[6 + i]);
+        r /= dim;
+    }
+    return base;
+}
+#endif
+
+#if defined(K_REDUCE)
+/* y (nout) from x and the table g */
 TENSOR_IN(1, T, x);
 TENSOR_OUT(2, T, y);
 PUSH { uint xo, yo, nout; float div; } pc;
@@ -22,13 +37,8 @@ PUSH { uint xo, yo, nout; float div; } pc;
 void main() {
     uint o = loom_group();
     if (o >= pc.nout) return; /* the whole group */
-    int nkeep = g[0], nred = g[11];
-    uint base = 0u, r = o;
-    for (int i = nkeep - 1; i >= 0; i--) {
-        uint dim = uint(g[1 + i]);
-        base += (r % dim) * uint(g[6 + i]);
-        r /= dim;
-    }
+    int nred = g[11];
+    uint base = kept_base(o);
     uint rcount = uint(g[22]);
     float acc = 0.0;
     for (uint c = gl_LocalInvocationID.x; c < rcount; c += gl_WorkGroupSize.x) {
@@ -48,7 +58,6 @@ void main() {
 /* one invocation per output element (CPU devices, ops/reduce.c): the reduced
  * elements walked in order with an odometer over the reduced axes (no
  * division per element); the same table and push constants as K_REDUCE */
-TENSOR_IN(0, int, g);
 TENSOR_IN(1, T, x);
 TENSOR_OUT(2, T, y);
 PUSH { uint xo, yo, nout; float div; } pc;
@@ -56,13 +65,8 @@ PUSH { uint xo, yo, nout; float div; } pc;
 void main() {
     uint o = loom_gid();
     if (o >= pc.nout) return;
-    int nkeep = g[0], nred = g[11];
-    uint off = 0u, r = o;
-    for (int i = nkeep - 1; i >= 0; i--) {
-        uint dim = uint(g[1 + i]);
-        off += (r % dim) * uint(g[6 + i]);
-        r /= dim;
-    }
+    int nred = g[11];
+    uint off = kept_base(o);
     uint rcount = uint(g[22]), idx[5] = uint[5](0u, 0u, 0u, 0u, 0u);
     float acc = 0.0;
     for (uint c = 0u; c < rcount; c++) {
@@ -84,7 +88,6 @@ void main() {
  * invocations striding (no index arithmetic per element), then the tree;
  * S = 1: y[o] = the sum / div, else part[grp] = the sum (K_REDUCE_PARTS adds
  * each output's S parts in order); the same table as K_REDUCE */
-TENSOR_IN(0, int, g);
 TENSOR_IN(1, T, x);
 TENSOR_OUT(2, T, y);
 TENSOR_OUT(3, float, part);
@@ -93,12 +96,7 @@ PUSH { uint xo, yo, nout; float div; uint S, chunk; } pc;
 void main() {
     uint grp = loom_group();
     if (grp >= pc.nout * pc.S) return; /* the whole group */
-    uint o = grp / pc.S, si = grp % pc.S, base = 0u, r = o;
-    for (int i = g[0] - 1; i >= 0; i--) {
-        uint dim = uint(g[1 + i]);
-        base += (r % dim) * uint(g[6 + i]);
-        r /= dim;
-    }
+    uint o = grp / pc.S, si = grp % pc.S, base = kept_base(o);
     uint lo = si * pc.chunk, hi = min(lo + pc.chunk, uint(g[22]));
     float acc = 0.0;
     for (uint c = lo + gl_LocalInvocationID.x; c < hi; c += gl_WorkGroupSize.x) acc += LD(x, pc.xo + base + c);
