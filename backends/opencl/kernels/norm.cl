@@ -147,8 +147,13 @@ BN_GRAD_KERNEL(batch_norm_grad4, 4, float4, LD4, ST4)
     }
 #define CS1(p, v) (*(p) = (v))
 #define CS4(p, v) vstore4((v), 0, (p))
+#define CS16(p, v) vstore16((v), 0, (p))
+#define LD16(p, i) LDV(16, (p) + (i))
 BN_COLSUM_KERNEL(bn_colsum, 1, float, LD, CS1)
 BN_COLSUM_KERNEL(bn_colsum4, 4, float4, LD4, CS4)
+/* sixteen positions per item (S a multiple of 16; devices whose native float vector is 16 wide):
+ * the same sums lane by lane as the narrower forms, a quarter of their loop's instructions */
+BN_COLSUM_KERNEL(bn_colsum16, 16, float16, LD16, CS16)
 
 __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs, __global float *rm, ulong rmo,
                         __global float *rv, ulong rvo, __global float *out, ulong outo, long N, long C, long S,
