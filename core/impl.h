@@ -214,6 +214,8 @@ bool loom__conv_gi_as_forward(const loom__conv_geom *q, loom__conv_geom *f);
  * ~1e-4): the largest divisor of N up to 8; 1 in reproducible mode (one
  * product per image, the canonical order of core/repro.h). */
 int64_t loom__conv_gw_chunk(int64_t N, bool reproducible);
+/* the largest divisor of N up to max (at least 1): images per chunk */
+int64_t loom__conv_chunk(int64_t N, int64_t max);
 /* The geometry table of the GPU backends' implicit-GEMM convolutions (the
  * columns of x read inside the GEMM: kernels/gemm.cl's conv_col,
  * shaders/gemm.comp's): H, W, KH, KW, OW, sh, sw, ph, pw, dh, dw, P = OH*OW,

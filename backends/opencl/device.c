@@ -140,6 +140,8 @@ bool loom__cl_is_gpu(loom_ctx *ctx) {
            (t & CL_DEVICE_TYPE_GPU);
 }
 
+int loom__cl_vw(const loom__cl *cl) { return cl->native_vw >= 16 ? 16 : 8; }
+
 static void query(loom__cl *cl) {
     cl_device_id d = cl->device;
     dev_str(d, CL_DEVICE_NAME, cl->name, sizeof cl->name);

@@ -149,7 +149,7 @@ typedef struct loom__cl {
     cl_uint compute_units;
     cl_ulong global_mem_bytes, local_mem_bytes, max_alloc_bytes;
     size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
-    cl_uint native_vw;      /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0 if not reported) */
+    cl_uint native_vw;      /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0 if not reported); see loom__cl_vw */
     size_t preferred_wg;    /* multiple reported by a probe kernel (0 until a program is built) */
     bool fp16, fp64;        /* cl_khr_fp16 (not needed; reported) / cl_khr_fp64 (augment_u8's RandomAffine) */
     bool correct_div_sqrt;  /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: built with that option */
@@ -321,6 +321,9 @@ loom_status loom__cl_launch_2d_local(loom__cl_op *o, cl_kernel k, int64_t n0, si
 loom_status loom__cl_launch_window_rows(loom__cl_op *o, cl_kernel k, int64_t OW, int64_t rows);
 /* 2x2 pooling's fused kernels 8 windows at a time (pool2d.cl's *_v8: CPU devices; LOOM_OPENCL_POOL_2D) */
 bool loom__cl_pool_v8(const loom__cl_op *o);
+/* the float vector width of the kernels' explicit vectors (-DLOOM_VW: conv2d.cl's GI_VW): 16 where
+ * the device's native width is 16 (AVX-512 under PoCL), else 8 */
+int loom__cl_vw(const loom__cl *cl);
 /* A power-of-two work-group size for reducing `n` items: min(256, device
  * limit, next power of two >= n), at least 1. */
 size_t loom__cl_reduce_local(const loom__cl *cl, int64_t n);

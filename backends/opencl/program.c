@@ -83,11 +83,9 @@ static loom_status build(loom__cl *cl, int which) {
         at += (size_t)sprintf(src + at, "#line 1 \"%s\"\n%s\n", loom__cl_source_names[i], loom__cl_source_texts[i]);
     char opts[512], gemm_opts[256];
     loom__cl_gemm_build_opts(cl, gemm_opts, sizeof gemm_opts);
-    /* the vector width of kernels/conv2d.cl's register blocks: 16 floats where
-     * the device's native width is 16 (AVX-512 under PoCL), else 8 */
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s %s -DLOOM_VW=%d", DT_DEFINE[which],
              cl->correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
-             cl->reproducible ? " -DLOOM_REPRO" : "", gemm_opts, cl->native_vw >= 16 ? 16 : 8);
+             cl->reproducible ? " -DLOOM_REPRO" : "", gemm_opts, loom__cl_vw(cl));
 
     char dir[512], path[600] = "";
     loom__cl_cache_dir(dir, sizeof dir);

@@ -146,11 +146,13 @@ void loom__conv_implicit_table(const loom__conv_geom *q, int64_t t[LOOM__CONV_IM
     for (int i = 0; i < LOOM__CONV_IMPLICIT_LEN; i++) t[i] = v[i];
 }
 
-int64_t loom__conv_gw_chunk(int64_t N, bool reproducible) {
-    int64_t ch = reproducible ? 1 : 8;
+int64_t loom__conv_chunk(int64_t N, int64_t max) {
+    int64_t ch = max;
     while (ch > 1 && N % ch) ch--;
     return ch;
 }
+
+int64_t loom__conv_gw_chunk(int64_t N, bool reproducible) { return loom__conv_chunk(N, reproducible ? 1 : 8); }
 
 bool loom__conv_geom_same(const loom__conv_geom *a, const loom__conv_geom *b) {
     return a->N == b->N && a->C == b->C && a->H == b->H && a->W == b->W && a->O == b->O && a->KH == b->KH &&

@@ -80,9 +80,33 @@ typedef ushort T;
 #endif
 #define STV(n, x, p) STV_(n, x, p)
 
-/* four consecutive elements p[i .. i+3] as a float4, and the store of one */
+/* four (sixteen) consecutive elements p[i ..] as a float4 (float16), and the store of a float4 */
 #define LD4(p, i) LDV(4, (p) + (i))
 #define ST4(p, i, v) STV(4, (v), (p) + (i))
+#define LD16(p, i) LDV(16, (p) + (i))
+
+/* ldv_edge<n>(p, have): the first `have` (<= n) elements at p as a float n-vector, zeros after;
+ * stv_part<n>(p, have, x): the first `have` lanes of x stored at p, each rounded as ST rounds it */
+#define LDV_EDGE_FN(n)                                                     \
+    inline float##n ldv_edge##n(__global const T *p, long have) {          \
+        float v[n];                                                        \
+        for (int i = 0; i < n; i++) v[i] = i < have ? LD(p, i) : 0.0f;     \
+        return vload##n(0, v);                                             \
+    }                                                                      \
+    inline void stv_part##n(__global T *p, long have, float##n x) {        \
+        float v[n];                                                        \
+        vstore##n(x, 0, v);                                                \
+        for (int i = 0; i < have; i++) ST(p, i, v[i]);                     \
+    }
+LDV_EDGE_FN(8)
+LDV_EDGE_FN(16)
+
+/* the sum of a vector's lanes, halves added down to (x + y) + (z + w) */
+inline float hsum8(float8 v) {
+    float4 s = v.lo + v.hi;
+    return (s.x + s.y) + (s.z + s.w);
+}
+inline float hsum16(float16 v) { return hsum8(v.lo + v.hi); }
 
 /* Any float dtype through a byte pointer (element index i). */
 inline float ld_any(__global const uchar *p, int dt, long i) {

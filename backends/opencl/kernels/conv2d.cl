@@ -235,21 +235,25 @@ inline GI_FV cf_ld_edge(__global const T *x, long q, long total) {
     return LOOM_CAT(vload, GI_VW)(0, v);
 }
 
-/* the sums over c, kh, kw; LOADB(q): the vector at x + q */
+/* the GI_VW elements of p (total of them) from q on: CF_LD where they are all inside, CF_LD_EDGE
+ * anywhere (0 outside [0, total)) */
+#define CF_LD(p, q, total) LDV(GI_VW, (p) + (q))
+#define CF_LD_EDGE(p, q, total) \
+    ((q) >= 0 && (q) + GI_VW <= (total) ? LDV(GI_VW, (p) + (q)) : cf_ld_edge((p), (q), (total)))
+
+/* the sums over c, kh, kw; LOADB: CF_LD or CF_LD_EDGE */
 #define CF_LOOP(LOADB)                                                                                 \
     for (long c = 0; c < C; c++, wk += KHW * CF_RB)                                                    \
         for (long kh = 0, t = 0; kh < KH; kh++)                                                        \
             for (long kw = 0, q = (n * C + c) * P + p0 + (kh - ph) * W - pw; kw < KW; kw++, t++, q++) { \
                 GI_FV b[CF_NV];                                                                        \
                 _Pragma("unroll") for (int v = 0; v < CF_NV; v++)                                      \
-                    b[v] = select((GI_FV)(0.0f), LOADB(q + GI_VW * v), m[t][v]);                      \
+                    b[v] = select((GI_FV)(0.0f), LOADB(xs, q + GI_VW * v, total), m[t][v]);           \
                 _Pragma("unroll") for (int r = 0; r < CF_RB; r++) {                                    \
                     GI_FV a = (GI_FV)(wk[t * CF_RB + r]);                                              \
                     _Pragma("unroll") for (int v = 0; v < CF_NV; v++) acc[r][v] = fma(a, b[v], acc[r][v]); \
                 }                                                                                      \
             }
-#define CF_LD_IN(q) LDV(GI_VW, xs + (q))
-#define CF_LD_EDGE(q) ((q) >= 0 && (q) + GI_VW <= total ? LDV(GI_VW, xs + (q)) : cf_ld_edge(xs, (q), total))
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
     __global const T *x, ulong xo, __global const float *wp, __global const T *bias, ulong bo, int has_bias,
@@ -276,7 +280,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
     /* every load inside x: no bounds tests */
     if (n * C * P + p0 - ph * W - pw >= 0 && ((n + 1) * C - 1) * P + p0 + (KH - 1 - ph) * W + KW - 1 - pw +
                                                      GI_VW * CF_NV <= total) {
-        CF_LOOP(CF_LD_IN)
+        CF_LOOP(CF_LD)
     } else {
         CF_LOOP(CF_LD_EDGE)
     }
@@ -287,12 +291,10 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
             long p = p0 + GI_VW * v;
             if (p >= P) break;
             GI_FV s = has_bias ? acc[r][v] + bv : acc[r][v];
-            if (p + GI_VW <= P) {
+            if (p + GI_VW <= P) { /* (STV is a block for bf16) */
                 STV(GI_VW, s, yr + p);
             } else {
-                float e[GI_VW];
-                LOOM_CAT(vstore, GI_VW)(s, 0, e);
-                for (long i = 0; i < P - p; i++) ST(yr, p + i, e[i]);
+                LOOM_CAT(stv_part, GI_VW)(yr + p, P - p, s);
             }
         }
     }
@@ -306,17 +308,6 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
  * chunk order, conv_sum_parts). The lane masks come from conv_flat_masks. */
 #define CF_GO LOOM_CL_CF_GO /* output channels per work-item (kernel_sizes.h) */
 #define CF_GK LOOM_CL_CF_GK /* taps of a kernel row per work-item */
-
-inline float cf_hsum(GI_FV v) {
-#if GI_VW == 16
-    float8 a = v.lo + v.hi;
-#else
-    float8 a = v;
-#endif
-    float4 b = a.lo + a.hi;
-    float2 d = b.lo + b.hi;
-    return d.lo + d.hi;
-}
 
 /* masks[t][p] = -1 where position p < P reads inside the plane at tap t, else 0 (p < GI_VW * PV) */
 __kernel void conv_flat_masks(__global int *masks, long H, long W, long KW, long ph, long pw, long n) {
@@ -339,9 +330,6 @@ __kernel void conv_flat_masks(__global int *masks, long H, long W, long KW, long
             _Pragma("unroll") for (int k = 0; k < CF_GK; k++) acc[r][k] = fma(a, b[k], acc[r][k]); \
         }                                                                                           \
     }
-#define CF_GW_LD(p, q, total) LDV(GI_VW, (p) + (q))
-#define CF_GW_LD_EDGE(p, q, total) \
-    ((q) >= 0 && (q) + GI_VW <= (total) ? LDV(GI_VW, (p) + (q)) : cf_ld_edge((p), (q), (total)))
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat_gw(
     __global const T *dy, ulong dyo, __global const T *x, ulong xo, __global const int *masks, __global float *part,
@@ -368,18 +356,18 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat_gw(
     for (long n = n0; n < n1; n++) {
         long q0 = (n * C + c) * P + sh, d0 = (n * O + o0) * P;
         if (in) {
-            for (long v = 0; v < PV - 1; v++) CF_GW_STEP(CF_GW_LD, all)
+            for (long v = 0; v < PV - 1; v++) CF_GW_STEP(CF_LD, all)
         } else {
-            for (long v = 0; v < PV - 1; v++) CF_GW_STEP(CF_GW_LD_EDGE, all)
+            for (long v = 0; v < PV - 1; v++) CF_GW_STEP(CF_LD_EDGE, all)
         }
         /* the last vector: dy's lanes past P set to 0 (the next plane's values: a NaN there must not
          * reach this plane's sums) */
         long v = PV - 1;
-        CF_GW_STEP(CF_GW_LD_EDGE, tail)
+        CF_GW_STEP(CF_LD_EDGE, tail)
     }
     for (long r = 0; r < ro; r++)
         for (long k = 0; k < kn; k++)
-            part[(((s * O + o0 + r) * C + c) * KH + kh) * KW + kw0 + k] = cf_hsum(acc[r][k]);
+            part[(((s * O + o0 + r) * C + c) * KH + kh) * KW + kw0 + k] = LOOM_CAT(hsum, GI_VW)(acc[r][k]);
 }
 #endif
 

@@ -41,22 +41,6 @@
 #define GEMM_STV_F32(n, x, p) vstore##n((x), 0, (p))
 #define GEMM_STV STV
 
-/* the first `have` elements of an n-vector at p, zeros after */
-#define GEMM_LDV_EDGE_FN(n)                                                            \
-    inline float##n gemm_ldv_edge##n(__global const T *p, long have) {                 \
-        float v[n];                                                                    \
-        for (int i = 0; i < n; i++) v[i] = i < have ? LD(p, i) : 0.0f;                 \
-        return vload##n(0, v);                                                         \
-    }
-GEMM_LDV_EDGE_FN(8)
-GEMM_LDV_EDGE_FN(16)
-
-inline float gemm_hsum8(float8 v) {
-    float4 s = v.lo + v.hi;
-    return (s.x + s.y) + (s.z + s.w);
-}
-inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
-
 /* The batch offsets of work-group column index q (dimension 1 = batch x jtiles
  * column tiles): moves A, B, C (and bias when has_bias) to batch bt. */
 #define GEMM_REG_BATCH(jtiles)                                                    \
@@ -125,7 +109,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
         if (j0 + VW * RN <= J) {                                                                 \
             GEMM_OUTER_LOOP(VW, RM, RN, GEMM_LDV_FULL(VW))                                       \
         } else {                                                                                 \
-            GEMM_OUTER_LOOP(VW, RM, RN, gemm_ldv_edge##VW)                                       \
+            GEMM_OUTER_LOOP(VW, RM, RN, ldv_edge##VW)                                       \
         }                                                                                        \
     }
 
@@ -148,7 +132,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
                 for (int c = 0; c < RN; c++) {                                                   \
                     __global const T *p = V + k * ldv + j0 + VW * c;                             \
                     long have = J - j0 - VW * c;                                                 \
-                    Vp[k * RN + c] = have >= VW ? LDV(VW, p) : gemm_ldv_edge##VW(p, have);  \
+                    Vp[k * RN + c] = have >= VW ? LDV(VW, p) : ldv_edge##VW(p, have);  \
                 }                                                                                \
         /* C's rows contiguous and a bias per row or per column: whole vectors   \
          * stored at once, where vector c's VW columns are inside J and inside    \
@@ -226,7 +210,7 @@ inline float gemm_hsum16(float16 v) { return gemm_hsum8(v.lo + v.hi); }
             for (int c = 0; c < DJ; c++) {                                                       \
                 long j = j0 + c;                                                                 \
                 if (j >= N) break;                                                               \
-                float x = gemm_hsum##VW(acc[r][c]);                                              \
+                float x = hsum##VW(acc[r][c]);                                              \
                 for (long k = kv; k < K; k++) x = fma(LD(ap[r], k), LD(bp[c], k), x);            \
                 if (has_bias) x += LD(bias, i * g[15] + j * g[16]);                              \
                 STC(C, i * ldc + j, x);                                                          \

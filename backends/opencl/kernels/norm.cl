@@ -148,7 +148,6 @@ BN_GRAD_KERNEL(batch_norm_grad4, 4, float4, LD4, ST4)
 #define CS1(p, v) (*(p) = (v))
 #define CS4(p, v) vstore4((v), 0, (p))
 #define CS16(p, v) vstore16((v), 0, (p))
-#define LD16(p, i) LDV(16, (p) + (i))
 BN_COLSUM_KERNEL(bn_colsum, 1, float, LD, CS1)
 BN_COLSUM_KERNEL(bn_colsum4, 4, float4, LD4, CS4)
 /* sixteen positions per item (S a multiple of 16; devices whose native float vector is 16 wide):

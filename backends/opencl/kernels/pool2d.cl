@@ -202,24 +202,14 @@ inline int8 arg4_8(float8 a, float8 b, float8 c, float8 d) {
     return select(k, (int8)(3), td);
 }
 
-#define MAX2_V8_ROWS LOOM_CL_MAX2_V8_ROWS /* window rows per work-group (kernel_sizes.h) */
-/* the first n (< 16) elements at p as a float vector, zeros after */
-inline float16 max2_ld16(__global const T *p, long n) {
-    float v[16];
-    for (int i = 0; i < 16; i++) v[i] = i < n ? LD(p, i) : 0.0f;
-    return vload16(0, v);
-}
-inline float8 max2_ld8(__global const T *p, long n) {
-    float v[8];
-    for (int i = 0; i < 8; i++) v[i] = i < n ? LD(p, i) : 0.0f;
-    return vload8(0, v);
-}
-inline void max2_st(__global T *p, long n, float16 x) {
-    float v[16];
-    vstore16(x, 0, v);
-    for (int i = 0; i < n; i++) ST(p, i, v[i]);
+/* the value arg4_8 picks (max4 on 8 lanes) */
+inline float8 max4_8(float8 a, float8 b, float8 c, float8 d) {
+    float8 m = select(a, b, isgreater(b, a) | isnan(b));
+    m = select(m, c, isgreater(c, m) | isnan(c));
+    return select(m, d, isgreater(d, m) | isnan(d));
 }
 
+#define MAX2_V8_ROWS LOOM_CL_MAX2_V8_ROWS /* window rows per work-group (kernel_sizes.h) */
 /* 8 windows from (row r, window j0) on, n of them inside the row */
 #define MAX2_V8_STEP(LD16, LD8, ST16, ST8)                                                               \
     {                                                                                                    \
@@ -235,7 +225,6 @@ inline void max2_st(__global T *p, long n, float16 x) {
 #define MAX2_LD8(p, n) LDV(8, p)
 #define MAX2_ST16(p, n, x) STV(16, x, p)
 #define MAX2_ST8(p, n, x) STV(8, x, p)
-#define MAX2_ST8_PART(p, n, x) max2_st(p, n, (float16)(x, (float8)(0.0f)))
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void max2_grad_relu_v8(
     __global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo, __global const T *rx,
@@ -247,7 +236,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void max2_grad_relu_v8(
     for (long r = get_group_id(0) * MAX2_V8_ROWS; r < r1; r++) {
         long j0 = 0, n = 8;
         for (; j0 + 8 <= OW; j0 += 8) MAX2_V8_STEP(MAX2_LD16, MAX2_LD8, MAX2_ST16, MAX2_ST8)
-        if ((n = OW - j0) > 0) MAX2_V8_STEP(max2_ld16, max2_ld8, max2_st, MAX2_ST8_PART) /* the last windows */
+        if ((n = OW - j0) > 0) MAX2_V8_STEP(ldv_edge16, ldv_edge8, stv_part16, stv_part8) /* the last windows */
     }
 }
 
@@ -286,9 +275,7 @@ BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)
         float16 t = ((LD16(x + top, 2 * n) - mu) * is) * g + b, u = ((LD16(x + top + W, 2 * n) - mu) * is) * g + b; \
         ST16(y + top, 2 * n, t);                                                                         \
         ST16(y + top + W, 2 * n, u);                                                                     \
-        float8 q = t.odd, m = select(t.even, q, isgreater(q, t.even) | isnan(q));                        \
-        q = u.even, m = select(m, q, isgreater(q, m) | isnan(q));                                        \
-        q = u.odd, m = select(m, q, isgreater(q, m) | isnan(q));                                         \
+        float8 m = max4_8(t.even, t.odd, u.even, u.odd);                                                 \
         ST8(yp + k0, n, m);                                                                              \
         if (RELU) ST8(yr + k0, n, select((float8)(0.0f), m, isgreater(m, 0.0f) | isnan(m)));            \
     }
@@ -303,7 +290,7 @@ BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)
             long c = (r / OH) % C, j0 = 0, n = 8;                                                                 \
             float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f, mu = st[c], is = st[C + c]; \
             for (; j0 + 8 <= OW; j0 += 8) BN_POOL_V8_STEP(MAX2_LD16, MAX2_ST16, MAX2_ST8, RELU)                   \
-            if ((n = OW - j0) > 0) BN_POOL_V8_STEP(max2_ld16, max2_st, MAX2_ST8_PART, RELU)                         \
+            if ((n = OW - j0) > 0) BN_POOL_V8_STEP(ldv_edge16, stv_part16, stv_part8, RELU)                         \
         }                                                                                                         \
     }
 BN_APPLY_POOL_V8_KERNEL(bn_apply_pool_v8, 0)

@@ -138,7 +138,7 @@ static bool flat_conv(const loom__cl_op *o, const geom *q) {
 static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const loom_tensor *w, bool flip,
                             const loom_tensor *bias, loom__cl_mat y, loom_dtype dt) {
     const int64_t rb = LOOM_CL_CF_RB, khw = q->KH * q->KW, ob = (q->O + rb - 1) / rb;
-    int64_t vec = (o->cl->native_vw >= 16 ? 16 : 8) * LOOM_CL_CF_NV; /* positions per item: GI_VW * CF_NV */
+    int64_t vec = loom__cl_vw(o->cl) * LOOM_CL_CF_NV; /* positions per item: GI_VW * CF_NV */
     cl_mem wp;
     cl_kernel k;
     loom_status st;
@@ -169,6 +169,11 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     const loom_tensor *y = o->t, *x = y->src[0], *w = y->src[1];
     geom q = loom__conv_geom_of(y);
     loom_status st;
+    if (flat_conv(o, &q) && x->dtype == y->dtype && w->dtype == y->dtype &&
+        (y->nsrc < 3 || y->src[2]->dtype == y->dtype)) {
+        return run_flat(o, &q, loom__cl_mat_t(o, x), w, false, y->nsrc > 2 ? y->src[2] : NULL, loom__cl_mat_t(o, y),
+                        y->dtype);
+    }
     /* batch (1, n, g): y[n, g] (Og, P) = w_g (Og, K) @ col[n, g] (K, P) */
     loom__cl_gemm_desc d = {.batch = {1, q.N, q.G}, .M = q.Og, .N = q.P, .K = q.K, .lda = q.K, .ldb = q.P, .ldc = q.P};
     d.a = loom__cl_mat_t(o, w), d.sa[2] = q.Og * q.K;
@@ -176,11 +181,6 @@ loom_status loom__cl_conv2d(loom__cl_op *o) {
     if (y->nsrc > 2) d.bias = loom__cl_mat_t(o, y->src[2]), d.sbias[2] = q.Og, d.bias_rs = 1, d.bias_cs = 0;
     int64_t cg[LOOM__CONV_IMPLICIT_LEN];
     loom__conv_implicit_table(&q, cg);
-    if (flat_conv(o, &q) && x->dtype == y->dtype && w->dtype == y->dtype &&
-        (y->nsrc < 3 || y->src[2]->dtype == y->dtype)) {
-        return run_flat(o, &q, loom__cl_mat_t(o, x), w, false, y->nsrc > 2 ? y->src[2] : NULL, loom__cl_mat_t(o, y),
-                        y->dtype);
-    }
     if (is_1x1(&q)) { /* x[n, g] (Cg, HW) is the column matrix */
         d.b = loom__cl_mat_t(o, x), d.sb[1] = q.C * q.P, d.sb[2] = q.Cg * q.P;
     } else if (implicit_fwd(o)) { /* B = x[n, g] (Cg, H, W), read as its columns */
@@ -257,8 +257,8 @@ static loom_status grad_input_forward(loom__cl_op *o, const geom *q, const geom 
  * turns it off or on where it applies (tests). */
 static bool gi_fused(const loom__cl_op *o, const geom *q) {
     const loom_tensor *dx = o->t;
-    if (o->cl->reproducible || q->G != 1 || is_1x1(q) || q->KH * q->KW * q->P > LOOM_CL_GI_FUSED_MAX || q->W > LOOM_CL_COL2IM_ROW_MAX ||
-        dx->src[0]->dtype != dx->dtype || dx->src[1]->dtype != dx->dtype)
+    if (o->cl->reproducible || q->G != 1 || is_1x1(q) || q->KH * q->KW * q->P > LOOM_CL_GI_FUSED_MAX ||
+        q->W > LOOM_CL_COL2IM_ROW_MAX || dx->src[0]->dtype != dx->dtype || dx->src[1]->dtype != dx->dtype)
         return false;
     int e = loom__env_switch("LOOM_OPENCL_CONV_GI_FUSED"); /* checked when the backend was made */
     if (e >= 0) return e == 1;
@@ -392,12 +392,11 @@ static cl_mem forward_columns(const loom__cl_op *o, const geom *q, const loom_te
  * writes); the first layer: 0.53-0.58 -> 0.33 ms. */
 static loom_status run_flat_grad_weight(loom__cl_op *o, const geom *q) {
     const loom_tensor *dw = o->t, *dy = dw->src[0], *x = dw->src[1];
-    int64_t ch = 4; /* images per part: the largest divisor of N up to 4 (a chunk's dy stays in L1; 8: 4% slower) */
-    while (ch > 1 && q->N % ch) ch--;
-    int64_t nparts = q->N / ch;
+    /* images per part: the largest divisor of N up to 4 (a part's dy stays in L1; 8: 4% slower) */
+    int64_t ch = loom__conv_chunk(q->N, 4), nparts = q->N / ch;
     const int64_t go = LOOM_CL_CF_GO, gk = LOOM_CL_CF_GK;
     int64_t items = nparts * ((q->O + go - 1) / go) * q->C * q->KH * ((q->KW + gk - 1) / gk);
-    int64_t vw = o->cl->native_vw >= 16 ? 16 : 8, nm = q->KH * q->KW * ((q->P + vw - 1) / vw * vw);
+    int64_t vw = loom__cl_vw(o->cl), nm = q->KH * q->KW * ((q->P + vw - 1) / vw * vw);
     cl_mem part, masks;
     cl_kernel k;
     loom_status st;
