@@ -12,8 +12,16 @@
 #include <string.h>
 
 #include "cpu_impl.h"
+#include "prefetch.h"
 
 #define LOOM__F32_INLINE static inline __attribute__((always_inline))
+
+/* A batch-norm channel is N planes of S floats, stride floats apart: while
+ * plane n is summed or written, ask for the first (up to) 4 KB of plane n + 1
+ * (prefetch.h: the planes are too short for a stride prefetcher to find) */
+LOOM__F32_INLINE void loom__bn_pf_next(const float *plane, int64_t n, int64_t N, int64_t stride, int64_t S) {
+    if (n + 1 < N) loom__prefetch_span(plane + stride, (size_t)(S < 1024 ? S : 1024) * sizeof(float));
+}
 
 /* the f32 running-statistics update of channel c (unbiased variance) */
 LOOM__F32_INLINE void loom__bn_running_f32(const loom__bn_job *j, int64_t c, double mean, double var) {
@@ -80,7 +88,11 @@ LOOM__F32_INLINE void loom__bn_coef(const loom__bn_job *j, int64_t c, float *sca
     if (j->train) {
         double s = 0, q = 0, m = (double)(j->N * j->S);
         float K = x[c * j->S];
-        for (int64_t n = 0; n < j->N; n++) loom__bn_sum_sq(x + (n * j->C + c) * j->S, j->S, K, &s, &q);
+        for (int64_t n = 0; n < j->N; n++) {
+            const float *xr = x + (n * j->C + c) * j->S;
+            loom__bn_pf_next(xr, n, j->N, j->C * j->S, j->S);
+            loom__bn_sum_sq(xr, j->S, K, &s, &q);
+        }
         mean = K + s / m;
         var = q / m - (s / m) * (s / m);
         if (var < 0) var = 0;

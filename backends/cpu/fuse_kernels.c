@@ -52,6 +52,8 @@ LOOM__F32_INLINE void fwd_body(void *v, int64_t c0, int64_t c1) {
             int64_t off = (n * b->C + c) * b->S, poff = (n * b->C + c) * j->OH * j->OW;
             const float *xr = x + off;
             float *yr = j->bn_y + off;
+            loom__bn_pf_next(xr, n, b->N, b->C * b->S, b->S);
+            if (j->add_y) loom__bn_pf_next(j->add_other + off, n, b->N, b->C * b->S, b->S);
             for (int64_t i = 0; i < b->S; i++) yr[i] = xr[i] * sc + sh;
             const float *last = yr;
             int64_t len = b->S;
@@ -84,9 +86,14 @@ LOOM__F32_INLINE void bwd_body(void *v, int64_t c0, int64_t c1) {
         float K = x[c * b->S];
         for (int64_t n = 0; n < b->N; n++) {
             int64_t off = (n * b->C + c) * b->S, poff = (n * b->C + c) * j->OH * j->OW;
+            loom__bn_pf_next(x + off, n, b->N, b->C * b->S, b->S);
+            if (j->pg_y) loom__bn_pf_next(j->pg_x + off, n, b->N, b->C * b->S, b->S);
+            else loom__bn_pf_next(g + off, n, b->N, b->C * b->S, b->S); /* (relu_grad writes g's plane, or g comes in) */
             if (j->rg_y) { /* relu_grad as ops/activation.c computes it */
                 int64_t o = j->pg_y ? poff : off, len = j->pg_y ? j->OH * j->OW : b->S;
                 const float *rx = j->rg_x + o, *rd = j->rg_dy + o;
+                loom__bn_pf_next(rx, n, b->N, b->C * len, len);
+                loom__bn_pf_next(rd, n, b->N, b->C * len, len);
                 float *ry = j->rg_y + o;
                 for (int64_t i = 0; i < len; i++) {
                     float dd = rd[i], xx = rx[i];
@@ -110,6 +117,8 @@ LOOM__F32_INLINE void bwd_body(void *v, int64_t c0, int64_t c1) {
             int64_t off = (n * b->C + c) * b->S;
             const float *xr = x + off, *gr = g + off;
             float *o = (float *)d->y + off;
+            loom__bn_pf_next(xr, n, b->N, b->C * b->S, b->S);
+            loom__bn_pf_next(gr, n, b->N, b->C * b->S, b->S);
             for (int64_t i = 0; i < b->S; i++) o[i] = f1 * gr[i] + f2 * xr[i] + f3;
         }
     }

@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "../cpu_impl.h"
+#include "../prefetch.h"
 #include "../vmath.h"
 
 typedef struct ajob {
@@ -20,6 +21,17 @@ typedef struct ajob {
     void *y;
     double slope;   /* leaky_relu */
 } ajob;
+
+/* for (i = i0; i < i1; i++) BODY over one cache line of T at a time, each
+ * line first asking for X's (and D's) line LOOM__PF_AHEAD bytes on: the
+ * loops whose per-element work keeps few lines in flight (prefetch.h) */
+#define PF_LOOP(T, BODY)                                                                                               \
+    for (int64_t b_ = i0; b_ < i1; b_ += 64 / (int64_t)sizeof(T)) {                                                    \
+        int64_t e_ = b_ + 64 / (int64_t)sizeof(T) < i1 ? b_ + 64 / (int64_t)sizeof(T) : i1;                             \
+        loom__prefetch(X + b_, LOOM__PF_AHEAD);                                                                        \
+        if (D) loom__prefetch(D + b_, LOOM__PF_AHEAD);                                                                 \
+        for (int64_t i = b_; i < e_; i++) BODY                                                                         \
+    }
 
 /* S is the libm suffix: f for float, empty for double. All tensors are flat,
  * n = numel: y[i] = f(x[i]) or dx[i] = f'(x[i]) * dy[i]. */
@@ -44,7 +56,7 @@ typedef struct ajob {
             }                                                                                                          \
             break;                                                                                                     \
         case LOOM_K_ACT_GELU: /* x Phi(x) */                                                                           \
-            for (int64_t i = i0; i < i1; i++) Y[i] = X[i] * cdf_##T(X[i]);                                             \
+            PF_LOOP(T, { Y[i] = X[i] * cdf_##T(X[i]); })                                                               \
             break;                                                                                                     \
         case LOOM_K_ACT_SILU: /* x sigmoid(x) */                                                                       \
             for (int64_t i = i0; i < i1; i++) {                                                                        \
@@ -71,10 +83,10 @@ typedef struct ajob {
             }                                                                                                          \
             break;                                                                                                     \
         case LOOM_K_ACT_GELU_GRAD: /* Phi(x) + x phi(x) */                                                             \
-            for (int64_t i = i0; i < i1; i++) {                                                                        \
+            PF_LOOP(T, {                                                                                               \
                 T x = X[i];                                                                                            \
                 Y[i] = D[i] * (cdf_##T(x) + x * (rsqrt2pi * exp_##T(-half * x * x)));                                  \
-            }                                                                                                          \
+            })                                                                                                         \
             break;                                                                                                     \
         case LOOM_K_ACT_SILU_GRAD: /* s (1 + x (1 - s)), s = sigmoid(x) */                                             \
             for (int64_t i = i0; i < i1; i++) {                                                                        \
