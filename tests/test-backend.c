@@ -94,6 +94,46 @@ static void test_threads(void) {
     CHECK(!memcmp(out[0], out[1], sizeof out[0]), "1 and 2 threads give bitwise equal results");
 }
 
+/* Leading axes summed, trailing ones kept (a bias gradient: x (R, K) -> K):
+ * the CPU backend splits the columns into blocks, more of them as threads
+ * are added, at every vector width; each column is still the double sum of
+ * its rows in row order, rounded once, whatever the split. */
+static void test_column_sums(void) {
+    static const int64_t shapes[][2] = {{8192, 130}, {8192, 512}, {600, 40}, {3, 7}, {4096, 17}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t R = shapes[s][0], K = shapes[s][1];
+        float *xv = malloc((size_t)(R * K) * sizeof *xv), *got = malloc((size_t)K * sizeof *got);
+        for (int t = 1; t <= 3 && xv && got; t++) {
+            loom_ctx *ctx;
+            loom_backend *be;
+            if (!tu_cpu_open(t, &ctx, &be)) break;
+            loom_graph *g;
+            loom_graph_create(ctx, &(loom_graph_desc){.seed = 11}, &g);
+            loom_init u = {LOOM_INIT_UNIFORM, -3, 1};
+            loom_tensor *x = loom_param(g, "x", LOOM_F32, 2, (int64_t[]){R, K}, &u);
+            loom_tensor *y = loom_sum(g, x, 1u, false);
+            loom_keep(x), loom_keep(y);
+            loom_plan *p;
+            CHECK_OK(ctx, loom_plan_compile(g, be, NULL, &p));
+            CHECK_OK(ctx, loom_plan_run(p));
+            CHECK_OK(ctx, loom_plan_read(p, x, xv, (size_t)(R * K) * sizeof *xv));
+            CHECK_OK(ctx, loom_plan_read(p, y, got, (size_t)K * sizeof *got));
+            int bad = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double acc = 0;
+                for (int64_t r = 0; r < R; r++) acc += (double)xv[r * K + k];
+                bad += memcmp(&got[k], &(float){(float)acc}, sizeof(float)) != 0;
+            }
+            CHECK(!bad, "sum over rows of (%lld, %lld), %d thread(s): %d of %lld columns differ from the double sum "
+                        "in row order", (long long)R, (long long)K, t, bad, (long long)K);
+            loom_plan_destroy(p);
+            loom_graph_destroy(g);
+            tu_cpu_close(ctx, be);
+        }
+        free(xv), free(got);
+    }
+}
+
 /* The CPU's 2x2 max-pool fast path (f32, branch-free) against the generic
  * f64 loops on ties, signed zeros and NaNs: the first maximum in row-major
  * window order gets the gradient; a NaN is the maximum. */
@@ -234,6 +274,7 @@ int main(void) {
     test_unsupported();
     test_registry();
     test_threads();
+    test_column_sums();
     test_maxpool_fast_path();
     test_host_memory();
     return tu_summary();

@@ -4,6 +4,8 @@
  * The innermost reduced run is contiguous when the last axes are reduced. */
 #include "../../../core/repro.h"
 #include "../cpu_impl.h"
+#include "../prefetch.h"
+#include "../vmath.h"
 
 typedef struct rjob {
     int nkeep, nred;
@@ -59,18 +61,20 @@ static void reduce_range(void *v, int64_t o0, int64_t o1) {
 #define CB 256
 
 typedef struct cjob {
-    int64_t R, K;
+    int64_t R, K, cb; /* cb: columns per block, at most CB */
     double div;
     const void *x;
     void *y;
     bool f64;
 } cjob;
 
-static void columns_range(void *v, int64_t b0, int64_t b1) {
-    const cjob *j = v;
+/* columns [k0, k0 + n) of block b (blocks of j->cb columns) */
+static inline __attribute__((always_inline)) void columns_body(const cjob *j, int64_t b0, int64_t b1) {
     double acc[CB];
     for (int64_t b = b0; b < b1; b++) {
-        int64_t k0 = b * CB, n = j->K - k0 < CB ? j->K - k0 : CB;
+        int64_t k0 = b * j->cb, n = j->K - k0 < j->cb ? j->K - k0 : j->cb;
+        /* the row pf_rows on (~4 KB ahead): prefetch.h */
+        int64_t pf_rows = 4096 / (n * (j->f64 ? 8 : 4)) + 1;
         for (int64_t k = 0; k < n; k++) acc[k] = 0;
         for (int64_t r = 0; r < j->R; r++) {
             if (j->f64) {
@@ -78,7 +82,8 @@ static void columns_range(void *v, int64_t b0, int64_t b1) {
                 for (int64_t k = 0; k < n; k++) acc[k] += x[k];
             } else {
                 const float *x = (const float *)j->x + r * j->K + k0;
-                for (int64_t k = 0; k < n; k++) acc[k] += x[k];
+                if (r + pf_rows < j->R) loom__prefetch_span(x + pf_rows * j->K, (size_t)n * sizeof(float));
+                for (int64_t k = 0; k < n; k++) acc[k] += (double)x[k];
             }
         }
         for (int64_t k = 0; k < n; k++) {
@@ -90,6 +95,11 @@ static void columns_range(void *v, int64_t b0, int64_t b1) {
         }
     }
 }
+
+/* each column's sum in double, row by row, at any vector width: the same bits */
+static void columns_range(void *v, int64_t b0, int64_t b1) { columns_body(v, b0, b1); }
+LOOM__TARGET("avx2") static void columns_range_avx2(void *v, int64_t b0, int64_t b1) { columns_body(v, b0, b1); }
+LOOM__TARGET("avx512f") static void columns_range_avx512(void *v, int64_t b0, int64_t b1) { columns_body(v, b0, b1); }
 
 /* x (d0..dn-1) -> y: the kept axes in order */
 static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
@@ -112,8 +122,16 @@ static loom_status run_reduce(const loom__cpu_args *a, bool mean) {
     uint32_t mask = (uint32_t)y->p[LOOM_P_REDUCE_MASK] & ((1u << x->ndim) - 1);
     if (j.nred && j.nkeep && !(mask & (mask + 1))) { /* the reduced axes: a leading run */
         cjob c = {.R = j.rcount, .K = nout, .div = j.div, .x = j.x, .y = j.y, .f64 = j.f64};
-        int64_t blocks = (nout + CB - 1) / CB, grain = c.R * CB >= 16384 ? 1 : 16384 / (c.R * CB);
-        loom__cpu_parallel(a->cpu, blocks, grain, columns_range, &c);
+        /* blocks of up to CB columns, and (16 columns or more each) at least one per thread where the
+         * work is large: a bias gradient of 128 columns over 8192 rows is two blocks of 64, not one of 128 */
+        int64_t blocks = (nout + CB - 1) / CB, threads = loom__cpu_threads(a->cpu);
+        if (blocks < threads && c.R * nout >= (1 << 16)) blocks = threads < (nout + 15) / 16 ? threads : (nout + 15) / 16;
+        c.cb = ((nout + blocks - 1) / blocks + 15) / 16 * 16;
+        if (c.cb > CB) c.cb = CB;
+        blocks = (nout + c.cb - 1) / c.cb;
+        int64_t grain = c.R * c.cb >= 16384 ? 1 : 16384 / (c.R * c.cb);
+        loom__cpu_parallel(a->cpu, blocks, grain, loom__pick_isa(columns_range, columns_range_avx2, columns_range_avx512),
+                           &c);
         return LOOM_OK;
     }
     int64_t grain = j.rcount >= 4096 ? 1 : 4096 / j.rcount;
