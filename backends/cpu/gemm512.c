@@ -23,6 +23,7 @@
  * G_MC rows while they are in L2.
  * LOOM_CPU_GEMM512=0 in the environment turns it off (to compare). */
 #include "cpu_impl.h"
+#include "prefetch.h"
 #include "vmath.h"
 
 #define G_MR 14
@@ -67,13 +68,15 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t kc,
  * well (C itself written too unless Y is C) */
 __attribute__((target("avx512f"))) static void kernel(int64_t kc, const float *const *ar, const float *b, float *C,
                                                       int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
-                                                      int mode, const loom__cpu_gemm_ep *ep) {
+                                                      int mode, const loom__cpu_gemm_ep *ep, const float *const *pf) {
     const float *bias = ep ? ep->bias : NULL;
     __m512 c[G_MR][2];
     const float *p[G_MR];
 #pragma GCC unroll 14
     for (int r = 0; r < G_MR; r++) c[r][0] = _mm512_setzero_ps(), c[r][1] = _mm512_setzero_ps(), p[r] = ar[r];
     for (int64_t k = 0; k < kc; k++, b += G_NR) {
+        /* pf: the next tile's rows, not yet read: one of their lines per k (16 per row, 14 rows) */
+        if (pf && k < G_MR * 16) loom__prefetch(pf[k >> 4], (k & 15) * 64);
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 14
         for (int r = 0; r < G_MR; r++) {
@@ -129,12 +132,17 @@ bool loom__cpu_sgemm512_ep(bool tb, int64_t M, int64_t N, int64_t K, float alpha
             for (int64_t j0 = 0; j0 < N; j0 += G_NR)
                 for (int64_t i0 = i1; i0 < M && i0 < i1 + G_MC; i0 += G_MR) {
                     int64_t mr = M - i0 < G_MR ? M - i0 : G_MR;
-                    const float *ar[G_MR];
+                    const float *ar[G_MR], *nx[G_MR];
                     for (int r = 0; r < G_MR; r++) ar[r] = A + (i0 + (r < mr ? r : mr - 1)) * lda + k0;
+                    /* the first sliver reads these rows of A from memory: ask for the next tile's
+                     * (the next G_MC block's first, after the last tile of this one) while it runs */
+                    int64_t n0 = i0 + G_MR < i1 + G_MC ? i0 + G_MR : i1 + G_MC, nm = M - n0 < G_MR ? M - n0 : G_MR;
+                    bool pf = j0 == 0 && nm > 0;
+                    for (int r = 0; pf && r < G_MR; r++) nx[r] = A + (n0 + (r < nm ? r : nm - 1)) * lda + k0;
                     loom__cpu_gemm_ep at;
                     if (last) at = loom__cpu_gemm_ep_at(ep, i0, j0);
                     kernel(kc, ar, bp + j0 * kc, C + i0 * ldc + j0, ldc, mr, N - j0 < G_NR ? N - j0 : G_NR, alpha,
-                           beta, mode, last ? &at : NULL);
+                           beta, mode, last ? &at : NULL, pf ? nx : NULL);
                 }
             if (last) /* the gelu or residual add of these rows, in L2 */
                 loom__cpu_gemm_ep_after(ep, i1, M < i1 + G_MC ? M : i1 + G_MC, N, C, ldc);
