@@ -67,18 +67,21 @@ LOOM__VMATH float loom__vexpf(float x) {
     return x != x ? x : y;
 }
 
-/* Phi(x), the standard normal CDF */
+/* Phi(x), the standard normal CDF. The fit's degree-9 polynomial in t is
+ * evaluated by Estrin's scheme (pairs, then powers t^2, t^4, t^8): a chain of
+ * 8 dependent operations where Horner's has 18. GELU's loops wait on
+ * this chain more than on the core's units: 23 -> 20 ns per 16 values in
+ * L1 with AVX-512, the same accuracy (tests/test-vmath.c; figures in
+ * bench/results/2026-12-06-cpu-prefetch.md). */
 LOOM__VMATH float loom__vnormcdf(float x) {
     const float rsqrt2 = 0.70710678118654752440f;
     float z = x * rsqrt2, a = z < 0 ? -z : z;
     float t = 1.0f / (1.0f + 0.5f * a);
-    float p = -1.26551223f +
-              t * (1.00002368f +
-                   t * (0.37409196f +
-                        t * (0.09678418f +
-                             t * (-0.18628806f +
-                                  t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f +
-                                                                                                 t * 0.17087277f))))))));
+    float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
+    float q01 = -1.26551223f + t * 1.00002368f, q23 = 0.37409196f + t * 0.09678418f;
+    float q45 = -0.18628806f + t * 0.27886807f, q67 = -1.13520398f + t * 1.48851587f;
+    float q89 = -0.82215223f + t * 0.17087277f;
+    float p = ((q01 + t2 * q23) + t4 * (q45 + t2 * q67)) + t8 * q89;
     float erfc = t * loom__vexpf(p - a * a); /* erfc(|z|) */
     return z < 0 ? 0.5f * erfc : 1.0f - 0.5f * erfc;
 }
