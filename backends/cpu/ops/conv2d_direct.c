@@ -362,10 +362,12 @@ AVX2_FN static void gw_parts(void *v, int64_t p0, int64_t p1) {
         float *xp = sums + j->O * j->C * KK * 16, *dg = xp + j->NB * j->XS;
         memset(sums, 0, (size_t)(j->O * j->C * KK * 16) * sizeof *sums);
         int64_t n1 = j->N * (p + 1) / j->parts;
+        /* the grids' padding (and dy's dropped positions) once: to_grid writes the same cells of
+         * every chunk and never these */
+        memset(xp, 0, (size_t)(j->NB * j->XS) * sizeof *xp);
+        memset(dg, 0, (size_t)(j->NB * j->O * j->Qv) * sizeof *dg);
         for (int64_t n0 = j->N * p / j->parts; n0 < n1; n0 += j->NB) {
             int64_t m = n1 - n0 < j->NB ? n1 - n0 : j->NB;
-            memset(xp, 0, (size_t)(m * j->XS) * sizeof *xp);
-            memset(dg, 0, (size_t)(m * j->O * j->Qv) * sizeof *dg);
             for (int64_t mi = 0; mi < m; mi++) {
                 int64_t n = n0 + mi;
                 to_grid(xp + mi * j->XS, j->S, j->Wp, j->ph, j->pw, j->x + n * j->C * j->H * j->W, j->C, j->H, j->W);
