@@ -362,14 +362,16 @@ LOOM__VMATH ln_v8d ln_ld8(const float *p) {
 /* 8 floats of p, or 1.0 where p is NULL (gamma absent) */
 LOOM__VMATH ln_v8d ln_ld8_or1(const float *p, int64_t i) { return p ? ln_ld8(p + i) : (ln_v8d){1, 1, 1, 1, 1, 1, 1, 1}; }
 
-LOOM__VMATH void ln_st8(float *p, ln_v8d v) {
-    ln_v8f f = __builtin_convertvector(v, ln_v8f);
-    memcpy(p, &f, sizeof f);
-}
+/* (a macro: no function takes a vector by value) */
+#define LN_ST8(p, v)                                                                                  \
+    do {                                                                                              \
+        ln_v8f f_ = __builtin_convertvector((v), ln_v8f);                                             \
+        memcpy((p), &f_, sizeof f_);                                                                  \
+    } while (0)
 
-LOOM__VMATH double ln_lanes(ln_v8d p) {
-    double out = p[0];
-    for (int k = 1; k < 8; k++) out += p[k];
+LOOM__VMATH double ln_lanes(const ln_v8d *p) {
+    double out = (*p)[0];
+    for (int k = 1; k < 8; k++) out += (*p)[k];
     return out;
 }
 
@@ -379,14 +381,14 @@ LOOM__VMATH void ln_stats_float(const ln_job *j, int64_t r, double *mean, double
     ln_v8d p = {0};
     for (int64_t i = 0; i < n8; i += 8) p += ln_ld8(x + i);
     for (int64_t i = n8; i < D; i++) p[0] += x[i];
-    double s = ln_lanes(p) / (double)D;
+    double s = ln_lanes(&p) / (double)D;
     ln_v8d q = {0};
     for (int64_t i = 0; i < n8; i += 8) {
         ln_v8d v = ln_ld8(x + i) - s;
         q += v * v;
     }
     for (int64_t i = n8; i < D; i++) q[0] += (x[i] - s) * (x[i] - s);
-    *mean = s, *invstd = 1.0 / sqrt(ln_lanes(q) / (double)D + j->eps);
+    *mean = s, *invstd = 1.0 / sqrt(ln_lanes(&q) / (double)D + j->eps);
 }
 
 /* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */
@@ -401,7 +403,7 @@ LOOM__VMATH void ln_fwd_body_float(void *v, int64_t r0, int64_t r1) {
         ln_stats_float(j, r, &mean, &invstd);
         for (int64_t i = 0; i < n8; i += 8) {
             ln_v8d b = bt ? ln_ld8(bt + i) : (ln_v8d){0};
-            ln_st8(y + i, (ln_ld8(x + i) - mean) * invstd * ln_ld8_or1(gm, i) + b);
+            LN_ST8(y + i, (ln_ld8(x + i) - mean) * invstd * ln_ld8_or1(gm, i) + b);
         }
         for (int64_t i = n8; i < D; i++)
             y[i] = (float)((x[i] - mean) * invstd * (gm ? gm[i] : 1.0) + (bt ? bt[i] : 0.0));
@@ -428,10 +430,10 @@ LOOM__VMATH void ln_dx_body_float(void *v, int64_t r0, int64_t r1) {
             pa[0] += dy[i] * (gm ? gm[i] : 1.0);
             pb[0] += dy[i] * (gm ? gm[i] : 1.0) * (x[i] - mean) * invstd;
         }
-        double a = ln_lanes(pa) / (double)D, b = ln_lanes(pb) / (double)D;
+        double a = ln_lanes(&pa) / (double)D, b = ln_lanes(&pb) / (double)D;
         for (int64_t i = 0; i < n8; i += 8) {
             ln_v8d gd = ln_ld8(dy + i) * ln_ld8_or1(gm, i);
-            ln_st8(dx + i, invstd * (gd - a - (ln_ld8(x + i) - mean) * invstd * b));
+            LN_ST8(dx + i, invstd * (gd - a - (ln_ld8(x + i) - mean) * invstd * b));
         }
         for (int64_t i = n8; i < D; i++) {
             double gd = dy[i] * (gm ? gm[i] : 1.0);
