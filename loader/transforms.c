@@ -535,11 +535,8 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *s = src->data + (rlo + r) * src->w * c;
         uint8_t *o = tmp + r * row;
-        /* the source row two on, asked for while this one is filtered: the width pass otherwise
-         * waits on its loads (a fresh decode is not in L2 when the image is large) */
-        if (r + 2 < rows)
-            for (int64_t b = 0; b < src->w * c; b += 64)
-                __builtin_prefetch((const void *)((uintptr_t)s + (uintptr_t)(2 * src->w * c + b)), 0, 3);
+        if (r + 2 < rows) /* the source row two on (a fresh decode is not in L2: the width pass waited) */
+            for (int64_t b = 0; b < src->w * c; b += 64) __builtin_prefetch(s + 2 * src->w * c + b, 0, 3);
         if (run) {
             memcpy(o, s + tx->idx[0] * c, (size_t)row);
             continue;
