@@ -253,36 +253,22 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
     j->mean = j->invstd = NULL;
 }
 
-/* out = the sum of EXPR over e = 0 .. n - 1 in L partial sums (double)
- * combined in a fixed order: L = 1 is the plain running sum (the f64
- * reference); the f32 fast path's L = 8 lanes vectorise at any width with
- * the same bits on every ISA (a single running sum is a chain of dependent
- * adds). */
-#define LN_SUM(L, n, out, EXPR)                                                                       \
+/* out = the sum of EXPR over e = 0 .. n - 1, one running sum in double (the
+ * f64 kernels; the f32 ones below keep eight lanes) */
+#define LN_SUM(n, out, EXPR)                                                                          \
     do {                                                                                              \
-        double p_[L] = {0};                                                                           \
-        int64_t i_ = 0;                                                                               \
-        for (; i_ + (L) <= (n); i_ += (L))                                                            \
-            for (int k_ = 0; k_ < (L); k_++) {                                                        \
-                int64_t e = i_ + k_;                                                                  \
-                p_[k_] += (EXPR);                                                                     \
-            }                                                                                         \
-        for (; i_ < (n); i_++) {                                                                      \
-            int64_t e = i_;                                                                           \
-            p_[0] += (EXPR);                                                                          \
-        }                                                                                             \
-        out = p_[0];                                                                                  \
-        for (int k_ = 1; k_ < (L); k_++) out += p_[k_];                                               \
+        out = 0;                                                                                      \
+        for (int64_t e = 0; e < (n); e++) out += (EXPR);                                              \
     } while (0)
 
-/* T the type, L the lanes of the row sums (LN_SUM) */
-#define LN_KERNELS(T, L)                                                                              \
+/* the f64 kernels (T double; the f32 ones are written below) */
+#define LN_KERNELS(T)                                                                                 \
     LOOM__VMATH void ln_stats_##T(const ln_job *j, int64_t r, double *mean, double *invstd) {         \
         const T *x = (const T *)j->x + r * j->D;                                                      \
         double s, q;                                                                                  \
-        LN_SUM(L, j->D, s, x[e]);                                                                     \
+        LN_SUM(j->D, s, x[e]);                                                                     \
         s /= (double)j->D;                                                                            \
-        LN_SUM(L, j->D, q, (x[e] - s) * (x[e] - s));                                                  \
+        LN_SUM(j->D, q, (x[e] - s) * (x[e] - s));                                                  \
         *mean = s, *invstd = 1.0 / sqrt(q / (double)j->D + j->eps);                                   \
     }                                                                                                 \
     /* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */                                    \
@@ -307,8 +293,8 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
             T *dx = (T *)j->y + r * j->D;                                                             \
             double mean, invstd, a, b;                                                                \
             ln_stats_##T(j, r, &mean, &invstd);                                                       \
-            LN_SUM(L, j->D, a, dy[e] * (gm ? gm[e] : 1.0));                                           \
-            LN_SUM(L, j->D, b, dy[e] * (gm ? gm[e] : 1.0) * (x[e] - mean) * invstd);                  \
+            LN_SUM(j->D, a, dy[e] * (gm ? gm[e] : 1.0));                                           \
+            LN_SUM(j->D, b, dy[e] * (gm ? gm[e] : 1.0) * (x[e] - mean) * invstd);                  \
             a /= (double)j->D, b /= (double)j->D;                                                     \
             for (int64_t i = 0; i < j->D; i++) {                                                      \
                 double gd = dy[i] * (gm ? gm[i] : 1.0);                                               \
@@ -319,7 +305,11 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
     LOOM__VMATH void ln_rowstats_body_##T(void *v, int64_t r0, int64_t r1) {                          \
         ln_job *j = v;                                                                                \
         for (int64_t r = r0; r < r1; r++) ln_stats_##T(j, r, &j->mean[r], &j->invstd[r]);            \
-    }                                                                                                 \
+    }
+LN_KERNELS(double)
+
+/* the parameter gradients of both dtypes (columns: the same loop vectorises for f32) */
+#define LN_DPARAMS(T)                                                                                 \
     /* out (2, D): out[0, i] = sum_r dy xhat, out[1, i] = sum_r dy; one column range per task */      \
     LOOM__VMATH void ln_dparams_body_##T(void *v, int64_t i0, int64_t i1) {                           \
         const ln_job *j = v;                                                                          \
@@ -338,14 +328,16 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
             for (int64_t i = b0; i < b1; i++) out[i] = (T)dg[i - b0], out[j->D + i] = (T)db[i - b0];  \
         }                                                                                             \
     }
-LN_KERNELS(double, 1)
+LN_DPARAMS(double)
+LN_DPARAMS(float)
 
-/* The f32 kernels: LN_SUM with L = 8 written as 8-lane double vectors (GCC's
- * vector extension: one register with AVX-512, two with AVX2, four on the
- * baseline), each lane doing the scalar expression's operations in its order
- * (no contraction), the tail into lane 0, the lanes added 0 .. 7: the sums
- * and outputs of LN_KERNELS(float, 8), which the compiler left scalar (the
- * GPT's layer norms ran at ~1.6 ns per element). */
+/* The f32 row kernels: each row sum in eight double lanes (GCC's vector
+ * extension: one register with AVX-512, two with AVX2, four on the baseline;
+ * element e into lane e % 8, the tail into lane 0, the lanes added 0 .. 7),
+ * each lane doing the scalar expression's operations in its order (no
+ * contraction): the same bits on every ISA. Written as scalar loops over
+ * eight lanes, GCC left them scalar (the GPT's layer norms ran at ~1.6 ns per
+ * element). */
 typedef float ln_v8f __attribute__((vector_size(32)));
 typedef double ln_v8d __attribute__((vector_size(64)));
 /* the helpers below are always inlined: no call passes a vector, whatever GCC
@@ -445,25 +437,6 @@ LOOM__VMATH void ln_dx_body_float(void *v, int64_t r0, int64_t r1) {
 LOOM__VMATH void ln_rowstats_body_float(void *v, int64_t r0, int64_t r1) {
     ln_job *j = v;
     for (int64_t r = r0; r < r1; r++) ln_stats_float(j, r, &j->mean[r], &j->invstd[r]);
-}
-
-/* out (2, D): out[0, i] = sum_r dy xhat, out[1, i] = sum_r dy; one column range per task */
-LOOM__VMATH void ln_dparams_body_float(void *v, int64_t i0, int64_t i1) {
-    const ln_job *j = v;
-    const float *x = j->x, *dy = j->dy;
-    float *out = j->y;
-    double dg[64], db[64];
-    for (int64_t b0 = i0; b0 < i1; b0 += 64) {
-        int64_t b1 = b0 + 64 < i1 ? b0 + 64 : i1;
-        for (int64_t i = b0; i < b1; i++) dg[i - b0] = db[i - b0] = 0;
-        for (int64_t r = 0; r < j->R; r++)
-            for (int64_t i = b0; i < b1; i++) {
-                int64_t k = r * j->D + i;
-                dg[i - b0] += dy[k] * (x[k] - j->mean[r]) * j->invstd[r];
-                db[i - b0] += dy[k];
-            }
-        for (int64_t i = b0; i < b1; i++) out[i] = (float)dg[i - b0], out[j->D + i] = (float)db[i - b0];
-    }
 }
 
 /* the kernels as range functions: f64 plain; f32 for the baseline, AVX2 and
