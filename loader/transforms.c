@@ -18,6 +18,7 @@
 
 #include "../core/color.h"
 #include "../core/params.h"
+#include "../core/prefetch.h"
 #include "loader_impl.h"
 
 static loom_status check_image(loom_ctx *ctx, const char *tf, const char *which, const loom_image *im) {
@@ -535,8 +536,7 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *s = src->data + (rlo + r) * src->w * c;
         uint8_t *o = tmp + r * row;
-        if (r + 2 < rows) /* the source row two on (a fresh decode is not in L2: the width pass waited) */
-            for (int64_t b = 0; b < src->w * c; b += 64) __builtin_prefetch(s + 2 * src->w * c + b, 0, 3);
+        if (r + 2 < rows) loom__prefetch_span(s + 2 * src->w * c, (size_t)(src->w * c)); /* a fresh decode: not in L2 */
         if (run) {
             memcpy(o, s + tx->idx[0] * c, (size_t)row);
             continue;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/prefetch.h"
 #include "cpu_impl.h"
-#include "prefetch.h"
 
 #define LOOM__F32_INLINE static inline __attribute__((always_inline))
 

@@ -22,8 +22,8 @@
  * without reading C back, and the gelu or residual sum of each block of
  * G_MC rows while they are in L2.
  * LOOM_CPU_GEMM512=0 in the environment turns it off (to compare). */
+#include "../../core/prefetch.h"
 #include "cpu_impl.h"
-#include "prefetch.h"
 #include "vmath.h"
 
 #define G_MR 14

@@ -10,8 +10,8 @@
  * read before it is written. */
 #include <math.h>
 
+#include "../../../core/prefetch.h"
 #include "../cpu_impl.h"
-#include "../prefetch.h"
 #include "../vmath.h"
 
 typedef struct ajob {

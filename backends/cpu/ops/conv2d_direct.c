@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../../core/prefetch.h"
 #include "../cpu_impl.h"
-#include "../prefetch.h"
 #include "../vmath.h"
 #include "conv2d_direct.h"
 

@@ -2,9 +2,9 @@
  * Reference loops, also the fast path: each output element accumulates (in
  * double) over the reduced axes; outputs are split across the thread pool.
  * The innermost reduced run is contiguous when the last axes are reduced. */
+#include "../../../core/prefetch.h"
 #include "../../../core/repro.h"
 #include "../cpu_impl.h"
-#include "../prefetch.h"
 #include "../vmath.h"
 
 typedef struct rjob {

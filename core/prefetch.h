@@ -1,5 +1,5 @@
-/* backends/cpu/prefetch.h — software prefetch for the CPU kernels' streaming
- * loops.
+/* core/prefetch.h — software prefetch for streaming loops on the host: the CPU
+ * backend's kernels and the loader's passes.
  *
  * A loop that spends a few dozen instructions per 64-byte line (GELU's CDF,
  * batch norm's sums, layer norm) keeps only a handful of lines in flight
@@ -13,8 +13,8 @@
  *
  * The addresses are formed as integers, so that a hint past the end of an
  * array is not pointer arithmetic outside the object. */
-#ifndef LOOM_CPU_PREFETCH_H
-#define LOOM_CPU_PREFETCH_H
+#ifndef LOOM_CORE_PREFETCH_H
+#define LOOM_CORE_PREFETCH_H
 
 #include <stddef.h>
 #include <stdint.h>
