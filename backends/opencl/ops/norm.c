@@ -40,10 +40,11 @@ static bool bn_split(const loom__cl_op *o) {
 /* elements per item of the *4 kernels where a plane's S allows them, else 1 */
 static int64_t bn_width(int64_t S) { return S % 4 ? 1 : 4; }
 
-/* `stem`, or its four-per-item form stem4 */
-static loom_status bn_kernel(loom__cl_op *o, loom_dtype dt, const char *stem, int64_t S, cl_kernel *k) {
+/* `stem` (one element per item), or its form for `width` elements per item (stem4, stem16) */
+static loom_status bn_kernel(loom__cl_op *o, loom_dtype dt, const char *stem, int64_t width, cl_kernel *k) {
     char name[40];
-    snprintf(name, sizeof name, "%s%s", stem, bn_width(S) == 4 ? "4" : "");
+    if (width > 1) snprintf(name, sizeof name, "%s%lld", stem, (long long)width);
+    else snprintf(name, sizeof name, "%s", stem);
     return loom__cl_kernel(o, dt, name, k);
 }
 
@@ -61,8 +62,7 @@ static loom_status bn_sums(loom__cl_op *o, const loom_tensor *x, const loom_tens
     cl_kernel k;
     loom_status st;
     if ((st = loom__cl_scratch(o, (size_t)(dy ? 4 : 2) * (size_t)(C * S) * sizeof(float), &cs)) != LOOM_OK ||
-        (st = loom__cl_kernel(o, x->dtype, cw == 16 ? "bn_colsum16" : cw == 4 ? "bn_colsum4" : "bn_colsum", &k)) !=
-            LOOM_OK)
+        (st = bn_kernel(o, x->dtype, "bn_colsum", cw, &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, dy ? dy : x), loom__cl_arg_mem(&a, cs);
@@ -105,7 +105,7 @@ static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
                        : relu ? "bn_apply_relu" : "bn_apply";
     if ((st = loom__cl_scratch(o, (size_t)(2 * C) * sizeof(float), &stat)) != LOOM_OK ||
         (st = bn_sums(o, x, NULL, 0, stat, NULL)) != LOOM_OK ||
-        (st = pool ? loom__cl_kernel(o, x->dtype, stem, &k) : bn_kernel(o, x->dtype, stem, S, &k)) != LOOM_OK)
+        (st = pool ? loom__cl_kernel(o, x->dtype, stem, &k) : bn_kernel(o, x->dtype, stem, bn_width(S), &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
@@ -202,7 +202,7 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     cl_kernel k;
-    loom_status st = bn_kernel(o, x->dtype, "batch_norm_grad", S, &k);
+    loom_status st = bn_kernel(o, x->dtype, "batch_norm_grad", bn_width(S), &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
