@@ -22,9 +22,10 @@
  * reduced in double at the end; parts (one per thread, or fixed by the size
  * in deterministic mode) added in order.
  *
- * The AVX2 kernels are the same loops at 8 lanes: 8 output channels per
- * block, and one output channel (KH*KW accumulators) for the weight
- * gradient; AVX-512 kernels where the CPU has them.
+ * The AVX2 kernels are the same loops at 8 lanes with 16 registers: 4
+ * output channels x 3 vectors per block (weights repacked per block of 4
+ * channels), and for the weight gradient of 3x3 kernels one kernel row (3
+ * taps) x 4 output channels; AVX-512 kernels where the CPU has them.
  *
  * LOOM_CPU_DIRECT_CONV=0 in the environment turns the path off, =avx2 picks
  * the AVX2 kernels on an AVX-512 CPU (tests compare both with the im2col
@@ -53,7 +54,7 @@ typedef struct djob {
     int64_t N, Ci, Hi, Wi, Co, Ho, Wo, KH, KW, ph, pw;
     int64_t Hp, Wp, S, Q, Qv; /* padded plane, its stride, outputs on the padded grid, their vectors * 16 */
     int parts, isa;
-    const float *src, *wp, *bias; /* wp: (Ci*KH*KW, Co) */
+    const float *src, *wp, *bias; /* wp: (Ci*KH*KW, Co); AVX2: (Co / OB2, Ci*KH*KW, OB2) */
     float *dst;
     char *ws; /* per part: the padded image (Ci*S + SLACK floats), then (Co, Qv) outputs */
     size_t per_part;
@@ -76,8 +77,12 @@ bool loom__cpu_conv_direct_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
 }
 
 bool loom__cpu_conv_direct_gw_ok(const loom__cpu *cpu, const loom__conv_geom *q) {
-    /* on small planes the lane sums (O*C*KH*KW vectors per part) outweigh a chunk's work: im2col does better */
-    return loom__cpu_conv_direct_ok(cpu, q) && (q->OH - 1) * (q->W + 2 * q->pw) + q->OW >= 256;
+    /* on small planes the lane sums (O*C*KH*KW vectors per part) outweigh a chunk's work: im2col does
+     * better below 256 positions on the padded grid with the AVX-512 kernels, below 128 with the AVX2
+     * ones (Zen 3, batch 32-128: 14x14 planes (222 positions) 1.2-1.5x faster direct, 7x7 (61) even
+     * at batch 64, slower at 32) */
+    int64_t grid = (q->OH - 1) * (q->W + 2 * q->pw) + q->OW;
+    return loom__cpu_conv_direct_ok(cpu, q) && grid >= (direct_isa() == 3 ? 256 : 128);
 }
 
 /* outputs [q0, q0 + 16 pv) of channels [o0, o0 + ob) on the padded grid of one image: pv vectors of
@@ -134,37 +139,60 @@ __attribute__((target("avx512f"))) static void grid512(const djob *j, const floa
     }
 }
 
-/* AVX2: 8 outputs per vector, 8 output channels per block (16 registers) */
-#define OB2 8
+/* AVX2: 8 outputs per vector; a block of 4 output channels x 3 vectors (12 accumulators, 3 input
+ * vectors and one broadcast weight: the 16 registers), so a tap's 7 loads feed 12 FMAs (8 channels
+ * x 1 vector took 9 loads for 8 FMAs: load-bound on Zen 3) */
+#define OB2 4
+#define PB2 3
 __attribute__((target("avx2,fma"), always_inline)) static inline void block256(const djob *j, const float *xp,
-                                                                              int64_t o0, int ob, int64_t q0,
+                                                                              int64_t o0, int ob, int64_t q0, int pv,
                                                                               float *out) {
-    __m256 acc[OB2];
-#pragma GCC unroll 8
-    for (int b = 0; b < OB2; b++) acc[b] = _mm256_setzero_ps();
-    const int64_t KW = j->KW, KH = j->KH, Co = j->Co, Wp = j->Wp;
+    __m256 acc[PB2][OB2];
+#pragma GCC unroll 3
+    for (int p = 0; p < PB2; p++)
+#pragma GCC unroll 4
+        for (int b = 0; b < OB2; b++) acc[p][b] = _mm256_setzero_ps();
+    const int64_t KW = j->KW, KH = j->KH, Wp = j->Wp;
+    const float *w = j->wp + o0 * j->Ci * KH * KW; /* (Co / OB2, Ci*KH*KW, OB2): this block's taps in a row */
     for (int64_t c = 0; c < j->Ci; c++)
         for (int64_t kh = 0; kh < KH; kh++) {
             const float *xr = xp + c * j->S + q0 + kh * Wp;
-            const float *w = j->wp + ((c * KH + kh) * KW) * Co + o0;
-            for (int64_t kw = 0; kw < KW; kw++, w += Co) {
-                __m256 xv = _mm256_loadu_ps(xr + kw);
-#pragma GCC unroll 8
-                for (int b = 0; b < ob; b++) acc[b] = _mm256_fmadd_ps(xv, _mm256_broadcast_ss(w + b), acc[b]);
+            for (int64_t kw = 0; kw < KW; kw++, w += OB2) {
+                __m256 xv[PB2];
+#pragma GCC unroll 3
+                for (int p = 0; p < pv; p++) {
+                    xv[p] = _mm256_loadu_ps(xr + kw + 8 * p);
+                    LOOM__IN_REGISTER(xv[p]);
+                }
+#pragma GCC unroll 4
+                for (int b = 0; b < ob; b++) {
+                    __m256 wb = _mm256_broadcast_ss(w + b);
+#pragma GCC unroll 3
+                    for (int p = 0; p < pv; p++) acc[p][b] = _mm256_fmadd_ps(xv[p], wb, acc[p][b]);
+                }
             }
         }
-#pragma GCC unroll 8
-    for (int b = 0; b < ob; b++) _mm256_storeu_ps(out + (o0 + b) * j->Qv + q0, acc[b]);
+#pragma GCC unroll 4
+    for (int b = 0; b < ob; b++)
+#pragma GCC unroll 3
+        for (int p = 0; p < pv; p++) _mm256_storeu_ps(out + (o0 + b) * j->Qv + q0 + 8 * p, acc[p][b]);
 }
 
 __attribute__((target("avx2,fma"))) static void grid256(const djob *j, const float *xp, float *out) {
     for (int64_t o0 = 0; o0 < j->Co; o0 += OB2) {
         int ob = j->Co - o0 < OB2 ? (int)(j->Co - o0) : OB2;
-        for (int64_t q0 = 0; q0 < j->Q; q0 += 8)
-            if (ob == OB2)
-                block256(j, xp, o0, OB2, q0, out);
+        for (int64_t q0 = 0; q0 < j->Q; q0 += 8 * PB2) {
+            int pv = (int)((j->Q - q0 + 7) / 8);
+            if (pv > PB2) pv = PB2;
+            if (ob == OB2 && pv == PB2)
+                block256(j, xp, o0, OB2, q0, PB2, out);
+            else if (ob == OB2 && pv == 2)
+                block256(j, xp, o0, OB2, q0, 2, out);
+            else if (ob == OB2 && pv == 1)
+                block256(j, xp, o0, OB2, q0, 1, out);
             else
-                block256(j, xp, o0, ob, q0, out);
+                block256(j, xp, o0, ob, q0, pv, out);
+        }
     }
 }
 
@@ -230,7 +258,8 @@ static loom_status run(const loom__cpu_args *a, djob *j) {
     j->parts = (int)(j->N < threads ? j->N : threads);
     if (a->cpu->deterministic) j->parts = (int)(j->N < LOOM__CPU_DET_PARTS ? j->N : LOOM__CPU_DET_PARTS);
     j->per_part = ((size_t)(j->Ci * j->S + SLACK + j->Co * j->Qv) * sizeof(float) + 63) / 64 * 64;
-    size_t wbytes = ((size_t)(j->Ci * j->KH * j->KW * j->Co) * sizeof(float) + 63) / 64 * 64;
+    int64_t K = j->Ci * j->KH * j->KW, Cop = (j->Co + OB2 - 1) / OB2 * OB2;
+    size_t wbytes = ((size_t)(K * Cop) * sizeof(float) + 63) / 64 * 64;
     char *ws = loom__cpu_scratch(a->cpu, wbytes + j->per_part * (size_t)j->parts);
     if (!ws)
         return loom__err(a->node->g->ctx, LOOM_ERR_OOM, "%s: cannot allocate the direct convolution's workspace "
@@ -246,8 +275,16 @@ static loom_status run(const loom__cpu_args *a, djob *j) {
                     /* forward: w[co, ci, kh, kw]; grad_input: w[ci, co, KH-1-kh, KW-1-kw] */
                     float v = gi ? w[((ci * j->Co + co) * j->KH + j->KH - 1 - kh) * j->KW + j->KW - 1 - kw]
                                  : w[((co * j->Ci + ci) * j->KH + kh) * j->KW + kw];
-                    wp[((ci * j->KH + kh) * j->KW + kw) * j->Co + co] = v;
+                    int64_t k = (ci * j->KH + kh) * j->KW + kw;
+                    /* AVX-512: (K, Co); AVX2: blocks of OB2 channels, (Co / OB2, K, OB2) */
+                    if (j->isa == 3)
+                        wp[k * j->Co + co] = v;
+                    else
+                        wp[((co / OB2) * K + k) * OB2 + co % OB2] = v;
                 }
+    if (j->isa != 3) /* the last block's missing channels */
+        for (int64_t co = j->Co; co < Cop; co++)
+            for (int64_t k = 0; k < K; k++) wp[((co / OB2) * K + k) * OB2 + co % OB2] = 0.0f;
     j->wp = wp;
     loom__cpu_parallel(a->cpu, j->parts, 1, images, j);
     return LOOM_OK;
@@ -341,11 +378,50 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void gw_block25
     for (int k = 0; k < KK; k++) _mm256_storeu_ps(sums + k * 16, _mm256_add_ps(_mm256_loadu_ps(sums + k * 16), acc[k]));
 }
 
+/* AVX2, one kernel row of 3 taps x 4 output channels (12 accumulators, the 3 shifted input vectors
+ * and one dy vector: the 16 registers), so 7 loads feed 12 FMAs (a whole 3x3 kernel for one channel:
+ * 10 loads for 9). Each accumulator takes the same terms in the same order as gw_block256's. */
+#define GB2 4
+__attribute__((target("avx2,fma"), always_inline)) static inline void gw_row256(const gjob *j, const float *xc,
+                                                                               const float *dc, int64_t m,
+                                                                               float *sums) {
+    __m256 acc[GB2][3];
+#pragma GCC unroll 4
+    for (int b = 0; b < GB2; b++)
+#pragma GCC unroll 3
+        for (int k = 0; k < 3; k++) acc[b][k] = _mm256_setzero_ps();
+    const int64_t Qv = j->Qv;
+    for (int64_t mi = 0; mi < m; mi++, xc += j->XS, dc += j->O * Qv)
+        for (int64_t q0 = 0; q0 < Qv; q0 += 8) {
+            __m256 x0 = _mm256_loadu_ps(xc + q0), x1 = _mm256_loadu_ps(xc + q0 + 1), x2 = _mm256_loadu_ps(xc + q0 + 2);
+            LOOM__IN_REGISTER(x0);
+            LOOM__IN_REGISTER(x1);
+            LOOM__IN_REGISTER(x2);
+#pragma GCC unroll 4
+            for (int b = 0; b < GB2; b++) {
+                __m256 dv = _mm256_loadu_ps(dc + b * Qv + q0);
+                acc[b][0] = _mm256_fmadd_ps(dv, x0, acc[b][0]);
+                acc[b][1] = _mm256_fmadd_ps(dv, x1, acc[b][1]);
+                acc[b][2] = _mm256_fmadd_ps(dv, x2, acc[b][2]);
+            }
+        }
+    for (int b = 0; b < GB2; b++)
+        for (int k = 0; k < 3; k++) {
+            float *s = sums + ((size_t)b * j->C * GKK + k) * 16;
+            _mm256_storeu_ps(s, _mm256_add_ps(_mm256_loadu_ps(s), acc[b][k]));
+        }
+}
+
 __attribute__((target("avx2,fma"))) static void gw_chunk256(const gjob *j, const float *xp, const float *dg, int64_t m,
                                                             float *sums) {
     const int KK = (int)(j->KH * j->KW);
+    int64_t o_rows = KK == GKK && j->KW == 3 ? j->O / GB2 * GB2 : 0; /* channels the row kernel takes */
     for (int64_t c = 0; c < j->C; c++)
-        for (int64_t o = 0; o < j->O; o++) {
+        for (int64_t o0 = 0; o0 < o_rows; o0 += GB2)
+            for (int64_t kh = 0; kh < 3; kh++)
+                gw_row256(j, xp + c * j->S + kh * j->Wp, dg + o0 * j->Qv, m, sums + ((o0 * j->C + c) * KK + kh * 3) * 16);
+    for (int64_t c = 0; c < j->C; c++)
+        for (int64_t o = o_rows; o < j->O; o++) {
             float *s = sums + ((o * j->C + c) * KK) * 16;
             if (KK == GKK)
                 gw_block256(j, xp + c * j->S, dg + o * j->Qv, m, GKK, s);
