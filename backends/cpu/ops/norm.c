@@ -331,13 +331,16 @@ LN_KERNELS(double)
 LN_DPARAMS(double)
 LN_DPARAMS(float)
 
-/* The f32 row kernels: each row sum in eight double lanes (GCC's vector
- * extension: one register with AVX-512, two with AVX2, four on the baseline;
- * element e into lane e % 8, the tail into lane 0, the lanes added 0 .. 7),
- * each lane doing the scalar expression's operations in its order (no
- * contraction): the same bits on every ISA. Written as scalar loops over
- * eight lanes, GCC left them scalar (the GPT's layer norms ran at ~1.6 ns per
- * element). */
+/* The f32 row kernels: each row sum in eight double lanes (element e into
+ * lane e % 8, the tail into lane 0, the lanes added 0 .. 7), each lane doing
+ * the scalar expression's operations in its order (no contraction): the same
+ * bits on every ISA. The lanes are GCC vectors of W doubles, 8 / W of them:
+ * one 64-byte vector with AVX-512, two 32-byte ones elsewhere (GCC lowers a
+ * 64-byte vector without AVX-512 through the stack, element by element: 2.7
+ * ns per element on Zen 3). Written as scalar loops over eight lanes, GCC
+ * left them scalar (the GPT's layer norms ran at ~1.6 ns per element). */
+typedef float ln_v4f __attribute__((vector_size(16)));
+typedef double ln_v4d __attribute__((vector_size(32)));
 typedef float ln_v8f __attribute__((vector_size(32)));
 typedef double ln_v8d __attribute__((vector_size(64)));
 /* the helpers below are always inlined: no call passes a vector, whatever GCC
@@ -345,118 +348,121 @@ typedef double ln_v8d __attribute__((vector_size(64)));
  * vector without AVX-512 */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-LOOM__VMATH ln_v8d ln_ld8(const float *p) {
-    ln_v8f f;
-    memcpy(&f, p, sizeof f);
-    return __builtin_convertvector(f, ln_v8d);
-}
-
-/* 8 floats of p, or 1.0 where p is NULL (gamma absent) */
-LOOM__VMATH ln_v8d ln_ld8_or1(const float *p, int64_t i) { return p ? ln_ld8(p + i) : (ln_v8d){1, 1, 1, 1, 1, 1, 1, 1}; }
-
 /* (a macro: no function takes a vector by value) */
-#define LN_ST8(p, v)                                                                                  \
+#define LN_ST(VF, p, v)                                                                               \
     do {                                                                                              \
-        ln_v8f f_ = __builtin_convertvector((v), ln_v8f);                                             \
+        VF f_ = __builtin_convertvector((v), VF);                                                     \
         memcpy((p), &f_, sizeof f_);                                                                  \
     } while (0)
 
-LOOM__VMATH double ln_lanes(const ln_v8d *p) {
-    double out = (*p)[0];
-    for (int k = 1; k < 8; k++) out += (*p)[k];
-    return out;
-}
-
-LOOM__VMATH void ln_stats_float(const ln_job *j, int64_t r, double *mean, double *invstd) {
-    const float *x = (const float *)j->x + r * j->D;
-    const int64_t D = j->D, n8 = D & ~(int64_t)7;
-    ln_v8d p = {0};
-    for (int64_t i = 0; i < n8; i += 8) p += ln_ld8(x + i);
-    for (int64_t i = n8; i < D; i++) p[0] += x[i];
-    double s = ln_lanes(&p) / (double)D;
-    ln_v8d q = {0};
-    for (int64_t i = 0; i < n8; i += 8) {
-        ln_v8d v = ln_ld8(x + i) - s;
-        q += v * v;
-    }
-    for (int64_t i = n8; i < D; i++) q[0] += (x[i] - s) * (x[i] - s);
-    *mean = s, *invstd = 1.0 / sqrt(ln_lanes(&q) / (double)D + j->eps);
-}
-
-/* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */
-LOOM__VMATH void ln_fwd_body_float(void *v, int64_t r0, int64_t r1) {
-    const ln_job *j = v;
-    const float *gm = j->gamma, *bt = j->beta;
-    const int64_t D = j->D, n8 = D & ~(int64_t)7;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *x = (const float *)j->x + r * D;
-        float *y = (float *)j->y + r * D;
-        double mean, invstd;
-        ln_stats_float(j, r, &mean, &invstd);
-        for (int64_t i = 0; i < n8; i += 8) {
-            ln_v8d b = bt ? ln_ld8(bt + i) : (ln_v8d){0};
-            LN_ST8(y + i, (ln_ld8(x + i) - mean) * invstd * ln_ld8_or1(gm, i) + b);
-        }
-        for (int64_t i = n8; i < D; i++)
-            y[i] = (float)((x[i] - mean) * invstd * (gm ? gm[i] : 1.0) + (bt ? bt[i] : 0.0));
-    }
-}
-
-/* dx = invstd (g dy - mean(g dy) - xhat mean(g dy xhat)) per row */
-LOOM__VMATH void ln_dx_body_float(void *v, int64_t r0, int64_t r1) {
-    const ln_job *j = v;
-    const float *gm = j->gamma;
-    const int64_t D = j->D, n8 = D & ~(int64_t)7;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *x = (const float *)j->x + r * D, *dy = (const float *)j->dy + r * D;
-        float *dx = (float *)j->y + r * D;
-        double mean, invstd;
-        ln_stats_float(j, r, &mean, &invstd);
-        ln_v8d pa = {0}, pb = {0};
-        for (int64_t i = 0; i < n8; i += 8) {
-            ln_v8d gd = ln_ld8(dy + i) * ln_ld8_or1(gm, i);
-            pa += gd;
-            pb += gd * (ln_ld8(x + i) - mean) * invstd;
-        }
-        for (int64_t i = n8; i < D; i++) {
-            pa[0] += dy[i] * (gm ? gm[i] : 1.0);
-            pb[0] += dy[i] * (gm ? gm[i] : 1.0) * (x[i] - mean) * invstd;
-        }
-        double a = ln_lanes(&pa) / (double)D, b = ln_lanes(&pb) / (double)D;
-        for (int64_t i = 0; i < n8; i += 8) {
-            ln_v8d gd = ln_ld8(dy + i) * ln_ld8_or1(gm, i);
-            LN_ST8(dx + i, invstd * (gd - a - (ln_ld8(x + i) - mean) * invstd * b));
-        }
-        for (int64_t i = n8; i < D; i++) {
-            double gd = dy[i] * (gm ? gm[i] : 1.0);
-            dx[i] = (float)(invstd * (gd - a - (x[i] - mean) * invstd * b));
-        }
-    }
-}
-
-LOOM__VMATH void ln_rowstats_body_float(void *v, int64_t r0, int64_t r1) {
-    ln_job *j = v;
-    for (int64_t r = r0; r < r1; r++) ln_stats_float(j, r, &j->mean[r], &j->invstd[r]);
-}
-
-/* the kernels as range functions: f64 plain; f32 for the baseline, AVX2 and
- * AVX-512 (the same bits: no contraction), picked at run time */
-#define LN_RANGE(name)                                                                                \
-    static void name##_double(void *v, int64_t a, int64_t b) { name##_body_double(v, a, b); }         \
-    static void name##_float(void *v, int64_t a, int64_t b) { name##_body_float(v, a, b); }           \
-    LOOM__TARGET("avx2") static void name##_float_avx2(void *v, int64_t a, int64_t b) {               \
-        name##_body_float(v, a, b);                                                                   \
+/* the row kernels with lanes of W doubles (VD) loaded from W floats (VF); names end in SFX */
+#define LN_F32_ROWS(W, VD, VF, SFX)                                                                   \
+    enum { LN_NH_##SFX = 8 / (W) };                                                                   \
+    LOOM__VMATH VD ln_ld_##SFX(const float *p) {                                                      \
+        VF f;                                                                                         \
+        memcpy(&f, p, sizeof f);                                                                      \
+        return __builtin_convertvector(f, VD);                                                        \
     }                                                                                                 \
+    /* W floats of p, or 1.0 where p is NULL (gamma absent) */                                        \
+    LOOM__VMATH VD ln_ld_or1_##SFX(const float *p, int64_t i) {                                       \
+        return p ? ln_ld_##SFX(p + i) : (VD){0} + 1.0;                                                \
+    }                                                                                                 \
+    LOOM__VMATH double ln_lanes_##SFX(const VD *p) {                                                  \
+        double out = p[0][0];                                                                         \
+        for (int k = 1; k < 8; k++) out += p[k / (W)][k % (W)];                                       \
+        return out;                                                                                   \
+    }                                                                                                 \
+    LOOM__VMATH void ln_stats_##SFX(const ln_job *j, int64_t r, double *mean, double *invstd) {       \
+        const float *x = (const float *)j->x + r * j->D;                                              \
+        const int64_t D = j->D, n8 = D & ~(int64_t)7;                                                 \
+        VD p[LN_NH_##SFX] = {0}, q[LN_NH_##SFX] = {0};                                                \
+        for (int64_t i = 0; i < n8; i += 8)                                                           \
+            for (int h = 0; h < LN_NH_##SFX; h++) p[h] += ln_ld_##SFX(x + i + h * (W));               \
+        for (int64_t i = n8; i < D; i++) p[0][0] += x[i];                                             \
+        double s = ln_lanes_##SFX(p) / (double)D;                                                     \
+        for (int64_t i = 0; i < n8; i += 8)                                                           \
+            for (int h = 0; h < LN_NH_##SFX; h++) {                                                   \
+                VD v = ln_ld_##SFX(x + i + h * (W)) - s;                                              \
+                q[h] += v * v;                                                                        \
+            }                                                                                         \
+        for (int64_t i = n8; i < D; i++) q[0][0] += (x[i] - s) * (x[i] - s);                          \
+        *mean = s, *invstd = 1.0 / sqrt(ln_lanes_##SFX(q) / (double)D + j->eps);                      \
+    }                                                                                                 \
+    /* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */                                    \
+    LOOM__VMATH void ln_fwd_body_##SFX(void *v, int64_t r0, int64_t r1) {                             \
+        const ln_job *j = v;                                                                          \
+        const float *gm = j->gamma, *bt = j->beta;                                                    \
+        const int64_t D = j->D, n8 = D & ~(int64_t)7;                                                 \
+        for (int64_t r = r0; r < r1; r++) {                                                           \
+            const float *x = (const float *)j->x + r * D;                                             \
+            float *y = (float *)j->y + r * D;                                                         \
+            double mean, invstd;                                                                      \
+            ln_stats_##SFX(j, r, &mean, &invstd);                                                     \
+            for (int64_t i = 0; i < n8; i += (W)) {                                                   \
+                VD b = bt ? ln_ld_##SFX(bt + i) : (VD){0};                                            \
+                LN_ST(VF, y + i, (ln_ld_##SFX(x + i) - mean) * invstd * ln_ld_or1_##SFX(gm, i) + b);  \
+            }                                                                                         \
+            for (int64_t i = n8; i < D; i++)                                                          \
+                y[i] = (float)((x[i] - mean) * invstd * (gm ? gm[i] : 1.0) + (bt ? bt[i] : 0.0));     \
+        }                                                                                             \
+    }                                                                                                 \
+    /* dx = invstd (g dy - mean(g dy) - xhat mean(g dy xhat)) per row */                             \
+    LOOM__VMATH void ln_dx_body_##SFX(void *v, int64_t r0, int64_t r1) {                              \
+        const ln_job *j = v;                                                                          \
+        const float *gm = j->gamma;                                                                   \
+        const int64_t D = j->D, n8 = D & ~(int64_t)7;                                                 \
+        for (int64_t r = r0; r < r1; r++) {                                                           \
+            const float *x = (const float *)j->x + r * D, *dy = (const float *)j->dy + r * D;         \
+            float *dx = (float *)j->y + r * D;                                                        \
+            double mean, invstd;                                                                      \
+            ln_stats_##SFX(j, r, &mean, &invstd);                                                     \
+            VD pa[LN_NH_##SFX] = {0}, pb[LN_NH_##SFX] = {0};                                          \
+            for (int64_t i = 0; i < n8; i += 8)                                                       \
+                for (int h = 0; h < LN_NH_##SFX; h++) {                                               \
+                    int64_t e = i + h * (W);                                                          \
+                    VD gd = ln_ld_##SFX(dy + e) * ln_ld_or1_##SFX(gm, e);                             \
+                    pa[h] += gd;                                                                      \
+                    pb[h] += gd * (ln_ld_##SFX(x + e) - mean) * invstd;                               \
+                }                                                                                     \
+            for (int64_t i = n8; i < D; i++) {                                                        \
+                pa[0][0] += dy[i] * (gm ? gm[i] : 1.0);                                               \
+                pb[0][0] += dy[i] * (gm ? gm[i] : 1.0) * (x[i] - mean) * invstd;                      \
+            }                                                                                         \
+            double a = ln_lanes_##SFX(pa) / (double)D, b = ln_lanes_##SFX(pb) / (double)D;            \
+            for (int64_t i = 0; i < n8; i += (W)) {                                                   \
+                VD gd = ln_ld_##SFX(dy + i) * ln_ld_or1_##SFX(gm, i);                                 \
+                LN_ST(VF, dx + i, invstd * (gd - a - (ln_ld_##SFX(x + i) - mean) * invstd * b));      \
+            }                                                                                         \
+            for (int64_t i = n8; i < D; i++) {                                                        \
+                double gd = dy[i] * (gm ? gm[i] : 1.0);                                               \
+                dx[i] = (float)(invstd * (gd - a - (x[i] - mean) * invstd * b));                      \
+            }                                                                                         \
+        }                                                                                             \
+    }                                                                                                 \
+    LOOM__VMATH void ln_rowstats_body_##SFX(void *v, int64_t r0, int64_t r1) {                        \
+        ln_job *j = v;                                                                                \
+        for (int64_t r = r0; r < r1; r++) ln_stats_##SFX(j, r, &j->mean[r], &j->invstd[r]);           \
+    }
+LN_F32_ROWS(4, ln_v4d, ln_v4f, v4)
+LN_F32_ROWS(8, ln_v8d, ln_v8f, v8)
+
+/* the kernels as range functions: f64 plain; f32 for the baseline and AVX2
+ * (lanes of 4 doubles) and AVX-512 (lanes of 8), the same bits (no
+ * contraction), picked at run time */
+#define LN_RANGE(name, f32, f32_avx512)                                                               \
+    static void name##_double(void *v, int64_t a, int64_t b) { name##_body_double(v, a, b); }         \
+    static void name##_float(void *v, int64_t a, int64_t b) { f32(v, a, b); }                         \
+    LOOM__TARGET("avx2") static void name##_float_avx2(void *v, int64_t a, int64_t b) { f32(v, a, b); } \
     LOOM__TARGET("avx512f") static void name##_float_avx512(void *v, int64_t a, int64_t b) {          \
-        name##_body_float(v, a, b);                                                                   \
+        f32_avx512(v, a, b);                                                                          \
     }                                                                                                 \
     static loom__vrange_fn name##_fn(bool f64) {                                                      \
         return f64 ? name##_double : loom__pick_isa(name##_float, name##_float_avx2, name##_float_avx512); \
     }
-LN_RANGE(ln_fwd)
-LN_RANGE(ln_dx)
-LN_RANGE(ln_rowstats)
-LN_RANGE(ln_dparams)
+LN_RANGE(ln_fwd, ln_fwd_body_v4, ln_fwd_body_v8)
+LN_RANGE(ln_dx, ln_dx_body_v4, ln_dx_body_v8)
+LN_RANGE(ln_rowstats, ln_rowstats_body_v4, ln_rowstats_body_v8)
+LN_RANGE(ln_dparams, ln_dparams_body_float, ln_dparams_body_float)
 
 static int64_t row_grain(int64_t width) { return width >= (1 << 14) ? 1 : (1 << 14) / width; }
 
