@@ -219,16 +219,28 @@ LOOM__VMATH float lanes_sum(const float *x, int64_t n) {
     return p[0];
 }
 
-/* Fold the (ni, nj) score block s into the rows' statistics m, l and the
- * output rows y (ni, D); s becomes the block's unnormalised p. */
-LOOM__VMATH void fold_block(float *s, int64_t ni, int64_t nj, float *m, float *l, float *y, int64_t D) {
+/* The keys of a block's row r that are not masked: the exponentials of
+ * the masked (-inf) scores are 0, so they are written as 0, not computed
+ * (half of a causal block); the same bits. */
+LOOM__VMATH int64_t row_seen(const ajob *j, int64_t i0, int64_t r, int64_t j0, int64_t nj) {
+    int64_t n = keys_seen(j, i0 + r, j0, nj);
+    return n < 0 ? 0 : n;
+}
+
+/* Fold the (ni, nj) score block s of query rows i0.. and keys j0.. into the
+ * rows' statistics m, l and the output rows y (ni, D); s becomes the block's
+ * unnormalised p. */
+LOOM__VMATH void fold_block(const ajob *j, float *s, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *m,
+                            float *l, float *y, int64_t D) {
     for (int64_t r = 0; r < ni; r++) {
-        float *sr = s + r * FB, mx = lanes_max(sr, nj, m[r]);
+        int64_t nv = row_seen(j, i0, r, j0, nj);
+        float *sr = s + r * FB, mx = lanes_max(sr, nv, m[r]);
         if (mx == -INFINITY) { /* the row sees none of these keys */
             memset(sr, 0, (size_t)nj * sizeof(float));
             continue;
         }
-        for (int64_t c = 0; c < nj; c++) sr[c] = loom__vexpf(sr[c] - mx);
+        for (int64_t c = 0; c < nv; c++) sr[c] = loom__vexpf(sr[c] - mx);
+        for (int64_t c = nv; c < nj; c++) sr[c] = 0.0f;
         float sum = lanes_sum(sr, nj);
         if (mx != m[r]) {
             float corr = loom__vexpf(m[r] - mx);
@@ -257,7 +269,7 @@ LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
             mask_block(j, s, i0, ni, j0, nj);
-            fold_block(s, ni, nj, m, l, y, D);
+            fold_block(j, s, i0, ni, j0, nj, m, l, y, D);
             loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, V + j0 * D, D, 1.0f, y, D);
         }
         for (int64_t r = 0; r < ni; r++) {
@@ -267,10 +279,15 @@ LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
     }
 }
 
-/* p = exp(s - lse) over the (ni, nj) score block s (p may be s) */
-LOOM__VMATH void p_block(const float *s, float *p, int64_t ni, int64_t nj, const float *lse) {
-    for (int64_t r = 0; r < ni; r++)
-        for (int64_t c = 0; c < nj; c++) p[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
+/* p = exp(s - lse) over the (ni, nj) score block s of query rows i0.. and
+ * keys j0.. (p may be s; masked scores: 0, row_seen) */
+LOOM__VMATH void p_block(const ajob *j, const float *s, float *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj,
+                         const float *lse) {
+    for (int64_t r = 0; r < ni; r++) {
+        int64_t nv = row_seen(j, i0, r, j0, nj);
+        for (int64_t c = 0; c < nv; c++) p[r * FB + c] = loom__vexpf(s[r * FB + c] - lse[r]);
+        for (int64_t c = nv; c < nj; c++) p[r * FB + c] = 0.0f;
+    }
 }
 
 /* ds = p (dp - delta) over the (ni, nj) block (ds may be p) */
@@ -280,8 +297,9 @@ LOOM__VMATH void ds_of_p(const float *p, const float *dp, float *ds, int64_t ni,
 }
 
 /* s (ni, nj) scores -> ds = p (dp - delta) with p = exp(s - lse), in place */
-LOOM__VMATH void ds_block(float *s, const float *dp, int64_t ni, int64_t nj, const float *lse, const float *delta) {
-    p_block(s, s, ni, nj, lse);
+LOOM__VMATH void ds_block(const ajob *j, float *s, const float *dp, int64_t i0, int64_t ni, int64_t j0, int64_t nj,
+                          const float *lse, const float *delta) {
+    p_block(j, s, s, i0, ni, j0, nj, lse);
     ds_of_p(s, dp, s, ni, nj, delta);
 }
 
@@ -301,7 +319,7 @@ LOOM__VMATH void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, f
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
         mask_block(j, s, i0, ni, j0, nj);
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
-        ds_block(s, dp, ni, nj, lse, delta);
+        ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
         loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq, D);
     }
     scal_float(dq, (float)j->scale, ni * D);
@@ -322,13 +340,13 @@ LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, 
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K, D, 0.0f, s, FB);
         mask_block(j, s, i0, ni, j0, nj);
         if (!dk) { /* dv += p^T dy */
-            p_block(s, s, ni, nj, lse);
+            p_block(j, s, s, i0, ni, j0, nj, lse);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, dy, D, 1.0f, out, D);
             continue;
         }
         for (int64_t r = 0; r < ni; r++) delta[r] = dot_float(dy + r * D, o + r * D, D);
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V, D, 0.0f, dp, FB);
-        ds_block(s, dp, ni, nj, lse, delta);
+        ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
         loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, q, D, 1.0f, out, D); /* dk += ds^T q */
     }
     if (dk) scal_float(out, (float)j->scale, nj * D);
@@ -357,7 +375,7 @@ LOOM__VMATH void grad_all_fast(const ajob *j, int64_t bh, float *s, float *dp, f
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
             mask_block(j, s, i0, ni, j0, nj);
-            p_block(s, pb, ni, nj, lse);
+            p_block(j, s, pb, i0, ni, j0, nj, lse);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, pb, FB, dy, D, 1.0f, dv + j0 * D, D); /* dv += p^T dy */
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
             ds_of_p(pb, dp, s, ni, nj, delta);
