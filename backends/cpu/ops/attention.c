@@ -182,15 +182,9 @@ ATTN_KERNELS(double, )
  * the block products (scores, p v, and the gradient's) as GEMMs
  * (loom__cpu_sgemm, single-threaded inside a unit; the sizes of every call
  * depend only on the shapes, so neither does any result on the thread
- * count). Masked scores are -inf, so their p is 0. The exponentials are
- * vmath.h's loom__vexpf, a vectorised loop per block row. ---- */
-
-/* -inf where key j0 + c > query i0 + r (causal) in the (ni, nj) block s (leading dim FB) */
-LOOM__VMATH void mask_block(const ajob *j, float *s, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
-    if (!j->causal) return;
-    for (int64_t r = 0; r < ni; r++)
-        for (int64_t c = i0 + r + 1 - j0 > 0 ? i0 + r + 1 - j0 : 0; c < nj; c++) s[r * FB + c] = -INFINITY;
-}
+ * count). A masked score (key j0 + c > query i0 + r, causal) is never
+ * read: its p is written as 0 (row_seen). The exponentials are vmath.h's
+ * loom__vexpf, a vectorised loop per block row. ---- */
 
 /* The max of x[0..n) and m, and the sum of x[0..n): LANES partial results
  * combined in a fixed order, so the loops vectorise at any width and give
@@ -219,9 +213,9 @@ LOOM__VMATH float lanes_sum(const float *x, int64_t n) {
     return p[0];
 }
 
-/* The keys of a block's row r that are not masked: the exponentials of
- * the masked (-inf) scores are 0, so they are written as 0, not computed
- * (half of a causal block); the same bits. */
+/* The keys of a block's row r that are not masked: the scores past them
+ * are neither read nor exponentiated, their p is written as 0 (half of a
+ * causal block). */
 LOOM__VMATH int64_t row_seen(const ajob *j, int64_t i0, int64_t r, int64_t j0, int64_t nj) {
     int64_t n = keys_seen(j, i0 + r, j0, nj);
     return n < 0 ? 0 : n;
@@ -268,7 +262,6 @@ LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
         for (int64_t j0 = 0; j0 < kend; j0 += FB) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
-            mask_block(j, s, i0, ni, j0, nj);
             fold_block(j, s, i0, ni, j0, nj, m, l, y, D);
             loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, V + j0 * D, D, 1.0f, y, D);
         }
@@ -317,7 +310,6 @@ LOOM__VMATH void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, f
     for (int64_t j0 = 0; j0 < kend; j0 += FB) {
         int64_t nj = kend - j0 < FB ? kend - j0 : FB;
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
-        mask_block(j, s, i0, ni, j0, nj);
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
         ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
         loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq, D);
@@ -338,7 +330,6 @@ LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, 
         const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
         const float *o = (const float *)j->o + row * D, *lse = (const float *)j->lse + row;
         loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K, D, 0.0f, s, FB);
-        mask_block(j, s, i0, ni, j0, nj);
         if (!dk) { /* dv += p^T dy */
             p_block(j, s, s, i0, ni, j0, nj, lse);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, dy, D, 1.0f, out, D);
@@ -374,7 +365,6 @@ LOOM__VMATH void grad_all_fast(const ajob *j, int64_t bh, float *s, float *dp, f
         for (int64_t j0 = 0; j0 < kend; j0 += FB) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
-            mask_block(j, s, i0, ni, j0, nj);
             p_block(j, s, pb, i0, ni, j0, nj, lse);
             loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, pb, FB, dy, D, 1.0f, dv + j0 * D, D); /* dv += p^T dy */
             loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);

@@ -283,15 +283,13 @@ static loom_status run(const loom__cpu_args *a, djob *j) {
                     float v = gi ? w[((ci * j->Co + co) * j->KH + j->KH - 1 - kh) * j->KW + j->KW - 1 - kw]
                                  : w[((co * j->Ci + ci) * j->KH + kh) * j->KW + kw];
                     int64_t k = (ci * j->KH + kh) * j->KW + kw;
-                    /* AVX-512: (K, Co); AVX2: blocks of OB2 channels, (Co / OB2, K, OB2) */
+                    /* AVX-512: (K, Co); AVX2: blocks of OB2 channels, (Co / OB2, K, OB2), of which a last
+                     * partial block's block256 reads only its channels */
                     if (j->isa == 3)
                         wp[k * j->Co + co] = v;
                     else
                         wp[((co / OB2) * K + k) * OB2 + co % OB2] = v;
                 }
-    if (j->isa != 3) /* the last block's missing channels */
-        for (int64_t co = j->Co; co < Cop; co++)
-            for (int64_t k = 0; k < K; k++) wp[((co / OB2) * K + k) * OB2 + co % OB2] = 0.0f;
     j->wp = wp;
     loom__cpu_parallel(a->cpu, j->parts, 1, images, j);
     return LOOM_OK;

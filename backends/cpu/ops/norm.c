@@ -266,9 +266,9 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
     LOOM__VMATH void ln_stats_##T(const ln_job *j, int64_t r, double *mean, double *invstd) {         \
         const T *x = (const T *)j->x + r * j->D;                                                      \
         double s, q;                                                                                  \
-        LN_SUM(j->D, s, x[e]);                                                                     \
+        LN_SUM(j->D, s, x[e]);                                                                        \
         s /= (double)j->D;                                                                            \
-        LN_SUM(j->D, q, (x[e] - s) * (x[e] - s));                                                  \
+        LN_SUM(j->D, q, (x[e] - s) * (x[e] - s));                                                     \
         *mean = s, *invstd = 1.0 / sqrt(q / (double)j->D + j->eps);                                   \
     }                                                                                                 \
     /* y[r, i] = (x[r, i] - mean_r) invstd_r gamma[i] + beta[i] */                                    \
@@ -293,8 +293,8 @@ static void ln_job_init(ln_job *j, const loom__cpu_args *a) {
             T *dx = (T *)j->y + r * j->D;                                                             \
             double mean, invstd, a, b;                                                                \
             ln_stats_##T(j, r, &mean, &invstd);                                                       \
-            LN_SUM(j->D, a, dy[e] * (gm ? gm[e] : 1.0));                                           \
-            LN_SUM(j->D, b, dy[e] * (gm ? gm[e] : 1.0) * (x[e] - mean) * invstd);                  \
+            LN_SUM(j->D, a, dy[e] * (gm ? gm[e] : 1.0));                                              \
+            LN_SUM(j->D, b, dy[e] * (gm ? gm[e] : 1.0) * (x[e] - mean) * invstd);                     \
             a /= (double)j->D, b /= (double)j->D;                                                     \
             for (int64_t i = 0; i < j->D; i++) {                                                      \
                 double gd = dy[i] * (gm ? gm[i] : 1.0);                                               \
