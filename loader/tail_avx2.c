@@ -22,7 +22,9 @@
  *     this file is compiled for AVX2 without FMA, and -ffp-contract=off);
  *     hue through the scalar primitive on the eight pixels;
  *   - ToTensor + Normalize as gathers from the loader's float tables,
- *     written with streaming stores when aligned.
+ *     written with plain stores (streaming stores, tried, made the whole
+ *     transform ~1.6x slower on a Zen 3: three planes, 32 bytes each per
+ *     step, and the batch is read again soon after).
  */
 #include <math.h>
 #include <stdint.h>
@@ -237,8 +239,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
                 for (int ch = 0; ch < 3; ch++) {
                     __m256 v = _mm256_blendv_ps(fillv[ch], _mm256_i32gather_ps(r->lut[ch], idx[ch], 4), inf);
                     float *o = r->x + (size_t)ch * (size_t)hw + (size_t)(oy * W + ox);
-                    if (((uintptr_t)o & 31) == 0) _mm256_stream_ps(o, v);
-                    else _mm256_storeu_ps(o, v);
+                    _mm256_storeu_ps(o, v);
                 }
             } else if (r->dst) {
                 if (r->affine) { /* the fill is written after the adjustments */
@@ -258,7 +259,6 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
         }
     }
     free(cx0);
-    if (r->x) _mm_sfence(); /* the streaming stores, before the batch is handed over */
     r->gray_sum += gray;
     return W8;
 }
