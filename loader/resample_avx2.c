@@ -4,12 +4,20 @@
  * fixed-point weights (FIX_BITS fraction bits, started at half), so any
  * order gives the same bits as the scalar loops.
  *
- * Width pass, 3 channels: for eight consecutive outputs and tap j, one
- * gather of 32-bit words at their j-th source pixels (R, G, B and one byte
- * of the next pixel, dropped) and the eight weights of tap j (the taps
- * table transposed once per call, weight 0 past an output's count), then
- * shifts and masks to the three channels. A block that reads the row's last
- * pixel (its word would leave the row) is summed in scalar code.
+ * Width pass, 3 channels, when every output's taps are consecutive source
+ * pixels (a resize or a crop of one): no gathers. An output's four taps at
+ * a time are 12 bytes of one 16-byte load; a byte shuffle spreads them as
+ * 16-bit words (r0 r1 g0 g1 b0 b1 0 0 for taps 0, 1; likewise 2, 3) and
+ * vpmaddwd multiplies them by the taps' weights, split w = 2^11 wh + wl
+ * (both fit 16 bits), giving one sum of wh and one of wl per channel:
+ * 2^11 S_h + S_l is the scalar loop's integer, the same bits. Two outputs
+ * per vector (one per 128-bit lane), eight per block. Other taps (flipped
+ * or strided): for eight consecutive outputs and tap j, one gather of
+ * 32-bit words at their j-th source pixels (R, G, B and one byte of the
+ * next pixel, dropped) and the eight weights of tap j (the taps table
+ * transposed once per call, weight 0 past an output's count), then shifts
+ * and masks to the three channels. A block whose loads would leave the
+ * row is summed in scalar code.
  * Height pass: acc[x] += w * row[x] over the row, eight lanes at a time.
  */
 #include <stdatomic.h>
@@ -69,8 +77,15 @@ struct loom__wplan {
     int64_t nb, maxn, span;
     const int64_t *idx, *cnt;
     const int32_t *wt;
-    int32_t *offs, *wts; /* (b maxn + j) 8 + l */
+    /* gathers: (b maxn + j) 8 + l. Shuffles (ng groups of four taps):
+     * offs[b 8 + l] output l's first tap's byte; wts as 16-bit words, 16
+     * vectors per block and group: ((b ng + g) 4 + k) 4 + 2 pair + half for
+     * the outputs k and 4 + k (k = 0..3, one per 128-bit lane), taps 4 g +
+     * 2 pair + (0, 1), half 0 the wh, 1 the wl: words (t0 t1 t0 t1 t0 t1 0 0)
+     * per lane */
+    int32_t *offs, *wts;
     bool *ok;
+    int64_t ng; /* > 0: the shuffle form */
 };
 
 void loom__width_plan_free(loom__wplan *p) {
@@ -78,15 +93,60 @@ void loom__width_plan_free(loom__wplan *p) {
     free(p->offs), free(p->wts), free(p->ok), free(p);
 }
 
+/* The shuffle form's plan (NULL when an output's taps are not consecutive
+ * pixels or a weight does not split into 16-bit halves). */
+static loom__wplan *plan_shuf(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
+                              int64_t sw) {
+    int64_t nb = ow / 8, maxn = 0;
+    for (int64_t x = 0; x < nb * 8; x++) {
+        if (cnt[x] < 1) return NULL;
+        maxn = cnt[x] > maxn ? cnt[x] : maxn;
+        for (int64_t j = 0; j < cnt[x]; j++)
+            if (idx[x * span + j] != idx[x * span] + j || wt[x * span + j] < -(1 << 25) || wt[x * span + j] >= (1 << 25))
+                return NULL;
+    }
+    int64_t ng = (maxn + 3) / 4;
+    loom__wplan *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    const size_t wbytes = (size_t)(nb * ng * 16 * 32);
+    *p = (loom__wplan){nb, maxn, span, idx, cnt, wt, malloc((size_t)(nb * 8) * sizeof(int32_t)), aligned_alloc(32, wbytes),
+                       malloc((size_t)nb), ng};
+    if (!p->offs || !p->wts || !p->ok) {
+        loom__width_plan_free(p);
+        return NULL;
+    }
+    int16_t *w16 = (int16_t *)(void *)p->wts;
+    memset(w16, 0, wbytes);
+    for (int64_t b = 0; b < nb; b++) {
+        p->ok[b] = true;
+        for (int l = 0; l < 8; l++) {
+            int64_t x = b * 8 + l, n = cnt[x], i0 = idx[x * span];
+            p->offs[b * 8 + l] = (int32_t)(i0 * 3);
+            /* the last group's 16-byte load inside the row */
+            p->ok[b] = p->ok[b] && i0 >= 0 && (i0 + 4 * (ng - 1)) * 3 + 16 <= sw * 3;
+            int k = l & 3, lane = l >> 2;
+            for (int64_t j = 0; j < n; j++) {
+                int32_t w = wt[x * span + j];
+                int64_t v = ((b * ng + j / 4) * 4 + k) * 4 + 2 * ((j & 3) >> 1);
+                int16_t *hv = w16 + v * 16 + lane * 8 + (j & 1), *lv = hv + 16;
+                for (int ch = 0; ch < 3; ch++) hv[2 * ch] = (int16_t)(w >> 11), lv[2 * ch] = (int16_t)(w & 2047);
+            }
+        }
+    }
+    return p;
+}
+
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
                                    int64_t sw) {
     int64_t nb = ow / 8, maxn = 0;
     if (nb == 0 || !loom__simd_avx2()) return NULL;
+    loom__wplan *q = plan_shuf(idx, cnt, wt, span, ow, sw);
+    if (q) return q;
     for (int64_t x = 0; x < nb * 8; x++) maxn = cnt[x] > maxn ? cnt[x] : maxn;
     loom__wplan *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     *p = (loom__wplan){nb, maxn, span, idx, cnt, wt, malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)),
-                       malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)), malloc((size_t)nb)};
+                       malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)), malloc((size_t)nb), 0};
     if (!p->offs || !p->wts || !p->ok) {
         loom__width_plan_free(p);
         return NULL;
@@ -141,8 +201,67 @@ AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int
     }
 }
 
+/* The shuffle form (see the top): eight outputs per block. */
+AVX2 static void width_row_shuf(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
+    const int64_t ng = p->ng;
+    const __m256i sa = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 0, -1, 3, -1, 1, -1, 4,
+                                        -1, 2, -1, 5, -1, -1, -1, -1, -1),
+                  sb = _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1, 6, -1, 9, -1, 7, -1,
+                                        10, -1, 8, -1, 11, -1, -1, -1, -1, -1),
+                  pick = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8,
+                                          9, 10, 12, 13, 14, -1, -1, -1, -1),
+                  h = _mm256_set1_epi32(half);
+    const __m128i shift = _mm_cvtsi32_si128(bits);
+    for (int64_t b = 0; b < p->nb; b++) {
+        uint8_t *q = o + b * 24;
+        if (!p->ok[b]) { /* a load would leave the row: the scalar sums */
+            for (int l = 0; l < 8; l++) {
+                int64_t x = b * 8 + l;
+                int32_t a0 = half, a1 = half, a2 = half;
+                const uint8_t *px = s + p->idx[x * p->span] * 3;
+                for (int64_t j = 0; j < p->cnt[x]; j++, px += 3) {
+                    int32_t w = p->wt[x * p->span + j];
+                    a0 += w * px[0], a1 += w * px[1], a2 += w * px[2];
+                }
+                int32_t v[3] = {a0 >> bits, a1 >> bits, a2 >> bits};
+                for (int k = 0; k < 3; k++) q[l * 3 + k] = (uint8_t)(v[k] < 0 ? 0 : v[k] > 255 ? 255 : v[k]);
+            }
+            continue;
+        }
+        const int32_t *off = p->offs + b * 8;
+        const __m256i *w = (const __m256i *)(const void *)p->wts + b * ng * 16;
+        __m256i sh[4], sl[4], v[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) sh[k] = sl[k] = _mm256_setzero_si256();
+        for (int64_t g = 0; g < ng; g++, w += 16) {
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                __m256i d = _mm256_loadu2_m128i((const __m128i *)(const void *)(s + off[4 + k] + 12 * g),
+                                                (const __m128i *)(const void *)(s + off[k] + 12 * g));
+                __m256i da = _mm256_shuffle_epi8(d, sa), db = _mm256_shuffle_epi8(d, sb);
+                const __m256i *wk = w + 4 * k;
+                sh[k] = _mm256_add_epi32(sh[k], _mm256_add_epi32(_mm256_madd_epi16(da, wk[0]), _mm256_madd_epi16(db, wk[2])));
+                sl[k] = _mm256_add_epi32(sl[k], _mm256_add_epi32(_mm256_madd_epi16(da, wk[1]), _mm256_madd_epi16(db, wk[3])));
+            }
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            v[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(sh[k], 11), sl[k]), h), shift);
+        /* lanes: outputs 0-3 | 4-7, each r g b 0; saturating packs clamp to 0..255 */
+        __m256i u = _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+        u = _mm256_shuffle_epi8(u, pick);
+        __m128i lo = _mm256_castsi256_si128(u), hi = _mm256_extracti128_si256(u, 1);
+        int32_t t;
+        _mm_storeu_si128((__m128i *)(void *)q, lo);
+        _mm_storel_epi64((__m128i *)(void *)(q + 12), hi);
+        t = _mm_extract_epi32(hi, 2);
+        memcpy(q + 20, &t, 4);
+    }
+}
+
 int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
-    width_row(p, s, bits, half, o);
+    if (p->ng > 0) width_row_shuf(p, s, bits, half, o);
+    else width_row(p, s, bits, half, o);
     return p->nb * 8;
 }
 
