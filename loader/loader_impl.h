@@ -200,6 +200,10 @@ void loom__width_plan512_free(loom__wplan512 *p);
  * multiple of 32 (0 without AVX-512 or with weights outside 0..2^22). */
 int64_t loom__height_row_avx512(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t len, int bits, int32_t half,
                                 uint8_t *o);
+/* The same with AVX2 from byte x to the returned multiple of 16 past it (x
+ * itself without AVX2, with more than 16 taps or weights of 2^25 or more) */
+int64_t loom__height_row_avx2(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t x, int64_t len, int bits,
+                              int32_t half, uint8_t *o);
 /* acc[x] += w * t[x], x < n; false when AVX2 is off (the caller loops) */
 bool loom__height_acc_avx2(int32_t *a, const uint8_t *t, int32_t w, int64_t n);
 /* o[x] = clamp(a[x] >> bits, 0, 255); false when AVX2 is off */

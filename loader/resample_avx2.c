@@ -18,7 +18,9 @@
  * transposed once per call, weight 0 past an output's count), then shifts
  * and masks to the three channels. A block whose loads would leave the
  * row is summed in scalar code.
- * Height pass: acc[x] += w * row[x] over the row, eight lanes at a time.
+ * Height pass: up to 16 taps, 16 bytes of the output row at a time from
+ * the taps' rows through vpmaddwd as the AVX-512 version (height_row);
+ * more taps as acc[x] += w * row[x] over the row, eight lanes at a time.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -265,6 +267,53 @@ int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, i
     return p->nb * 8;
 }
 
+/* The height pass of one output row from byte x, 16 bytes at a time (the
+ * AVX-512 version's scheme, loader/resample_avx512.c): the taps' rows in
+ * pairs, widened to 16 bits and interleaved, through vpmaddwd with the
+ * weights split as w = 2^11 wh + wl; 2^11 sum(p wh) + sum(p wl) + half is the
+ * scalar loop's integer. */
+AVX2 static int64_t height_row(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t x, int64_t len, int bits,
+                               int32_t half, uint8_t *o) {
+    const int64_t npair = (n + 1) / 2;
+    __m256i wl[8], wh[8]; /* n <= 16 taps */
+    const uint8_t *r0[8], *r1[8];
+    for (int64_t k = 0; k < npair; k++) {
+        int32_t w0 = w[2 * k], w1 = 2 * k + 1 < n ? w[2 * k + 1] : 0;
+        wl[k] = _mm256_set1_epi32((int32_t)((uint32_t)(w0 & 2047) | (uint32_t)(w1 & 2047) << 16));
+        wh[k] = _mm256_set1_epi32((int32_t)(((uint32_t)(w0 >> 11) & 0xffff) | (uint32_t)(w1 >> 11) << 16));
+        r0[k] = t[2 * k], r1[k] = 2 * k + 1 < n ? t[2 * k + 1] : t[2 * k];
+    }
+    const __m256i h = _mm256_set1_epi32(half), max = _mm256_set1_epi16(255);
+    const __m128i sh = _mm_cvtsi32_si128(bits);
+    for (; x + 16 <= len; x += 16) {
+        __m256i l0 = _mm256_setzero_si256(), l1 = l0, h0 = l0, h1 = l0;
+        for (int64_t k = 0; k < npair; k++) {
+            __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r0[k] + x)));
+            __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r1[k] + x)));
+            __m256i lo = _mm256_unpacklo_epi16(a, b), hi = _mm256_unpackhi_epi16(a, b);
+            l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(lo, wl[k]));
+            h0 = _mm256_add_epi32(h0, _mm256_madd_epi16(lo, wh[k]));
+            l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(hi, wl[k]));
+            h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(hi, wh[k]));
+        }
+        __m256i v0 = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h0, 11), l0), h), sh);
+        __m256i v1 = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h1, 11), l1), h), sh);
+        /* packus: 0..65535 per lane, in order again (the unpacks' order undone); then at most 255 (fix_u8's clamp) */
+        __m256i v = _mm256_min_epu16(_mm256_packus_epi32(v0, v1), max);
+        _mm_storeu_si128((__m128i *)(void *)(o + x),
+                         _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+    }
+    return x;
+}
+
+int64_t loom__height_row_avx2(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t x, int64_t len, int bits,
+                              int32_t half, uint8_t *o) {
+    if (!loom__simd_avx2() || n < 1 || n > 16) return x;
+    for (int64_t j = 0; j < n; j++)
+        if (w[j] < -(1 << 25) || w[j] >= (1 << 25)) return x;
+    return height_row(t, w, n, x, len, bits, half, o);
+}
+
 AVX2 static void height_acc(int32_t *a, const uint8_t *t, int32_t w, int64_t n) {
     const __m256i wv = _mm256_set1_epi32(w);
     int64_t x = 0;
@@ -322,6 +371,11 @@ void loom__width_plan_free(loom__wplan *p) { (void)p; }
 bool loom__height_acc_avx2(int32_t *a, const uint8_t *t, int32_t w, int64_t n) {
     (void)a, (void)t, (void)w, (void)n;
     return false;
+}
+int64_t loom__height_row_avx2(const uint8_t *const *t, const int32_t *w, int64_t n, int64_t x, int64_t len, int bits,
+                              int32_t half, uint8_t *o) {
+    (void)t, (void)w, (void)n, (void)len, (void)bits, (void)half, (void)o;
+    return x;
 }
 bool loom__acc_to_u8_avx2(const int32_t *a, uint8_t *o, int64_t n, int bits) {
     (void)a, (void)o, (void)n, (void)bits;
