@@ -581,8 +581,7 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
         if (n <= 16) {
             const uint8_t *t[16];
             for (int64_t j = 0; j < n; j++) t[j] = tmp + (iy[j] - rlo) * row;
-            x0 = loom__height_row_avx512(t, wt, n, row, FIX_BITS, half, o);
-            x0 = loom__height_row_avx2(t, wt, n, x0, row, FIX_BITS, half, o);
+            x0 = loom__height_row_avx2(t, wt, n, loom__height_row_avx512(t, wt, n, row, FIX_BITS, half, o), row, FIX_BITS, half, o);
             if (x0 == row) continue;
         }
         int32_t *restrict a = acc + x0; /* (restrict: u8 rows could alias anything; they do not) */
