@@ -183,7 +183,9 @@ ATTN_KERNELS(double, )
  * (loom__cpu_sgemm, single-threaded inside a unit; the sizes of every call
  * depend only on the shapes, so neither does any result on the thread
  * count). A masked score (key j0 + c > query i0 + r, causal) is never
- * read: its p is written as 0 (row_seen). The exponentials are vmath.h's
+ * read: its p and ds are written as 0 (row_seen), and the products of a
+ * block the diagonal crosses skip the tiles it masks whole (gemm_scores,
+ * gemm_rows, gemm_keys). The exponentials are vmath.h's
  * loom__vexpf, a vectorised loop per block row. ---- */
 
 /* The max of x[0..n) and m, and the sum of x[0..n): LANES partial results
@@ -219,6 +221,62 @@ LOOM__VMATH float lanes_sum(const float *x, int64_t n) {
 LOOM__VMATH int64_t row_seen(const ajob *j, int64_t i0, int64_t r, int64_t j0, int64_t nj) {
     int64_t n = keys_seen(j, i0 + r, j0, nj);
     return n < 0 ? 0 : n;
+}
+
+/* A causal block's products only over the scores some row sees: by panels
+ * of PB query rows (each up to the keys its last row sees) or PB keys (each
+ * from the first row that sees its first key); about 5/8 of a diagonal
+ * 128 x 128 block's work. The terms left out are masked (p and ds 0); the
+ * smaller calls may round in another order than one whole call (last bits),
+ * still a function of the shapes only. A block every row sees whole is one
+ * call. */
+enum { PB = 32 };
+
+LOOM__VMATH bool block_whole(const ajob *j, int64_t i0, int64_t j0, int64_t nj) {
+    return row_seen(j, i0, 0, j0, nj) == nj;
+}
+
+/* s (ni, nj; row stride FB) = alpha a (ni, D) b (nj, D)^T where seen */
+LOOM__VMATH void gemm_scores(const ajob *j, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float alpha, const float *a,
+                             const float *b, float *s) {
+    const int64_t D = j->D;
+    if (block_whole(j, i0, j0, nj)) {
+        loom__cpu_sgemm(NULL, false, true, ni, nj, D, alpha, a, D, b, D, 0.0f, s, FB);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < ni; r0 += PB) {
+        int64_t n = ni - r0 < PB ? ni - r0 : PB, c = row_seen(j, i0, r0 + n - 1, j0, nj);
+        if (c > 0) loom__cpu_sgemm(NULL, false, true, n, c, D, alpha, a + r0 * D, D, b, D, 0.0f, s + r0 * FB, FB);
+    }
+}
+
+/* y (ni, D) += p (ni, nj; row stride FB) b (nj, D) */
+LOOM__VMATH void gemm_rows(const ajob *j, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *p, const float *b,
+                           float *y) {
+    const int64_t D = j->D;
+    if (block_whole(j, i0, j0, nj)) {
+        loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, p, FB, b, D, 1.0f, y, D);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < ni; r0 += PB) {
+        int64_t n = ni - r0 < PB ? ni - r0 : PB, c = row_seen(j, i0, r0 + n - 1, j0, nj);
+        if (c > 0) loom__cpu_sgemm(NULL, false, false, n, D, c, 1.0f, p + r0 * FB, FB, b, D, 1.0f, y + r0 * D, D);
+    }
+}
+
+/* out (nj, D) += p (ni, nj; row stride FB)^T a (ni, D) */
+LOOM__VMATH void gemm_keys(const ajob *j, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *p, const float *a,
+                           float *out) {
+    const int64_t D = j->D;
+    if (block_whole(j, i0, j0, nj)) {
+        loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, p, FB, a, D, 1.0f, out, D);
+        return;
+    }
+    for (int64_t c0 = 0; c0 < nj; c0 += PB) {
+        int64_t n = nj - c0 < PB ? nj - c0 : PB, r = j0 + c0 - i0 > 0 ? j0 + c0 - i0 : 0; /* rows before r see none */
+        if (r < ni)
+            loom__cpu_sgemm(NULL, true, false, n, D, ni - r, 1.0f, p + r * FB + c0, FB, a + r * D, D, 1.0f, out + c0 * D, D);
+    }
 }
 
 /* Fold the (ni, nj) score block s of query rows i0.. and keys j0.. into the
@@ -261,9 +319,9 @@ LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
         int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
         for (int64_t j0 = 0; j0 < kend; j0 += FB) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
-            loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
+            gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
             fold_block(j, s, i0, ni, j0, nj, m, l, y, D);
-            loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, V + j0 * D, D, 1.0f, y, D);
+            gemm_rows(j, i0, ni, j0, nj, s, V + j0 * D, y);
         }
         for (int64_t r = 0; r < ni; r++) {
             scal_float(y + r * D, 1.0f / l[r], D);
@@ -283,17 +341,22 @@ LOOM__VMATH void p_block(const ajob *j, const float *s, float *p, int64_t i0, in
     }
 }
 
-/* ds = p (dp - delta) over the (ni, nj) block (ds may be p) */
-LOOM__VMATH void ds_of_p(const float *p, const float *dp, float *ds, int64_t ni, int64_t nj, const float *delta) {
-    for (int64_t r = 0; r < ni; r++)
-        for (int64_t c = 0; c < nj; c++) ds[r * FB + c] = p[r * FB + c] * (dp[r * FB + c] - delta[r]);
+/* ds = p (dp - delta) over the (ni, nj) block of query rows i0.. and keys
+ * j0.. (ds may be p; masked: 0, and dp there is not read) */
+LOOM__VMATH void ds_of_p(const ajob *j, const float *p, const float *dp, float *ds, int64_t i0, int64_t ni, int64_t j0,
+                         int64_t nj, const float *delta) {
+    for (int64_t r = 0; r < ni; r++) {
+        int64_t nv = row_seen(j, i0, r, j0, nj);
+        for (int64_t c = 0; c < nv; c++) ds[r * FB + c] = p[r * FB + c] * (dp[r * FB + c] - delta[r]);
+        for (int64_t c = nv; c < nj; c++) ds[r * FB + c] = 0.0f;
+    }
 }
 
 /* s (ni, nj) scores -> ds = p (dp - delta) with p = exp(s - lse), in place */
 LOOM__VMATH void ds_block(const ajob *j, float *s, const float *dp, int64_t i0, int64_t ni, int64_t j0, int64_t nj,
                           const float *lse, const float *delta) {
     p_block(j, s, s, i0, ni, j0, nj, lse);
-    ds_of_p(s, dp, s, ni, nj, delta);
+    ds_of_p(j, s, dp, s, i0, ni, j0, nj, delta);
 }
 
 /* dq of the query rows of block blk */
@@ -309,10 +372,10 @@ LOOM__VMATH void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, f
     int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
     for (int64_t j0 = 0; j0 < kend; j0 += FB) {
         int64_t nj = kend - j0 < FB ? kend - j0 : FB;
-        loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
-        loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
+        gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
+        gemm_scores(j, i0, ni, j0, nj, 1.0f, dy, V + j0 * D, dp);
         ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
-        loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq, D);
+        gemm_rows(j, i0, ni, j0, nj, s, K + j0 * D, dq);
     }
     scal_float(dq, (float)j->scale, ni * D);
 }
@@ -329,16 +392,16 @@ LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, 
         int64_t ni = Tq - i0 < FB ? Tq - i0 : FB, row = bh * Tq + i0;
         const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
         const float *o = (const float *)j->o + row * D, *lse = (const float *)j->lse + row;
-        loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K, D, 0.0f, s, FB);
+        gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K, s);
         if (!dk) { /* dv += p^T dy */
             p_block(j, s, s, i0, ni, j0, nj, lse);
-            loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, dy, D, 1.0f, out, D);
+            gemm_keys(j, i0, ni, j0, nj, s, dy, out);
             continue;
         }
         for (int64_t r = 0; r < ni; r++) delta[r] = dot_float(dy + r * D, o + r * D, D);
-        loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V, D, 0.0f, dp, FB);
+        gemm_scores(j, i0, ni, j0, nj, 1.0f, dy, V, dp);
         ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
-        loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, q, D, 1.0f, out, D); /* dk += ds^T q */
+        gemm_keys(j, i0, ni, j0, nj, s, q, out); /* dk += ds^T q */
     }
     if (dk) scal_float(out, (float)j->scale, nj * D);
 }
@@ -364,13 +427,13 @@ LOOM__VMATH void grad_all_fast(const ajob *j, int64_t bh, float *s, float *dp, f
         int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
         for (int64_t j0 = 0; j0 < kend; j0 += FB) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
-            loom__cpu_sgemm(NULL, false, true, ni, nj, D, (float)j->scale, q, D, K + j0 * D, D, 0.0f, s, FB);
+            gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
             p_block(j, s, pb, i0, ni, j0, nj, lse);
-            loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, pb, FB, dy, D, 1.0f, dv + j0 * D, D); /* dv += p^T dy */
-            loom__cpu_sgemm(NULL, false, true, ni, nj, D, 1.0f, dy, D, V + j0 * D, D, 0.0f, dp, FB);
-            ds_of_p(pb, dp, s, ni, nj, delta);
-            loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, s, FB, K + j0 * D, D, 1.0f, dq + i0 * D, D);
-            loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, s, FB, q, D, 1.0f, dk + j0 * D, D);
+            gemm_keys(j, i0, ni, j0, nj, pb, dy, dv + j0 * D); /* dv += p^T dy */
+            gemm_scores(j, i0, ni, j0, nj, 1.0f, dy, V + j0 * D, dp);
+            ds_of_p(j, pb, dp, s, i0, ni, j0, nj, delta);
+            gemm_rows(j, i0, ni, j0, nj, s, K + j0 * D, dq + i0 * D);
+            gemm_keys(j, i0, ni, j0, nj, s, q, dk + j0 * D);
         }
     }
     scal_float(dq, (float)j->scale, Tq * D);
