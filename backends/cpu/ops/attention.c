@@ -184,8 +184,8 @@ ATTN_KERNELS(double, )
  * depend only on the shapes, so neither does any result on the thread
  * count). A masked score (key j0 + c > query i0 + r, causal) is never
  * read: its p and ds are written as 0 (row_seen), and the products of a
- * block the diagonal crosses skip the tiles it masks whole (gemm_scores,
- * gemm_rows, gemm_keys). The exponentials are vmath.h's
+ * block the diagonal crosses skip the tiles it masks whole (gemm_by_rows,
+ * gemm_keys). The exponentials are vmath.h's
  * loom__vexpf, a vectorised loop per block row. ---- */
 
 /* The max of x[0..n) and m, and the sum of x[0..n): LANES partial results
@@ -236,44 +236,29 @@ LOOM__VMATH bool block_whole(const ajob *j, int64_t i0, int64_t j0, int64_t nj) 
     return row_seen(j, i0, 0, j0, nj) == nj;
 }
 
-/* s (ni, nj; row stride FB) = alpha a (ni, D) b (nj, D)^T where seen */
-LOOM__VMATH void gemm_scores(const ajob *j, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float alpha, const float *a,
-                             const float *b, float *s) {
-    const int64_t D = j->D;
-    if (block_whole(j, i0, j0, nj)) {
-        loom__cpu_sgemm(NULL, false, true, ni, nj, D, alpha, a, D, b, D, 0.0f, s, FB);
-        return;
-    }
-    for (int64_t r0 = 0; r0 < ni; r0 += PB) {
-        int64_t n = ni - r0 < PB ? ni - r0 : PB, c = row_seen(j, i0, r0 + n - 1, j0, nj);
-        if (c > 0) loom__cpu_sgemm(NULL, false, true, n, c, D, alpha, a + r0 * D, D, b, D, 0.0f, s + r0 * FB, FB);
-    }
-}
-
-/* y (ni, D) += p (ni, nj; row stride FB) b (nj, D) */
-LOOM__VMATH void gemm_rows(const ajob *j, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *p, const float *b,
-                           float *y) {
-    const int64_t D = j->D;
-    if (block_whole(j, i0, j0, nj)) {
-        loom__cpu_sgemm(NULL, false, false, ni, D, nj, 1.0f, p, FB, b, D, 1.0f, y, D);
-        return;
-    }
-    for (int64_t r0 = 0; r0 < ni; r0 += PB) {
-        int64_t n = ni - r0 < PB ? ni - r0 : PB, c = row_seen(j, i0, r0 + n - 1, j0, nj);
-        if (c > 0) loom__cpu_sgemm(NULL, false, false, n, D, c, 1.0f, p + r0 * FB, FB, b, D, 1.0f, y + r0 * D, D);
+/* By panels of query rows, of the block of rows i0.. (ni) and keys j0.. (nj):
+ * scores, s (ni, nj; row stride FB) = alpha a (ni, D) b (nj, D)^T where
+ * seen; or rows, out (ni, D) += a (ni, nj; row stride FB) b (nj, D) */
+LOOM__VMATH void gemm_by_rows(const ajob *j, bool scores, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float alpha,
+                              const float *a, const float *b, float *out) {
+    const int64_t D = j->D, lda = scores ? D : FB, ldo = scores ? FB : D;
+    const int64_t step = block_whole(j, i0, j0, nj) ? ni : PB;
+    for (int64_t r0 = 0; r0 < ni; r0 += step) {
+        int64_t n = ni - r0 < step ? ni - r0 : step, c = row_seen(j, i0, r0 + n - 1, j0, nj);
+        if (c > 0 && scores)
+            loom__cpu_sgemm(NULL, false, true, n, c, D, alpha, a + r0 * lda, lda, b, D, 0.0f, out + r0 * ldo, ldo);
+        else if (c > 0)
+            loom__cpu_sgemm(NULL, false, false, n, D, c, 1.0f, a + r0 * lda, lda, b, D, 1.0f, out + r0 * ldo, ldo);
     }
 }
 
-/* out (nj, D) += p (ni, nj; row stride FB)^T a (ni, D) */
+/* out (nj, D) += p (ni, nj; row stride FB)^T a (ni, D), by panels of keys */
 LOOM__VMATH void gemm_keys(const ajob *j, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *p, const float *a,
                            float *out) {
-    const int64_t D = j->D;
-    if (block_whole(j, i0, j0, nj)) {
-        loom__cpu_sgemm(NULL, true, false, nj, D, ni, 1.0f, p, FB, a, D, 1.0f, out, D);
-        return;
-    }
-    for (int64_t c0 = 0; c0 < nj; c0 += PB) {
-        int64_t n = nj - c0 < PB ? nj - c0 : PB, r = j0 + c0 - i0 > 0 ? j0 + c0 - i0 : 0; /* rows before r see none */
+    const bool whole = block_whole(j, i0, j0, nj);
+    const int64_t D = j->D, step = whole ? nj : PB;
+    for (int64_t c0 = 0; c0 < nj; c0 += step) {
+        int64_t n = nj - c0 < step ? nj - c0 : step, r = !whole && j0 + c0 > i0 ? j0 + c0 - i0 : 0; /* rows before r see none */
         if (r < ni)
             loom__cpu_sgemm(NULL, true, false, n, D, ni - r, 1.0f, p + r * FB + c0, FB, a + r * D, D, 1.0f, out + c0 * D, D);
     }
@@ -319,9 +304,9 @@ LOOM__VMATH void fwd_body(void *arg, int64_t u0, int64_t u1) {
         int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
         for (int64_t j0 = 0; j0 < kend; j0 += FB) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
-            gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
+            gemm_by_rows(j, true, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
             fold_block(j, s, i0, ni, j0, nj, m, l, y, D);
-            gemm_rows(j, i0, ni, j0, nj, s, V + j0 * D, y);
+            gemm_by_rows(j, false, i0, ni, j0, nj, 1.0f, s, V + j0 * D, y);
         }
         for (int64_t r = 0; r < ni; r++) {
             scal_float(y + r * D, 1.0f / l[r], D);
@@ -372,10 +357,10 @@ LOOM__VMATH void grad_q_fast(const ajob *j, int64_t bh, int64_t blk, float *s, f
     int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
     for (int64_t j0 = 0; j0 < kend; j0 += FB) {
         int64_t nj = kend - j0 < FB ? kend - j0 : FB;
-        gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
-        gemm_scores(j, i0, ni, j0, nj, 1.0f, dy, V + j0 * D, dp);
+        gemm_by_rows(j, true, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
+        gemm_by_rows(j, true, i0, ni, j0, nj, 1.0f, dy, V + j0 * D, dp);
         ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
-        gemm_rows(j, i0, ni, j0, nj, s, K + j0 * D, dq);
+        gemm_by_rows(j, false, i0, ni, j0, nj, 1.0f, s, K + j0 * D, dq);
     }
     scal_float(dq, (float)j->scale, ni * D);
 }
@@ -392,14 +377,14 @@ LOOM__VMATH void grad_kv_fast(const ajob *j, int64_t bh, int64_t blk, float *s, 
         int64_t ni = Tq - i0 < FB ? Tq - i0 : FB, row = bh * Tq + i0;
         const float *q = (const float *)j->q + row * D, *dy = (const float *)j->dy + row * D;
         const float *o = (const float *)j->o + row * D, *lse = (const float *)j->lse + row;
-        gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K, s);
+        gemm_by_rows(j, true, i0, ni, j0, nj, (float)j->scale, q, K, s);
         if (!dk) { /* dv += p^T dy */
             p_block(j, s, s, i0, ni, j0, nj, lse);
             gemm_keys(j, i0, ni, j0, nj, s, dy, out);
             continue;
         }
         for (int64_t r = 0; r < ni; r++) delta[r] = dot_float(dy + r * D, o + r * D, D);
-        gemm_scores(j, i0, ni, j0, nj, 1.0f, dy, V, dp);
+        gemm_by_rows(j, true, i0, ni, j0, nj, 1.0f, dy, V, dp);
         ds_block(j, s, dp, i0, ni, j0, nj, lse, delta);
         gemm_keys(j, i0, ni, j0, nj, s, q, out); /* dk += ds^T q */
     }
@@ -427,12 +412,12 @@ LOOM__VMATH void grad_all_fast(const ajob *j, int64_t bh, float *s, float *dp, f
         int64_t kend = j->causal && i0 + ni < Tk ? i0 + ni : Tk;
         for (int64_t j0 = 0; j0 < kend; j0 += FB) {
             int64_t nj = kend - j0 < FB ? kend - j0 : FB;
-            gemm_scores(j, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
+            gemm_by_rows(j, true, i0, ni, j0, nj, (float)j->scale, q, K + j0 * D, s);
             p_block(j, s, pb, i0, ni, j0, nj, lse);
             gemm_keys(j, i0, ni, j0, nj, pb, dy, dv + j0 * D); /* dv += p^T dy */
-            gemm_scores(j, i0, ni, j0, nj, 1.0f, dy, V + j0 * D, dp);
+            gemm_by_rows(j, true, i0, ni, j0, nj, 1.0f, dy, V + j0 * D, dp);
             ds_of_p(j, pb, dp, s, i0, ni, j0, nj, delta);
-            gemm_rows(j, i0, ni, j0, nj, s, K + j0 * D, dq + i0 * D);
+            gemm_by_rows(j, false, i0, ni, j0, nj, 1.0f, s, K + j0 * D, dq + i0 * D);
             gemm_keys(j, i0, ni, j0, nj, s, q, dk + j0 * D);
         }
     }
