@@ -171,23 +171,28 @@ loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const
     return p;
 }
 
+/* Block b's eight outputs by the scalar sums (either form: the taps table) */
+static void block_scalar(const loom__wplan *p, const uint8_t *s, int64_t b, int bits, int32_t half, uint8_t *q) {
+    for (int l = 0; l < 8; l++) {
+        int64_t x = b * 8 + l;
+        int32_t a0 = half, a1 = half, a2 = half;
+        for (int64_t j = 0; j < p->cnt[x]; j++) {
+            const uint8_t *px = s + p->idx[x * p->span + j] * 3;
+            int32_t w = p->wt[x * p->span + j];
+            a0 += w * px[0], a1 += w * px[1], a2 += w * px[2];
+        }
+        int32_t v[3] = {a0 >> bits, a1 >> bits, a2 >> bits};
+        for (int k = 0; k < 3; k++) q[l * 3 + k] = (uint8_t)(v[k] < 0 ? 0 : v[k] > 255 ? 255 : v[k]);
+    }
+}
+
 AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
-    const int64_t maxn = p->maxn, span = p->span;
+    const int64_t maxn = p->maxn;
     const __m256i ff = _mm256_set1_epi32(0xff), h = _mm256_set1_epi32(half);
     for (int64_t b = 0; b < p->nb; b++) {
         uint8_t *q = o + b * 24;
         if (!p->ok[b]) { /* the row's last pixel is read: the scalar sums */
-            for (int l = 0; l < 8; l++) {
-                int64_t x = b * 8 + l;
-                int32_t a0 = half, a1 = half, a2 = half;
-                for (int64_t j = 0; j < p->cnt[x]; j++) {
-                    const uint8_t *px = s + p->idx[x * span + j] * 3;
-                    int32_t w = p->wt[x * span + j];
-                    a0 += w * px[0], a1 += w * px[1], a2 += w * px[2];
-                }
-                int32_t v[3] = {a0 >> bits, a1 >> bits, a2 >> bits};
-                for (int k = 0; k < 3; k++) q[l * 3 + k] = (uint8_t)(v[k] < 0 ? 0 : v[k] > 255 ? 255 : v[k]);
-            }
+            block_scalar(p, s, b, bits, half, q);
             continue;
         }
         __m256i ar = h, ag = h, ab = h;
@@ -210,24 +215,12 @@ AVX2 static void width_row_shuf(const loom__wplan *p, const uint8_t *s, int bits
                                         -1, 2, -1, 5, -1, -1, -1, -1, -1),
                   sb = _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1, 6, -1, 9, -1, 7, -1,
                                         10, -1, 8, -1, 11, -1, -1, -1, -1, -1),
-                  pick = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6, 8,
-                                          9, 10, 12, 13, 14, -1, -1, -1, -1),
                   h = _mm256_set1_epi32(half);
     const __m128i shift = _mm_cvtsi32_si128(bits);
     for (int64_t b = 0; b < p->nb; b++) {
         uint8_t *q = o + b * 24;
         if (!p->ok[b]) { /* a load would leave the row: the scalar sums */
-            for (int l = 0; l < 8; l++) {
-                int64_t x = b * 8 + l;
-                int32_t a0 = half, a1 = half, a2 = half;
-                const uint8_t *px = s + p->idx[x * p->span] * 3;
-                for (int64_t j = 0; j < p->cnt[x]; j++, px += 3) {
-                    int32_t w = p->wt[x * p->span + j];
-                    a0 += w * px[0], a1 += w * px[1], a2 += w * px[2];
-                }
-                int32_t v[3] = {a0 >> bits, a1 >> bits, a2 >> bits};
-                for (int k = 0; k < 3; k++) q[l * 3 + k] = (uint8_t)(v[k] < 0 ? 0 : v[k] > 255 ? 255 : v[k]);
-            }
+            block_scalar(p, s, b, bits, half, q);
             continue;
         }
         const int32_t *off = p->offs + b * 8;
@@ -249,15 +242,8 @@ AVX2 static void width_row_shuf(const loom__wplan *p, const uint8_t *s, int bits
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
             v[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(sh[k], 11), sl[k]), h), shift);
-        /* lanes: outputs 0-3 | 4-7, each r g b 0; saturating packs clamp to 0..255 */
-        __m256i u = _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
-        u = _mm256_shuffle_epi8(u, pick);
-        __m128i lo = _mm256_castsi256_si128(u), hi = _mm256_extracti128_si256(u, 1);
-        int32_t t;
-        _mm_storeu_si128((__m128i *)(void *)q, lo);
-        _mm_storel_epi64((__m128i *)(void *)(q + 12), hi);
-        t = _mm_extract_epi32(hi, 2);
-        memcpy(q + 20, &t, 4);
+        /* RGB0 words of outputs 0-3 | 4-7; the saturating packs clamp to 0..255 */
+        loom__store_rgb0(q, _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])));
     }
 }
 
