@@ -11,6 +11,10 @@
  *     equals loom__round_even's k-trick wherever the point can be inside);
  *     any other lane rounds to the same integer either way; bounds tested
  *     the same way;
+ *   - a row's pixels fetched first (into wb), then its colour stages: in
+ *     one loop a block's long chain (point, gather, stages, two divisions)
+ *     left too few blocks in flight (guide pipeline on a Zen 3, one thread:
+ *     0.44 -> 0.40 ms per image);
  *   - pixels fetched as 32-bit words (masked gather: lanes outside read
  *     nothing; the image's last pixel is read one byte early and shifted, so
  *     nothing past the image is touched), or, without an affine and with
@@ -129,6 +133,82 @@ AVX2 static inline __m256 normalize8(__m256i v, __m256 mean, __m256 sd) {
     return _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(255.0f)), mean), sd);
 }
 
+/* Row oy's pixels as 32-bit words (the image's last pixel shifted into
+ * place) and their lanes' masks: wb[ox / 4] and wb[ox / 4 + 1] for the
+ * block of eight at ox. cx0, fx0: the affine's per-column terms (m[0] x in
+ * double and float, then m[3] x, W8 apart); see rows_avx2. */
+AVX2 static void fetch_row(const loom__tail_rows *r, int64_t oy, int64_t W8, const double *cx0, const float *fx0, __m256i *wb) {
+    const int *base = (const int *)r->base;
+    const double *cx3 = r->affine ? cx0 + W8 : NULL;
+    const float *fy0 = r->affine ? fx0 + W8 : NULL;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), last = _mm256_set1_epi32((int32_t)(r->npx - 1)),
+                  eight = _mm256_set1_epi32(8), cstep = _mm256_set1_epi32((int32_t)r->cstep);
+    const __m256d pitch = _mm256_set1_pd((double)r->pitch), roff = _mm256_set1_pd((double)r->roff),
+                  rstep = _mm256_set1_pd((double)r->rstep), coff = _mm256_set1_pd((double)r->coff),
+                  cstepd = _mm256_set1_pd((double)r->cstep);
+    const __m256d m2 = _mm256_set1_pd(r->m[2]), m5 = _mm256_set1_pd(r->m[5]), hx = _mm256_set1_pd(r->hx), hy = _mm256_set1_pd(r->hy),
+                  zero = _mm256_setzero_pd(), Wd = _mm256_set1_pd((double)r->aw), Hd = _mm256_set1_pd((double)r->ah);
+    const double M = fmax(fabs(r->m[0]) * r->hx + fabs(r->m[1]) * r->hy + fabs(r->m[2]) + fabs(r->hx),
+                          fabs(r->m[3]) * r->hx + fabs(r->m[4]) * r->hy + fabs(r->m[5]) + fabs(r->hy)) + 1.0;
+    const __m256 tie = _mm256_set1_ps((float)(0.5 - M * 0x1p-20)), sign = _mm256_set1_ps(-0.0f), zerof = _mm256_setzero_ps(),
+                 Wf = _mm256_set1_ps((float)r->aw), Hf = _mm256_set1_ps((float)r->ah), m2f = _mm256_set1_ps((float)r->m[2]),
+                 m5f = _mm256_set1_ps((float)r->m[5]), hxf = _mm256_set1_ps((float)r->hx), hyf = _mm256_set1_ps((float)r->hy);
+    const __m256i roffi = _mm256_set1_epi32((int32_t)r->roff), rstepi = _mm256_set1_epi32((int32_t)r->rstep),
+                  pitchi = _mm256_set1_epi32((int32_t)r->pitch), coffi = _mm256_set1_epi32((int32_t)r->coff);
+    enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
+    double y = (double)(r->ay0 + r->ays * oy) - r->hy;
+    const __m256d m1y = _mm256_set1_pd(r->m[1] * y), m4y = _mm256_set1_pd(r->m[4] * y);
+    const __m256 m1yf = _mm256_set1_ps((float)(r->m[1] * y)), m4yf = _mm256_set1_ps((float)(r->m[4] * y));
+    for (int64_t ox = 0; ox < W8; ox += 8) {
+        __m256i in = _mm256_set1_epi32(-1);
+        __m256i at;
+        int near = 1;
+        if (r->affine) { /* in float; lanes too near a rounding tie go through double below */
+            __m256 fx = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(fx0 + ox), m1yf), m2f), hxf);
+            __m256 fy = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(fy0 + ox), m4yf), m5f), hyf);
+            __m256 rx = _mm256_round_ps(fx, rnd), ry = _mm256_round_ps(fy, rnd);
+            __m256 dx = _mm256_andnot_ps(sign, _mm256_sub_ps(fx, rx)), dy = _mm256_andnot_ps(sign, _mm256_sub_ps(fy, ry));
+            near = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(dx, tie, _CMP_GT_OQ), _mm256_cmp_ps(dy, tie, _CMP_GT_OQ)));
+            if (!near) {
+                __m256 ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(rx, zerof, _CMP_GE_OQ), _mm256_cmp_ps(rx, Wf, _CMP_LT_OQ)),
+                                          _mm256_and_ps(_mm256_cmp_ps(ry, zerof, _CMP_GE_OQ), _mm256_cmp_ps(ry, Hf, _CMP_LT_OQ)));
+                in = _mm256_castps_si256(ok);
+                __m256i yi = _mm256_cvtps_epi32(ry), xi = _mm256_cvtps_epi32(rx);
+                __m256i row = _mm256_mullo_epi32(_mm256_add_epi32(roffi, _mm256_mullo_epi32(rstepi, yi)), pitchi);
+                at = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(row, coffi), _mm256_mullo_epi32(cstep, xi)), in);
+            }
+        }
+        if (r->affine && near) {
+            __m256d fxl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox), m1y), m2), hx);
+            __m256d fxh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox + 4), m1y), m2), hx);
+            __m256d fyl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox), m4y), m5), hy);
+            __m256d fyh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox + 4), m4y), m5), hy);
+            __m256d rxl = _mm256_round_pd(fxl, rnd), rxh = _mm256_round_pd(fxh, rnd);
+            __m256d ryl = _mm256_round_pd(fyl, rnd), ryh = _mm256_round_pd(fyh, rnd);
+            __m256d okl = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxl, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxl, Wd, _CMP_LT_OQ)),
+                                        _mm256_and_pd(_mm256_cmp_pd(ryl, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryl, Hd, _CMP_LT_OQ)));
+            __m256d okh = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxh, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxh, Wd, _CMP_LT_OQ)),
+                                        _mm256_and_pd(_mm256_cmp_pd(ryh, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryh, Hd, _CMP_LT_OQ)));
+            /* (roff + rstep y) pitch + coff + cstep x, exact in double; 0 where outside */
+            __m256d al = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryl)), pitch),
+                                       _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxl)));
+            __m256d ah = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryh)), pitch),
+                                       _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxh)));
+            al = _mm256_and_pd(al, okl), ah = _mm256_and_pd(ah, okh);
+            at = _mm256_set_m128i(_mm256_cvttpd_epi32(ah), _mm256_cvttpd_epi32(al));
+            in = mask_pd(okl, okh);
+        } else if (!r->affine) {
+            int64_t a0 = (r->roff + r->rstep * oy) * r->pitch + r->coff + r->cstep * ox;
+            at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)a0), _mm256_mullo_epi32(lane, cstep));
+        }
+        __m256i is_last = _mm256_cmpeq_epi32(at, last);
+        __m256i off = _mm256_add_epi32(_mm256_add_epi32(at, _mm256_add_epi32(at, at)), is_last);
+        __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, off, in, 1);
+        w = _mm256_srlv_epi32(w, _mm256_and_si256(is_last, eight));
+        wb[ox / 4] = w, wb[ox / 4 + 1] = in;
+    }
+}
+
 AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
     const int64_t H = r->H, W = r->W, hw = H * W, W8 = W & ~(int64_t)7;
     if (W8 == 0 || r->npx * 3 + 8 > 0x7fffffff) return 0;
@@ -137,17 +217,9 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
         if (r->st[k].kind == LOOM__TS_SAT) /* uf[1] = (float)1 * f, gg[1] = (float)1 * (1 - f): the factors */
             sat_f = _mm256_set1_ps(r->sat->uf[1]), sat_g = _mm256_set1_ps(r->sat->gg[1]);
     }
-    const int *base = (const int *)r->base;
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), ff = _mm256_set1_epi32(0xff);
-    const __m256i last = _mm256_set1_epi32((int32_t)(r->npx - 1)), eight = _mm256_set1_epi32(8);
-    const __m256i cstep = _mm256_set1_epi32((int32_t)r->cstep);
-    const __m256d pitch = _mm256_set1_pd((double)r->pitch), roff = _mm256_set1_pd((double)r->roff),
-                  rstep = _mm256_set1_pd((double)r->rstep), coff = _mm256_set1_pd((double)r->coff),
-                  cstepd = _mm256_set1_pd((double)r->cstep);
+    const __m256i ff = _mm256_set1_epi32(0xff);
     const __m256i fill_r = _mm256_set1_epi32(r->fill[0]), fill_g = _mm256_set1_epi32(r->fill[1]),
                   fill_b = _mm256_set1_epi32(r->fill[2]);
-    const __m256d m2 = _mm256_set1_pd(r->m[2]), m5 = _mm256_set1_pd(r->m[5]), hx = _mm256_set1_pd(r->hx), hy = _mm256_set1_pd(r->hy),
-                  zero = _mm256_setzero_pd(), Wd = _mm256_set1_pd((double)r->aw), Hd = _mm256_set1_pd((double)r->ah);
     __m256 fillv[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     if (r->x)
         for (int ch = 0; ch < 3; ch++) fillv[ch] = _mm256_set1_ps(r->lut[ch][r->fill[ch]]);
@@ -161,8 +233,17 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
      * roundings of at most 2^-24 of the largest partial sum M, twice over. */
     double *cx0 = NULL, *cx3 = NULL;
     float *fx0 = NULL, *fy0 = NULL;
+    /* no affine, rows read forwards (or only summed): plain loads */
+    const bool contig = !r->affine && (r->cstep == 1 || (r->cstep == -1 && !r->x && !r->dst));
+    /* otherwise a row's fetched words and masks first (wb), then its colour
+     * stages: one loop doing both keeps too few of its long chains in flight */
+    __m256i *wb = NULL;
+    if (!contig && !(wb = aligned_alloc(32, (size_t)W8 * 8))) return 0;
     if (r->affine) {
-        if (!(cx0 = malloc(2 * (size_t)W8 * (sizeof *cx0 + sizeof *fx0)))) return 0; /* the scalar path does it all */
+        if (!(cx0 = malloc(2 * (size_t)W8 * (sizeof *cx0 + sizeof *fx0)))) { /* the scalar path does it all */
+            free(wb);
+            return 0;
+        }
         cx3 = cx0 + W8;
         fx0 = (float *)(void *)(cx3 + W8), fy0 = fx0 + W8;
         for (int64_t ox = 0; ox < W8; ox++) {
@@ -171,72 +252,18 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
             fx0[ox] = (float)cx0[ox], fy0[ox] = (float)cx3[ox];
         }
     }
-    const double M = fmax(fabs(r->m[0]) * r->hx + fabs(r->m[1]) * r->hy + fabs(r->m[2]) + fabs(r->hx),
-                          fabs(r->m[3]) * r->hx + fabs(r->m[4]) * r->hy + fabs(r->m[5]) + fabs(r->hy)) + 1.0;
-    const __m256 tie = _mm256_set1_ps((float)(0.5 - M * 0x1p-20)), sign = _mm256_set1_ps(-0.0f), zerof = _mm256_setzero_ps(),
-                 Wf = _mm256_set1_ps((float)r->aw), Hf = _mm256_set1_ps((float)r->ah), m2f = _mm256_set1_ps((float)r->m[2]),
-                 m5f = _mm256_set1_ps((float)r->m[5]), hxf = _mm256_set1_ps((float)r->hx), hyf = _mm256_set1_ps((float)r->hy);
-    const __m256i roffi = _mm256_set1_epi32((int32_t)r->roff), rstepi = _mm256_set1_epi32((int32_t)r->rstep),
-                  pitchi = _mm256_set1_epi32((int32_t)r->pitch), coffi = _mm256_set1_epi32((int32_t)r->coff);
-    /* no affine, rows read forwards (or only summed): plain loads */
-    const bool contig = !r->affine && (r->cstep == 1 || (r->cstep == -1 && !r->x && !r->dst));
-    enum { rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
     int64_t gray = 0;
     for (int64_t oy = 0; oy < H; oy++) {
-        double y = (double)(r->ay0 + r->ays * oy) - r->hy;
-        const __m256d m1y = _mm256_set1_pd(r->m[1] * y), m4y = _mm256_set1_pd(r->m[4] * y);
-        const __m256 m1yf = _mm256_set1_ps((float)(r->m[1] * y)), m4yf = _mm256_set1_ps((float)(r->m[4] * y));
         __m256i acc = _mm256_setzero_si256();
+        if (!contig) fetch_row(r, oy, W8, cx0, fx0, wb);
         for (int64_t ox = 0; ox < W8; ox += 8) {
             __m256i in = _mm256_set1_epi32(-1);
             px8 p;
             if (contig) { /* the eight pixels lie side by side: loads, no gather */
                 p = load8(r->base + (r->cstep > 0 ? loom__tail_px_at(r, oy, ox) : loom__tail_px_at(r, oy, ox + 7)) * 3);
             } else {
-                __m256i at;
-                int near = 1;
-                if (r->affine) { /* in float; lanes too near a rounding tie go through double below */
-                    __m256 fx = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(fx0 + ox), m1yf), m2f), hxf);
-                    __m256 fy = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(fy0 + ox), m4yf), m5f), hyf);
-                    __m256 rx = _mm256_round_ps(fx, rnd), ry = _mm256_round_ps(fy, rnd);
-                    __m256 dx = _mm256_andnot_ps(sign, _mm256_sub_ps(fx, rx)), dy = _mm256_andnot_ps(sign, _mm256_sub_ps(fy, ry));
-                    near = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(dx, tie, _CMP_GT_OQ), _mm256_cmp_ps(dy, tie, _CMP_GT_OQ)));
-                    if (!near) {
-                        __m256 ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(rx, zerof, _CMP_GE_OQ), _mm256_cmp_ps(rx, Wf, _CMP_LT_OQ)),
-                                                  _mm256_and_ps(_mm256_cmp_ps(ry, zerof, _CMP_GE_OQ), _mm256_cmp_ps(ry, Hf, _CMP_LT_OQ)));
-                        in = _mm256_castps_si256(ok);
-                        __m256i yi = _mm256_cvtps_epi32(ry), xi = _mm256_cvtps_epi32(rx);
-                        __m256i row = _mm256_mullo_epi32(_mm256_add_epi32(roffi, _mm256_mullo_epi32(rstepi, yi)), pitchi);
-                        at = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(row, coffi), _mm256_mullo_epi32(cstep, xi)), in);
-                    }
-                }
-                if (r->affine && near) {
-                    __m256d fxl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox), m1y), m2), hx);
-                    __m256d fxh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx0 + ox + 4), m1y), m2), hx);
-                    __m256d fyl = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox), m4y), m5), hy);
-                    __m256d fyh = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(cx3 + ox + 4), m4y), m5), hy);
-                    __m256d rxl = _mm256_round_pd(fxl, rnd), rxh = _mm256_round_pd(fxh, rnd);
-                    __m256d ryl = _mm256_round_pd(fyl, rnd), ryh = _mm256_round_pd(fyh, rnd);
-                    __m256d okl = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxl, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxl, Wd, _CMP_LT_OQ)),
-                                                _mm256_and_pd(_mm256_cmp_pd(ryl, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryl, Hd, _CMP_LT_OQ)));
-                    __m256d okh = _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(rxh, zero, _CMP_GE_OQ), _mm256_cmp_pd(rxh, Wd, _CMP_LT_OQ)),
-                                                _mm256_and_pd(_mm256_cmp_pd(ryh, zero, _CMP_GE_OQ), _mm256_cmp_pd(ryh, Hd, _CMP_LT_OQ)));
-                    /* (roff + rstep y) pitch + coff + cstep x, exact in double; 0 where outside */
-                    __m256d al = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryl)), pitch),
-                                               _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxl)));
-                    __m256d ah = _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(roff, _mm256_mul_pd(rstep, ryh)), pitch),
-                                               _mm256_add_pd(coff, _mm256_mul_pd(cstepd, rxh)));
-                    al = _mm256_and_pd(al, okl), ah = _mm256_and_pd(ah, okh);
-                    at = _mm256_set_m128i(_mm256_cvttpd_epi32(ah), _mm256_cvttpd_epi32(al));
-                    in = mask_pd(okl, okh);
-                } else if (!r->affine) {
-                    int64_t a0 = (r->roff + r->rstep * oy) * r->pitch + r->coff + r->cstep * ox;
-                    at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)a0), _mm256_mullo_epi32(lane, cstep));
-                }
-                __m256i is_last = _mm256_cmpeq_epi32(at, last);
-                __m256i off = _mm256_add_epi32(_mm256_add_epi32(at, _mm256_add_epi32(at, at)), is_last);
-                __m256i w = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, off, in, 1);
-                w = _mm256_srlv_epi32(w, _mm256_and_si256(is_last, eight));
+                const __m256i w = wb[ox / 4];
+                in = wb[ox / 4 + 1];
                 p = (px8){_mm256_and_si256(w, ff), _mm256_and_si256(_mm256_srli_epi32(w, 8), ff),
                           _mm256_and_si256(_mm256_srli_epi32(w, 16), ff)};
             }
@@ -272,7 +299,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
             for (int i = 0; i < 8; i++) gray += s[i];
         }
     }
-    free(cx0);
+    free(cx0), free(wb);
     r->gray_sum += gray;
     return W8;
 }
