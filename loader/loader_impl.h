@@ -187,7 +187,9 @@ void loom__simd_set(int level);
 typedef struct loom__wplan loom__wplan;
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
                                    int64_t sw);
-int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o);
+/* rows source rows from s (spitch bytes apart) to o (opitch apart), in pairs */
+int64_t loom__width_pass_avx2(const loom__wplan *p, const uint8_t *s, int64_t spitch, int64_t rows, int bits, int32_t half,
+                              uint8_t *o, int64_t opitch);
 void loom__width_plan_free(loom__wplan *p);
 /* The same sixteen outputs at a time with AVX-512 VBMI (loader/resample_avx512.c):
  * NULL without it, or when a block's taps lie more than 42 pixels apart. */

@@ -11,7 +11,9 @@
  * vpmaddwd multiplies them by the taps' weights, split w = 2^11 wh + wl
  * (both fit 16 bits), giving one sum of wh and one of wl per channel:
  * 2^11 S_h + S_l is the scalar loop's integer, the same bits. Two outputs
- * per vector (one per 128-bit lane), eight per block. Other taps (flipped
+ * per vector (one per 128-bit lane), eight per block, two rows at a time
+ * (each weight vector loaded once for both: 500 -> 224 of 256 columns, 5
+ * taps, 334 rows on a Zen 3: 0.142 -> 0.112 ms). Other taps (flipped
  * or strided): for eight consecutive outputs and tap j, one gather of
  * 32-bit words at their j-th source pixels (R, G, B and one byte of the
  * next pixel, dropped) and the eight weights of tap j (the taps table
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/prefetch.h"
 #include "loader_impl.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -208,8 +211,10 @@ AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int
     }
 }
 
-/* The shuffle form (see the top): eight outputs per block. */
-AVX2 static void width_row_shuf(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
+/* The shuffle form on two rows at once (s0 -> o0, s1 -> o1): each weight
+ * vector is loaded once for both; output pair k (k, 4 + k) at a time. */
+AVX2 static void width_rows2_shuf(const loom__wplan *p, const uint8_t *s0, const uint8_t *s1, int bits, int32_t half,
+                                  uint8_t *o0, uint8_t *o1) {
     const int64_t ng = p->ng;
     const __m256i sa = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 0, -1, 3, -1, 1, -1, 4,
                                         -1, 2, -1, 5, -1, -1, -1, -1, -1),
@@ -218,38 +223,48 @@ AVX2 static void width_row_shuf(const loom__wplan *p, const uint8_t *s, int bits
                   h = _mm256_set1_epi32(half);
     const __m128i shift = _mm_cvtsi32_si128(bits);
     for (int64_t b = 0; b < p->nb; b++) {
-        uint8_t *q = o + b * 24;
-        if (!p->ok[b]) { /* a load would leave the row: the scalar sums */
-            block_scalar(p, s, b, bits, half, q);
+        if (!p->ok[b]) {
+            block_scalar(p, s0, b, bits, half, o0 + b * 24);
+            block_scalar(p, s1, b, bits, half, o1 + b * 24);
             continue;
         }
         const int32_t *off = p->offs + b * 8;
-        const __m256i *w = (const __m256i *)(const void *)p->wts + b * ng * 16;
-        __m256i sh[4], sl[4], v[4];
+        const __m256i *wb = (const __m256i *)(const void *)p->wts + b * ng * 16;
+        __m256i v0[4], v1[4];
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) sh[k] = sl[k] = _mm256_setzero_si256();
-        for (int64_t g = 0; g < ng; g++, w += 16) {
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                __m256i d = _mm256_loadu2_m128i((const __m128i *)(const void *)(s + off[4 + k] + 12 * g),
-                                                (const __m128i *)(const void *)(s + off[k] + 12 * g));
-                __m256i da = _mm256_shuffle_epi8(d, sa), db = _mm256_shuffle_epi8(d, sb);
-                const __m256i *wk = w + 4 * k;
-                sh[k] = _mm256_add_epi32(sh[k], _mm256_add_epi32(_mm256_madd_epi16(da, wk[0]), _mm256_madd_epi16(db, wk[2])));
-                sl[k] = _mm256_add_epi32(sl[k], _mm256_add_epi32(_mm256_madd_epi16(da, wk[1]), _mm256_madd_epi16(db, wk[3])));
+        for (int k = 0; k < 4; k++) {
+            __m256i h0 = _mm256_setzero_si256(), l0 = h0, h1 = h0, l1 = h0;
+            const uint8_t *a0 = s0 + off[k], *b0 = s0 + off[4 + k], *a1 = s1 + off[k], *b1 = s1 + off[4 + k];
+            const __m256i *w = wb + 4 * k;
+            for (int64_t g = 0; g < ng; g++, w += 16) {
+                __m256i d0 = _mm256_loadu2_m128i((const __m128i *)(const void *)(b0 + 12 * g), (const __m128i *)(const void *)(a0 + 12 * g));
+                __m256i d1 = _mm256_loadu2_m128i((const __m128i *)(const void *)(b1 + 12 * g), (const __m128i *)(const void *)(a1 + 12 * g));
+                __m256i da0 = _mm256_shuffle_epi8(d0, sa), db0 = _mm256_shuffle_epi8(d0, sb);
+                __m256i da1 = _mm256_shuffle_epi8(d1, sa), db1 = _mm256_shuffle_epi8(d1, sb);
+                const __m256i w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+                h0 = _mm256_add_epi32(h0, _mm256_add_epi32(_mm256_madd_epi16(da0, w0), _mm256_madd_epi16(db0, w2)));
+                l0 = _mm256_add_epi32(l0, _mm256_add_epi32(_mm256_madd_epi16(da0, w1), _mm256_madd_epi16(db0, w3)));
+                h1 = _mm256_add_epi32(h1, _mm256_add_epi32(_mm256_madd_epi16(da1, w0), _mm256_madd_epi16(db1, w2)));
+                l1 = _mm256_add_epi32(l1, _mm256_add_epi32(_mm256_madd_epi16(da1, w1), _mm256_madd_epi16(db1, w3)));
             }
+            v0[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h0, 11), l0), h), shift);
+            v1[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h1, 11), l1), h), shift);
         }
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            v[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(sh[k], 11), sl[k]), h), shift);
-        /* RGB0 words of outputs 0-3 | 4-7; the saturating packs clamp to 0..255 */
-        loom__store_rgb0(q, _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])));
+        loom__store_rgb0(o0 + b * 24, _mm256_packus_epi16(_mm256_packs_epi32(v0[0], v0[1]), _mm256_packs_epi32(v0[2], v0[3])));
+        loom__store_rgb0(o1 + b * 24, _mm256_packus_epi16(_mm256_packs_epi32(v1[0], v1[1]), _mm256_packs_epi32(v1[2], v1[3])));
     }
 }
 
-int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
-    if (p->ng > 0) width_row_shuf(p, s, bits, half, o);
-    else width_row(p, s, bits, half, o);
+int64_t loom__width_pass_avx2(const loom__wplan *p, const uint8_t *s, int64_t spitch, int64_t rows, int bits, int32_t half,
+                              uint8_t *o, int64_t opitch) {
+    for (int64_t r = 0; r < rows; r += 2) {
+        const uint8_t *s0 = s + r * spitch;
+        uint8_t *o0 = o + r * opitch;
+        if (r + 3 < rows) loom__prefetch_span(s0 + 2 * spitch, (size_t)(2 * spitch)); /* a fresh decode: not in L2 */
+        const int64_t d = r + 1 < rows; /* an odd last row: twice over itself */
+        if (p->ng > 0) width_rows2_shuf(p, s0, s0 + d * spitch, bits, half, o0, o0 + d * opitch);
+        else width_row(p, s0, bits, half, o0), width_row(p, s0 + d * spitch, bits, half, o0 + d * opitch);
+    }
     return p->nb * 8;
 }
 
@@ -349,8 +364,9 @@ loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const
     (void)idx, (void)cnt, (void)wt, (void)span, (void)ow, (void)sw;
     return NULL;
 }
-int64_t loom__width_row_avx2(const loom__wplan *p, const uint8_t *s, int bits, int32_t half, uint8_t *o) {
-    (void)p, (void)s, (void)bits, (void)half, (void)o;
+int64_t loom__width_pass_avx2(const loom__wplan *p, const uint8_t *s, int64_t spitch, int64_t rows, int bits, int32_t half,
+                              uint8_t *o, int64_t opitch) {
+    (void)p, (void)s, (void)spitch, (void)rows, (void)bits, (void)half, (void)o, (void)opitch;
     return 0;
 }
 void loom__width_plan_free(loom__wplan *p) { (void)p; }

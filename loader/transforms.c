@@ -528,11 +528,11 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
         free(tmp), free(acc);
         return loom__err(ctx, LOOM_ERR_OOM, "%s: out of memory for %lldx%lld", tf, (long long)rows, (long long)ow);
     }
-    /* columns copied in order (a crop): whole rows at once */
-    bool run = tx->copy && tx->idx[(ow - 1) * tx->span] - tx->idx[0] == ow - 1;
+    bool run = tx->copy && tx->idx[(ow - 1) * tx->span] - tx->idx[0] == ow - 1; /* columns in order (a crop): memcpy */
     loom__wplan512 *wq = c == 3 && !tx->copy ? loom__width_plan_avx512(tx->idx, tx->cnt, tx->wt, tx->span, ow) : NULL;
     loom__wplan *wp = c == 3 && !tx->copy && !wq ? loom__width_plan_avx2(tx->idx, tx->cnt, tx->wt, tx->span, ow, src->w) : NULL;
-    // tmp (rows, ow, c) <- src rows rlo..rhi, columns through tx
+    // tmp (rows, ow, c) <- src rows rlo..rhi, columns through tx: AVX2's outputs [0, wx) of every row first
+    int64_t wx = wp ? loom__width_pass_avx2(wp, src->data + rlo * src->w * c, src->w * c, rows, FIX_BITS, half, tmp, row) : 0;
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *s = src->data + (rlo + r) * src->w * c;
         uint8_t *o = tmp + r * row;
@@ -541,7 +541,7 @@ static loom_status sep_run(loom_ctx *ctx, const char *tf, const loom_image *src,
             memcpy(o, s + tx->idx[0] * c, (size_t)row);
             continue;
         }
-        int64_t x = wq ? loom__width_row_avx512(wq, s, src->w, FIX_BITS, half, o) : wp ? loom__width_row_avx2(wp, s, FIX_BITS, half, o) : 0;
+        int64_t x = wq ? loom__width_row_avx512(wq, s, src->w, FIX_BITS, half, o) : wx;
         for (o += x * c; x < ow; x++, o += c) {
             const int64_t *ix = tx->idx + x * tx->span, n = tx->cnt[x];
             const uint8_t *p = s + ix[0] * c;
