@@ -43,43 +43,48 @@
 
 #define AVX2 LOOM_AVX2
 
+/* eight pixels' channels, whole numbers 0..255 held as floats: a stage's
+ * truncation rounds toward zero in place, so no conversion sits between
+ * stages (cvttps + cvtdq2ps per channel and stage, before) */
 typedef struct px8 {
-    __m256i r, g, b; /* 0..255 per lane */
+    __m256 r, g, b;
 } px8;
 
-AVX2 static inline __m256i trunc_u8(__m256 v) {
+enum { TO_ZERO = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }; /* an immediate, even at -O0 */
+
+/* clamped to 0..255 and truncated: cvttps's integer, as a float */
+AVX2 static inline __m256 trunc_u8(__m256 v) {
     v = _mm256_max_ps(v, _mm256_setzero_ps());
     v = _mm256_min_ps(v, _mm256_set1_ps(255.0f));
-    return _mm256_cvttps_epi32(v);
+    return _mm256_round_ps(v, TO_ZERO);
 }
 
 /* floor(gray) of integer-valued lanes: (r 0.2989 + g 0.587) + b 0.114 */
-AVX2 static inline __m256i gray8(__m256 rf, __m256 gf, __m256 bf) {
+AVX2 static inline __m256 gray8(__m256 rf, __m256 gf, __m256 bf) {
     __m256 s = _mm256_add_ps(_mm256_mul_ps(rf, _mm256_set1_ps(0.2989f)), _mm256_mul_ps(gf, _mm256_set1_ps(0.587f)));
-    return _mm256_cvttps_epi32(_mm256_add_ps(s, _mm256_mul_ps(bf, _mm256_set1_ps(0.114f))));
+    return _mm256_round_ps(_mm256_add_ps(s, _mm256_mul_ps(bf, _mm256_set1_ps(0.114f))), TO_ZERO);
 }
 
 /* loom__sat_span: u f + floor(gray) (1 - f), truncated to 0..255 */
 AVX2 static inline void sat8(px8 *p, __m256 ff, __m256 g) {
-    __m256 rf = _mm256_cvtepi32_ps(p->r), gf = _mm256_cvtepi32_ps(p->g), bf = _mm256_cvtepi32_ps(p->b);
-    __m256 add = _mm256_mul_ps(_mm256_cvtepi32_ps(gray8(rf, gf, bf)), g);
-    p->r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(rf, ff), add));
-    p->g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(gf, ff), add));
-    p->b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(bf, ff), add));
+    __m256 add = _mm256_mul_ps(gray8(p->r, p->g, p->b), g);
+    p->r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(p->r, ff), add));
+    p->g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(p->g, ff), add));
+    p->b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(p->b, ff), add));
 }
 
 AVX2 static inline void hue8(px8 *p, double f) {
     int32_t v[3][8];
     uint8_t buf[24];
-    _mm256_storeu_si256((__m256i *)v[0], p->r);
-    _mm256_storeu_si256((__m256i *)v[1], p->g);
-    _mm256_storeu_si256((__m256i *)v[2], p->b);
+    _mm256_storeu_si256((__m256i *)v[0], _mm256_cvttps_epi32(p->r));
+    _mm256_storeu_si256((__m256i *)v[1], _mm256_cvttps_epi32(p->g));
+    _mm256_storeu_si256((__m256i *)v[2], _mm256_cvttps_epi32(p->b));
     for (int i = 0; i < 8; i++) buf[i * 3] = (uint8_t)v[0][i], buf[i * 3 + 1] = (uint8_t)v[1][i], buf[i * 3 + 2] = (uint8_t)v[2][i];
     loom__hue_span(f, buf, buf, 8);
     for (int i = 0; i < 8; i++) v[0][i] = buf[i * 3], v[1][i] = buf[i * 3 + 1], v[2][i] = buf[i * 3 + 2];
-    p->r = _mm256_loadu_si256((const __m256i *)v[0]);
-    p->g = _mm256_loadu_si256((const __m256i *)v[1]);
-    p->b = _mm256_loadu_si256((const __m256i *)v[2]);
+    p->r = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)v[0]));
+    p->g = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)v[1]));
+    p->b = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)v[2]));
 }
 
 /* Eight pixels from 24 contiguous bytes (nothing past them is read), one
@@ -90,7 +95,8 @@ AVX2 static inline px8 load8(const uint8_t *q) {
                   mb = _mm256_setr_epi8(PICK4(2), PICK4(2));
     __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)q), hi = _mm_loadl_epi64((const __m128i *)(const void *)(q + 16));
     __m256i v = _mm256_set_m128i(_mm_alignr_epi8(hi, lo, 12), lo); /* pixels 0-3 | 4-7, 12 bytes per lane */
-    px8 p = {_mm256_shuffle_epi8(v, mr), _mm256_shuffle_epi8(v, mg), _mm256_shuffle_epi8(v, mb)};
+    px8 p = {_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, mr)), _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, mg)),
+             _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, mb))};
     return p;
 }
 #undef PICK4
@@ -112,9 +118,9 @@ AVX2 static inline void stages8(const loom__tail_rows *r, px8 *p, __m256 sat_f, 
             const loom__tail_stage *q = &r->st[k];
             for (int j = 0; j < q->nlin; j++) {
                 const __m256 mul = _mm256_set1_ps(q->mul[j]), add = _mm256_set1_ps(q->add[j]);
-                p->r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p->r), mul), add));
-                p->g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p->g), mul), add));
-                p->b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(p->b), mul), add));
+                p->r = trunc_u8(_mm256_add_ps(_mm256_mul_ps(p->r, mul), add));
+                p->g = trunc_u8(_mm256_add_ps(_mm256_mul_ps(p->g, mul), add));
+                p->b = trunc_u8(_mm256_add_ps(_mm256_mul_ps(p->b, mul), add));
             }
         } else if (kind == LOOM__TS_SAT) {
             sat8(p, sat_f, sat_g);
@@ -129,8 +135,8 @@ AVX2 static inline void stages8(const loom__tail_rows *r, px8 *p, __m256 sat_f, 
  * One thread, Resize((256, 256)) + ToTensor + Normalize on this pass, a
  * Zen 3: 0.41 ms per image with the three table gathers, 0.37 with
  * loom__norm_value's FMA-corrected products (FMA target), 0.34 so. */
-AVX2 static inline __m256 normalize8(__m256i v, __m256 mean, __m256 sd) {
-    return _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(255.0f)), mean), sd);
+AVX2 static inline __m256 normalize8(__m256 v, __m256 mean, __m256 sd) {
+    return _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(v, _mm256_set1_ps(255.0f)), mean), sd);
 }
 
 /* Row oy's pixels as 32-bit words (the image's last pixel shifted into
@@ -218,8 +224,7 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
             sat_f = _mm256_set1_ps(r->sat->uf[1]), sat_g = _mm256_set1_ps(r->sat->gg[1]);
     }
     const __m256i ff = _mm256_set1_epi32(0xff);
-    const __m256i fill_r = _mm256_set1_epi32(r->fill[0]), fill_g = _mm256_set1_epi32(r->fill[1]),
-                  fill_b = _mm256_set1_epi32(r->fill[2]);
+    const __m256 fill_r = _mm256_set1_ps(r->fill[0]), fill_g = _mm256_set1_ps(r->fill[1]), fill_b = _mm256_set1_ps(r->fill[2]);
     __m256 fillv[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     if (r->x)
         for (int ch = 0; ch < 3; ch++) fillv[ch] = _mm256_set1_ps(r->lut[ch][r->fill[ch]]);
@@ -264,34 +269,35 @@ AVX2 static int64_t rows_avx2(loom__tail_rows *r) {
             } else {
                 const __m256i w = wb[ox / 4];
                 in = wb[ox / 4 + 1];
-                p = (px8){_mm256_and_si256(w, ff), _mm256_and_si256(_mm256_srli_epi32(w, 8), ff),
-                          _mm256_and_si256(_mm256_srli_epi32(w, 16), ff)};
+                p = (px8){_mm256_cvtepi32_ps(_mm256_and_si256(w, ff)), _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(w, 8), ff)),
+                          _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(w, 16), ff))};
             }
+            const __m256 inf = _mm256_castsi256_ps(in);
             if (r->affine) {
-                p.r = _mm256_blendv_epi8(fill_r, p.r, in);
-                p.g = _mm256_blendv_epi8(fill_g, p.g, in);
-                p.b = _mm256_blendv_epi8(fill_b, p.b, in);
+                p.r = _mm256_blendv_ps(fill_r, p.r, inf);
+                p.g = _mm256_blendv_ps(fill_g, p.g, inf);
+                p.b = _mm256_blendv_ps(fill_b, p.b, inf);
             }
             stages8(r, &p, sat_f, sat_g);
             if (r->x) {
-                const __m256 inf = _mm256_castsi256_ps(in);
-                __m256i idx[3] = {p.r, p.g, p.b};
+                __m256 u[3] = {p.r, p.g, p.b};
                 for (int ch = 0; ch < 3; ch++) {
-                    __m256 t = r->norm ? normalize8(idx[ch], mean[ch], sd[ch]) : _mm256_i32gather_ps(r->lut[ch], idx[ch], 4);
+                    __m256 t = r->norm ? normalize8(u[ch], mean[ch], sd[ch])
+                                       : _mm256_i32gather_ps(r->lut[ch], _mm256_cvttps_epi32(u[ch]), 4);
                     __m256 v = _mm256_blendv_ps(fillv[ch], t, inf);
                     float *o = r->x + (size_t)ch * (size_t)hw + (size_t)(oy * W + ox);
                     _mm256_storeu_ps(o, v);
                 }
             } else if (r->dst) {
                 if (r->affine) { /* the fill is written after the adjustments */
-                    p.r = _mm256_blendv_epi8(fill_r, p.r, in);
-                    p.g = _mm256_blendv_epi8(fill_g, p.g, in);
-                    p.b = _mm256_blendv_epi8(fill_b, p.b, in);
+                    p.r = _mm256_blendv_ps(fill_r, p.r, inf);
+                    p.g = _mm256_blendv_ps(fill_g, p.g, inf);
+                    p.b = _mm256_blendv_ps(fill_b, p.b, inf);
                 }
-                loom__store_rgb8(r->dst + (oy * W + ox) * 3, p.r, p.g, p.b);
+                loom__store_rgb8(r->dst + (oy * W + ox) * 3, _mm256_cvttps_epi32(p.r), _mm256_cvttps_epi32(p.g),
+                                 _mm256_cvttps_epi32(p.b));
             }
-            if (r->want_gray)
-                acc = _mm256_add_epi32(acc, gray8(_mm256_cvtepi32_ps(p.r), _mm256_cvtepi32_ps(p.g), _mm256_cvtepi32_ps(p.b)));
+            if (r->want_gray) acc = _mm256_add_epi32(acc, _mm256_cvttps_epi32(gray8(p.r, p.g, p.b)));
         }
         if (r->want_gray) {
             int32_t s[8];
