@@ -91,6 +91,7 @@ struct loom__wplan {
     int32_t *offs, *wts;
     bool *ok;
     int64_t ng; /* > 0: the shuffle form */
+    int64_t rowbytes; /* the source row's bytes (3 sw) */
 };
 
 void loom__width_plan_free(loom__wplan *p) {
@@ -115,7 +116,7 @@ static loom__wplan *plan_shuf(const int64_t *idx, const int64_t *cnt, const int3
     if (!p) return NULL;
     const size_t wbytes = (size_t)(nb * ng * 16 * 32);
     *p = (loom__wplan){nb, maxn, span, idx, cnt, wt, malloc((size_t)(nb * 8) * sizeof(int32_t)), aligned_alloc(32, wbytes),
-                       malloc((size_t)nb), ng};
+                       malloc((size_t)nb), ng, sw * 3};
     if (!p->offs || !p->wts || !p->ok) {
         loom__width_plan_free(p);
         return NULL;
@@ -151,7 +152,7 @@ loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const
     loom__wplan *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     *p = (loom__wplan){nb, maxn, span, idx, cnt, wt, malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)),
-                       malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)), malloc((size_t)nb), 0};
+                       malloc((size_t)(nb * maxn * 8) * sizeof(int32_t)), malloc((size_t)nb), 0, sw * 3};
     if (!p->offs || !p->wts || !p->ok) {
         loom__width_plan_free(p);
         return NULL;
@@ -211,10 +212,11 @@ AVX2 static void width_row(const loom__wplan *p, const uint8_t *s, int bits, int
     }
 }
 
-/* The shuffle form on two rows at once (s0 -> o0, s1 -> o1): each weight
- * vector is loaded once for both; output pair k (k, 4 + k) at a time. */
-AVX2 static void width_rows2_shuf(const loom__wplan *p, const uint8_t *s0, const uint8_t *s1, int bits, int32_t half,
-                                  uint8_t *o0, uint8_t *o1) {
+/* Block b of the shuffle form on two rows at once (s0 -> o0, s1 -> o1):
+ * each weight vector is loaded once for both; output pair k (k, 4 + k) at
+ * a time. off: the block's eight first-tap byte offsets into s0 and s1. */
+AVX2 static inline void block2(const loom__wplan *p, int64_t b, const int32_t *off, const uint8_t *s0, const uint8_t *s1,
+                               int bits, int32_t half, uint8_t *o0, uint8_t *o1) {
     const int64_t ng = p->ng;
     const __m256i sa = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 0, -1, 3, -1, 1, -1, 4,
                                         -1, 2, -1, 5, -1, -1, -1, -1, -1),
@@ -222,36 +224,51 @@ AVX2 static void width_rows2_shuf(const loom__wplan *p, const uint8_t *s0, const
                                         10, -1, 8, -1, 11, -1, -1, -1, -1, -1),
                   h = _mm256_set1_epi32(half);
     const __m128i shift = _mm_cvtsi32_si128(bits);
+    const __m256i *wb = (const __m256i *)(const void *)p->wts + b * ng * 16;
+    __m256i v0[4], v1[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m256i h0 = _mm256_setzero_si256(), l0 = h0, h1 = h0, l1 = h0;
+        const uint8_t *a0 = s0 + off[k], *b0 = s0 + off[4 + k], *a1 = s1 + off[k], *b1 = s1 + off[4 + k];
+        const __m256i *w = wb + 4 * k;
+        for (int64_t g = 0; g < ng; g++, w += 16) {
+            __m256i d0 = _mm256_loadu2_m128i((const __m128i *)(const void *)(b0 + 12 * g), (const __m128i *)(const void *)(a0 + 12 * g));
+            __m256i d1 = _mm256_loadu2_m128i((const __m128i *)(const void *)(b1 + 12 * g), (const __m128i *)(const void *)(a1 + 12 * g));
+            __m256i da0 = _mm256_shuffle_epi8(d0, sa), db0 = _mm256_shuffle_epi8(d0, sb);
+            __m256i da1 = _mm256_shuffle_epi8(d1, sa), db1 = _mm256_shuffle_epi8(d1, sb);
+            const __m256i w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+            h0 = _mm256_add_epi32(h0, _mm256_add_epi32(_mm256_madd_epi16(da0, w0), _mm256_madd_epi16(db0, w2)));
+            l0 = _mm256_add_epi32(l0, _mm256_add_epi32(_mm256_madd_epi16(da0, w1), _mm256_madd_epi16(db0, w3)));
+            h1 = _mm256_add_epi32(h1, _mm256_add_epi32(_mm256_madd_epi16(da1, w0), _mm256_madd_epi16(db1, w2)));
+            l1 = _mm256_add_epi32(l1, _mm256_add_epi32(_mm256_madd_epi16(da1, w1), _mm256_madd_epi16(db1, w3)));
+        }
+        v0[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h0, 11), l0), h), shift);
+        v1[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h1, 11), l1), h), shift);
+    }
+    loom__store_rgb0(o0 + b * 24, _mm256_packus_epi16(_mm256_packs_epi32(v0[0], v0[1]), _mm256_packs_epi32(v0[2], v0[3])));
+    loom__store_rgb0(o1 + b * 24, _mm256_packus_epi16(_mm256_packs_epi32(v1[0], v1[1]), _mm256_packs_epi32(v1[2], v1[3])));
+}
+
+AVX2 static void width_rows2_shuf(const loom__wplan *p, const uint8_t *s0, const uint8_t *s1, int bits, int32_t half,
+                                  uint8_t *o0, uint8_t *o1) {
     for (int64_t b = 0; b < p->nb; b++) {
-        if (!p->ok[b]) {
+        const int32_t *off = p->offs + b * 8;
+        const int64_t lo = off[0], hi = off[7] + 12 * (p->ng - 1) + 16; /* the bytes the loads cover */
+        if (p->ok[b]) {
+            block2(p, b, off, s0, s1, bits, half, o0, o1);
+        } else if (lo >= 0 && hi - lo <= 256 && lo < p->rowbytes && p->rowbytes < hi) {
+            /* a load would leave the row (its last block or two): the
+             * block's bytes copied into zeroed buffers first (the taps
+             * past an output's count have weight 0) */
+            uint8_t t0[256] = {0}, t1[256] = {0};
+            int32_t o8[8];
+            memcpy(t0, s0 + lo, (size_t)(p->rowbytes - lo)), memcpy(t1, s1 + lo, (size_t)(p->rowbytes - lo));
+            for (int l = 0; l < 8; l++) o8[l] = off[l] - (int32_t)lo;
+            block2(p, b, o8, t0, t1, bits, half, o0, o1);
+        } else {
             block_scalar(p, s0, b, bits, half, o0 + b * 24);
             block_scalar(p, s1, b, bits, half, o1 + b * 24);
-            continue;
         }
-        const int32_t *off = p->offs + b * 8;
-        const __m256i *wb = (const __m256i *)(const void *)p->wts + b * ng * 16;
-        __m256i v0[4], v1[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            __m256i h0 = _mm256_setzero_si256(), l0 = h0, h1 = h0, l1 = h0;
-            const uint8_t *a0 = s0 + off[k], *b0 = s0 + off[4 + k], *a1 = s1 + off[k], *b1 = s1 + off[4 + k];
-            const __m256i *w = wb + 4 * k;
-            for (int64_t g = 0; g < ng; g++, w += 16) {
-                __m256i d0 = _mm256_loadu2_m128i((const __m128i *)(const void *)(b0 + 12 * g), (const __m128i *)(const void *)(a0 + 12 * g));
-                __m256i d1 = _mm256_loadu2_m128i((const __m128i *)(const void *)(b1 + 12 * g), (const __m128i *)(const void *)(a1 + 12 * g));
-                __m256i da0 = _mm256_shuffle_epi8(d0, sa), db0 = _mm256_shuffle_epi8(d0, sb);
-                __m256i da1 = _mm256_shuffle_epi8(d1, sa), db1 = _mm256_shuffle_epi8(d1, sb);
-                const __m256i w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-                h0 = _mm256_add_epi32(h0, _mm256_add_epi32(_mm256_madd_epi16(da0, w0), _mm256_madd_epi16(db0, w2)));
-                l0 = _mm256_add_epi32(l0, _mm256_add_epi32(_mm256_madd_epi16(da0, w1), _mm256_madd_epi16(db0, w3)));
-                h1 = _mm256_add_epi32(h1, _mm256_add_epi32(_mm256_madd_epi16(da1, w0), _mm256_madd_epi16(db1, w2)));
-                l1 = _mm256_add_epi32(l1, _mm256_add_epi32(_mm256_madd_epi16(da1, w1), _mm256_madd_epi16(db1, w3)));
-            }
-            v0[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h0, 11), l0), h), shift);
-            v1[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h1, 11), l1), h), shift);
-        }
-        loom__store_rgb0(o0 + b * 24, _mm256_packus_epi16(_mm256_packs_epi32(v0[0], v0[1]), _mm256_packs_epi32(v0[2], v0[3])));
-        loom__store_rgb0(o1 + b * 24, _mm256_packus_epi16(_mm256_packs_epi32(v1[0], v1[1]), _mm256_packs_epi32(v1[2], v1[3])));
     }
 }
 
