@@ -13,12 +13,13 @@ typedef struct loom__autotune_obs {
     double wait;    /* the caller's time blocked in next() for it */
     double compute; /* the caller's time between the previous next() and this one (0 for an epoch's first) */
     double load;    /* the worker time that loaded it */
+    double cpu;     /* the process's CPU time over wait + compute, all threads (0: not measured) */
 } loom__autotune_obs;
 
 /* The window being gathered: zero-initialised is the empty window. */
 typedef struct loom__autotune {
-    int64_t n;                  /* batches in it */
-    double wait, compute, load; /* their sums */
+    int64_t n;                       /* batches in it */
+    double wait, compute, load, cpu; /* their sums */
 } loom__autotune;
 
 /* The most workers auto mode may use: max_workers when set (> 0), else
@@ -34,11 +35,13 @@ void loom__autotune_add(loom__autotune *t, const loom__autotune_obs *o);
  * workers' busy-ness (load / step, in workers): active + 1 while the caller
  * waits for data more than 5% of its step and the workers are at least half
  * busy (a wait with idle workers is scheduling latency that more threads
- * would not cure); active - 1 when the rest would still be at most 75% busy
+ * would not cure) and the process leaves at least half of one of its
+ * ncores idle (cpu / step below ncores - 0.5: when loading is bound by the
+ * CPU and the cores are full, another thread only slices them finer); active - 1 when the rest would still be at most 75% busy
  * while the caller waits under 1%, or at most 50% busy while the wait is
  * under the 5% that adds one (a loaded machine wakes threads late, so an
  * idle pool may never see a wait under 1%); else active. The window then
  * starts again. */
-int loom__autotune_decide(loom__autotune *t, int active, int max_workers);
+int loom__autotune_decide(loom__autotune *t, int active, int max_workers, int ncores);
 
 #endif

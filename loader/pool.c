@@ -28,6 +28,7 @@
  * bytes of a batch do not depend on which thread loaded it.
  */
 #include <pthread.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -99,7 +100,7 @@ struct loom_loader {
 
     /* the caller's side (no lock needed) */
     loom_loader_stats stats;
-    double t_begin, t_return;
+    double t_begin, t_return, cpu_return; /* cpu_return: the process's CPU time then */
     loom__autotune tune; /* the auto-tuner's window (loader/autotune.c) */
 };
 
@@ -357,9 +358,15 @@ static void set_workers(loom_loader *ld, int n) {
     if (n > ld->stats.workers_max) ld->stats.workers_max = n;
 }
 
+/* The CPU time of the whole process (every thread), seconds. */
+static double process_cpu_s(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + 1e-9 * (double)t.tv_nsec : 0;
+}
+
 /* Auto: after each window of batches, the tuner's decision (loader/autotune.h). */
 static void autotune(loom_loader *ld) {
-    int want = loom__autotune_decide(&ld->tune, ld->active, ld->max_workers);
+    int want = loom__autotune_decide(&ld->tune, ld->active, ld->max_workers, ld->ncores);
     if (want != ld->active) set_workers(ld, want);
 }
 
@@ -591,12 +598,12 @@ void loom_loader_begin(loom_loader *ld, int64_t epoch, int64_t first, int64_t li
     ld->stats.workers = ld->stats.workers_min = ld->stats.workers_max = workers;
     ld->stats.carried = carried;
     ld->t_begin = loom__now_s();
-    ld->t_return = 0;
+    ld->t_return = 0, ld->cpu_return = process_cpu_s();
     loom__autotune_reset(&ld->tune);
 }
 
 loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
-    double t0 = loom__now_s(), compute = 0;
+    double t0 = loom__now_s(), compute = 0, cpu0 = ld->cpu_return;
     memset(out, 0, sizeof *out);
     if (ld->t_return > 0) {
         compute = t0 - ld->t_return;
@@ -646,7 +653,8 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
     ld->stats.wait_s += t1 - t0;
     ld->stats.load_s += s->load_s;
     if (ld->stats.batches++ == 0) ld->stats.first_batch_s = t1 - ld->t_begin;
-    loom__autotune_add(&ld->tune, &(loom__autotune_obs){.wait = t1 - t0, .compute = compute, .load = s->load_s});
+    loom__autotune_add(&ld->tune, &(loom__autotune_obs){.wait = t1 - t0, .compute = compute, .load = s->load_s,
+                                                        .cpu = process_cpu_s() - cpu0});
     if (s->st != LOOM_OK) return loom__err(ld->ctx, s->st, "%s", s->err);
     out->count = s->count;
     out->index = s->batch;
@@ -657,7 +665,7 @@ loom_status loom_loader_next(loom_loader *ld, loom_loader_batch *out) {
     out->u8 = ld->d.device_augment ? s->u8 : NULL, out->prm = ld->d.device_augment ? s->prm : NULL;
     if (ld->d.device_augment) out->x = NULL;
     if (!ld->sync && ld->d.workers == LOOM_WORKERS_AUTO) autotune(ld);
-    ld->t_return = loom__now_s();
+    ld->t_return = loom__now_s(), ld->cpu_return = process_cpu_s();
     return LOOM_OK;
 }
 

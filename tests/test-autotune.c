@@ -13,7 +13,10 @@
  * - it stops at its limit: max_workers, by default twice the cores;
  * - idle workers are removed, down to the count that stays busy enough, also
  *   when a loaded machine makes the caller wait a little;
- * - a wait with idle workers (scheduling latency) adds no worker.
+ * - a wait with idle workers (scheduling latency) adds no worker;
+ * - loading bound by the CPU with every core in use (the process's CPU time
+ *   per step near the cores) adds no worker: the time slices would only get
+ *   thinner.
  */
 #include <stdio.h>
 
@@ -23,6 +26,7 @@
 typedef struct sim {
     double load, compute, latency, jitter; /* jitter: +- this fraction on load and compute */
     uint32_t rng;
+    int cores; /* > 0: loading is CPU work on this many cores (n workers share them; CPU time reported) */
 } sim;
 
 /* a deterministic uniform in [-1, 1) */
@@ -33,8 +37,11 @@ static double sim_u(sim *s) {
 
 static loom__autotune_obs sim_batch(sim *s, int n) {
     double load = s->load * (1 + s->jitter * sim_u(s)), compute = s->compute * (1 + s->jitter * sim_u(s));
+    const double work = load; /* CPU time per batch when loading is CPU work */
+    if (s->cores > 0 && n > s->cores) load *= (double)n / s->cores; /* a worker's wall time on shared cores */
     double wait = load / n - compute;
     loom__autotune_obs o = {.wait = (wait > 0 ? wait : 0) + s->latency, .compute = compute, .load = load};
+    if (s->cores > 0) o.cpu = work + compute; /* each delivered batch: its loading and the caller's compute */
     return o;
 }
 
@@ -47,7 +54,7 @@ static int run(sim *s, int n, int max_workers, int batches, int from, int *chang
     for (int b = 0; b < batches; b++) {
         loom__autotune_obs o = sim_batch(s, n);
         loom__autotune_add(&t, &o);
-        int want = loom__autotune_decide(&t, n, max_workers);
+        int want = loom__autotune_decide(&t, n, max_workers, s->cores > 0 ? s->cores : 16);
         if (want != n && b >= from) (*changes)++;
         n = want;
         if (n < *lo) *lo = n;
@@ -64,17 +71,17 @@ static void test_window(void) {
     int n = 6, window = 12; /* max(8, 2 * 6) */
     for (int b = 0; b < window - 1; b++) {
         loom__autotune_add(&t, &o);
-        CHECK(loom__autotune_decide(&t, n, 16) == n, "batch %d of a window of %d: no decision yet", b + 1, window);
+        CHECK(loom__autotune_decide(&t, n, 16, 16) == n, "batch %d of a window of %d: no decision yet", b + 1, window);
     }
     loom__autotune_add(&t, &o);
-    CHECK(loom__autotune_decide(&t, n, 16) == n + 1, "a full window of waiting: one more worker");
+    CHECK(loom__autotune_decide(&t, n, 16, 16) == n + 1, "a full window of waiting: one more worker");
     CHECK(t.n == 0 && t.wait == 0 && t.compute == 0 && t.load == 0, "the decision starts a new window");
     for (int b = 0; b < 7; b++) loom__autotune_add(&t, &o);
-    CHECK(loom__autotune_decide(&t, 2, 16) == 2, "7 batches with 2 workers: the window is 8");
+    CHECK(loom__autotune_decide(&t, 2, 16, 16) == 2, "7 batches with 2 workers: the window is 8");
     loom__autotune_add(&t, &o);
-    CHECK(loom__autotune_decide(&t, 2, 16) == 3, "8 batches with 2 workers: a decision");
+    CHECK(loom__autotune_decide(&t, 2, 16, 16) == 3, "8 batches with 2 workers: a decision");
     loom__autotune_reset(&t);
-    CHECK(loom__autotune_decide(&t, 4, 16) == 4, "an empty window (reset): no decision");
+    CHECK(loom__autotune_decide(&t, 4, 16, 16) == 4, "an empty window (reset): no decision");
 }
 
 static void test_grow_and_settle(void) {
@@ -133,11 +140,29 @@ static void test_latency(void) {
     CHECK(n == 4 && changes == 0, "a wait with idle workers changes nothing: %d, %d changes", n, changes);
 }
 
+static void test_cpu_bound(void) {
+    /* decoding takes 20 steps of compute per batch on 2 cores: the caller
+     * always waits; from 2 workers (auto's start: the cores) the CPU time per
+     * step is 2 cores, so no third; without the CPU time it grows to 4 */
+    sim s = {.load = 0.200, .compute = 0.010, .cores = 2};
+    int changes, lo, hi;
+    int n = run(&s, 2, 4, 400, 0, &changes, &lo, &hi);
+    CHECK(n == 2 && hi == 2 && changes == 0, "CPU-bound on full cores: stays at 2: %d (seen %d..%d)", n, lo, hi);
+    /* from 1 worker: one core idle, so one more, then no more */
+    n = run(&s, 1, 4, 400, 100, &changes, &lo, &hi);
+    CHECK(n == 2 && hi == 2 && changes == 0, "from 1: grows to the 2 cores and stops: %d (seen %d..%d)", n, lo, hi);
+    /* the same timings without the CPU time (an I/O-like source): up to the limit */
+    s.cores = 0;
+    n = run(&s, 2, 4, 400, 100, &changes, &lo, &hi);
+    CHECK(n == 4 && hi == 4, "without the CPU time: grows to the limit 4: %d (seen %d..%d)", n, lo, hi);
+}
+
 int main(void) {
     test_window();
     test_grow_and_settle();
     test_limit();
     test_shrink();
     test_latency();
+    test_cpu_bound();
     return tu_summary();
 }
