@@ -13,7 +13,8 @@
 # on two JPEG sets: the project's (bench/gen_jpegs.py: 500x375, quality 90) and
 # bench/gen_jpegs_mixed.py (other sizes, qualities 70-95, 4:4:4 and 4:2:0).
 # Prints a markdown report: medians (min-max) over the rounds, loom / torch's best
-# (same pipeline), loom / decode-bound.
+# (same pipeline), loom / decode-bound; below the table, the medians of each round's own
+# ratios (its two sides measured a few seconds apart: slow swings of the machine cancel).
 #
 # usage: bench/loader_guide.sh [--loom PATH] [--decode PATH] [--python PY] [--rounds R]
 #                              [--count N] [--count-mixed N] [--out FILE.md]
@@ -69,6 +70,7 @@ say "command: bench/loader_guide.sh --rounds $rounds --count $count --count-mixe
 say ""
 say "| JPEG set | decode-bound images/s | loom plain | loom RandomOrder | torch plain (best of 1/2/3 workers) | torch RandomOrder (best) | loom / torch, plain | loom / torch, order | loom % of decode-bound, plain | order |"
 say "|---|---|---|---|---|---|---|---|---|---|"
+paired=""
 for set in jpegs mixed; do
     data=/tmp/loom-bench-$set
     dec=() lp=() lo=() tp=() to=()
@@ -87,9 +89,20 @@ for set in jpegs mixed; do
         echo "round $((r + 1)) $set: decode ${dec[-1]} loom ${lp[-1]} / ${lo[-1]} torch ${tp[-1]} / ${to[-1]}" >&2
     done
     d=$(median "${dec[@]}") a=$(median "${lp[@]}") b=$(median "${lo[@]}") c=$(median "${tp[@]}") e=$(median "${to[@]}")
+    rt=() ro=() rdp=() rdo=() # each round's own ratios
+    for ((r = 0; r < rounds; r++)); do
+        rt+=("$(awk -v a="${lp[r]}" -v b="${tp[r]}" 'BEGIN { print (b > 0 ? a / b : 0) }')")
+        ro+=("$(awk -v a="${lo[r]}" -v b="${to[r]}" 'BEGIN { print (b > 0 ? a / b : 0) }')")
+        rdp+=("$(awk -v a="${lp[r]}" -v b="${dec[r]}" 'BEGIN { print (b > 0 ? a / b : 0) }')")
+        rdo+=("$(awk -v a="${lo[r]}" -v b="${dec[r]}" 'BEGIN { print (b > 0 ? a / b : 0) }')")
+    done
+    paired+="$set: loom / torch $(ratio "$(median "${rt[@]}")" 1) / $(ratio "$(median "${ro[@]}")" 1),"
+    paired+=" loom % of decode-bound $(ratio "$(median "${rdp[@]}")" 1 pct) / $(ratio "$(median "${rdo[@]}")" 1 pct) (plain / order); "
     say "| $set | $(cell "${dec[@]}") | $(cell "${lp[@]}") | $(cell "${lo[@]}") | $(cell "${tp[@]}") | $(cell "${to[@]}") |" \
         "$(ratio "$a" "$c") | $(ratio "$b" "$e") | $(ratio "$a" "$d" pct) | $(ratio "$b" "$d" pct) |"
 done
+say ""
+say "medians of the rounds' own ratios: ${paired% }"
 # where a loom image's time goes (one thread, the project's set)
 say ""
 say "loom, one thread, per image (bench-loader --breakdown 200, the project's set):"
