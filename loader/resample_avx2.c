@@ -253,7 +253,9 @@ AVX2 static void width_rows2_shuf(const loom__wplan *p, const uint8_t *s0, const
                                   uint8_t *o0, uint8_t *o1) {
     for (int64_t b = 0; b < p->nb; b++) {
         const int32_t *off = p->offs + b * 8;
-        const int64_t lo = off[0], hi = off[7] + 12 * (p->ng - 1) + 16; /* the bytes the loads cover */
+        int64_t lo = off[0], hi = off[0]; /* the bytes the loads cover (outputs may run backwards: a flip) */
+        for (int l = 1; l < 8; l++) lo = off[l] < lo ? off[l] : lo, hi = off[l] > hi ? off[l] : hi;
+        hi += 12 * (p->ng - 1) + 16;
         if (p->ok[b]) {
             block2(p, b, off, s0, s1, bits, half, o0, o1);
         } else if (lo >= 0 && hi - lo <= 256 && lo < p->rowbytes && p->rowbytes < hi) {

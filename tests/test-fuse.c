@@ -165,6 +165,8 @@ static void simd_vs_scalar(uint8_t *const *rgb, uint8_t *const *gray) {
         "Resize(256); RandomCrop(224); hflip; ColorJitter(0.4, 0.4, 0.4, 0.1); "
         "RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10, fill=(10, 20, 30))",
         "Resize((123, 77))", "Resize((420, 533))", "hflip; RandomResizedCrop((100, 150)); vflip; ColorJitter(0.3, 0.6, 0.5)",
+        /* flipped resizes: a width block's outputs run backwards, the first ones reading at the row's end */
+        "Resize((123, 77)); hflip(p=1)", "Resize((300, 1200)); hflip(p=1)",
         "RandomAffine(10, scale=(0.9, 1.1), interpolation=bilinear); Resize((75, 100))", "ColorJitter(0.5, 0.5, 0.5, 0.5)",
         "RandomCrop(300); hflip; ColorJitter(0.3, 0.4, 0.5, 0.1); RandomAffine(25, fill=(1, 2, 3))",
         "vflip; CenterCrop((201, 333)); hflip; ColorJitter(0.2, 0.7)",
