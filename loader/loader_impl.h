@@ -177,7 +177,7 @@ int64_t loom__tail_rows_avx512(loom__tail_rows *r);
 /* The separable resampler's passes with AVX2 (loader/resample_avx2.c);
  * the same integer sums as sep_run's loops. A width plan (NULL when the
  * CPU lacks AVX2, LOOM_LOADER_SIMD=0, or fewer than 8 outputs) does the
- * 3-channel width pass of outputs [0, returned) of one source row. */
+ * 3-channel width pass of outputs [0, returned) of every source row. */
 bool loom__simd_avx2(void);
 bool loom__simd_avx512(void); /* F, BW, DQ and VL; LOOM_LOADER_SIMD=avx2 stops at AVX2 */
 bool loom__simd_avx512_vbmi_vnni(void); /* and VBMI and VNNI; LOOM_LOADER_SIMD=avx512 stops before them */
@@ -187,7 +187,8 @@ void loom__simd_set(int level);
 typedef struct loom__wplan loom__wplan;
 loom__wplan *loom__width_plan_avx2(const int64_t *idx, const int64_t *cnt, const int32_t *wt, int64_t span, int64_t ow,
                                    int64_t sw);
-/* rows source rows from s (spitch bytes apart) to o (opitch apart), in pairs */
+/* `rows` source rows from s (spitch bytes apart) into o (opitch apart), two at a
+ * time; returns the outputs done in each row (the caller does the rest) */
 int64_t loom__width_pass_avx2(const loom__wplan *p, const uint8_t *s, int64_t spitch, int64_t rows, int bits, int32_t half,
                               uint8_t *o, int64_t opitch);
 void loom__width_plan_free(loom__wplan *p);
