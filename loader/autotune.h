@@ -37,8 +37,9 @@ void loom__autotune_add(loom__autotune *t, const loom__autotune_obs *o);
  * busy (a wait with idle workers is scheduling latency that more threads
  * would not cure) and the process leaves at least half of one of its
  * ncores idle (cpu / step below ncores - 0.5: when loading is bound by the
- * CPU and the cores are full, another thread only slices them finer); active - 1 when the rest would still be at most 75% busy
- * while the caller waits under 1%, or at most 50% busy while the wait is
+ * CPU and the cores are full, another thread only slices them finer);
+ * active - 1 when the rest would still be at most 75% busy while the
+ * caller waits under 1%, or at most 50% busy while the wait is
  * under the 5% that adds one (a loaded machine wakes threads late, so an
  * idle pool may never see a wait under 1%); else active. The window then
  * starts again. */

@@ -28,8 +28,8 @@
  * bytes of a batch do not depend on which thread loaded it.
  */
 #include <pthread.h>
-#include <time.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "autotune.h"

@@ -19,7 +19,8 @@
  * next pixel, dropped) and the eight weights of tap j (the taps table
  * transposed once per call, weight 0 past an output's count), then shifts
  * and masks to the three channels. A block whose loads would leave the
- * row is summed in scalar code.
+ * row: the shuffle form runs it on a zero-padded copy of its bytes, the
+ * gather form sums it in scalar code.
  * Height pass: up to 16 taps, 16 bytes of the output row at a time from
  * the taps' rows through vpmaddwd as the AVX-512 version (height_row);
  * more taps as acc[x] += w * row[x] over the row, eight lanes at a time.
@@ -253,12 +254,14 @@ AVX2 static void width_rows2_shuf(const loom__wplan *p, const uint8_t *s0, const
                                   uint8_t *o0, uint8_t *o1) {
     for (int64_t b = 0; b < p->nb; b++) {
         const int32_t *off = p->offs + b * 8;
+        if (p->ok[b]) {
+            block2(p, b, off, s0, s1, bits, half, o0, o1);
+            continue;
+        }
         int64_t lo = off[0], hi = off[0]; /* the bytes the loads cover (outputs may run backwards: a flip) */
         for (int l = 1; l < 8; l++) lo = off[l] < lo ? off[l] : lo, hi = off[l] > hi ? off[l] : hi;
         hi += 12 * (p->ng - 1) + 16;
-        if (p->ok[b]) {
-            block2(p, b, off, s0, s1, bits, half, o0, o1);
-        } else if (lo >= 0 && hi - lo <= 256 && lo < p->rowbytes && p->rowbytes < hi) {
+        if (lo >= 0 && hi - lo <= 256 && lo < p->rowbytes && p->rowbytes < hi) {
             /* a load would leave the row (its last block or two): the
              * block's bytes copied into zeroed buffers first (the taps
              * past an output's count have weight 0) */
@@ -280,9 +283,12 @@ int64_t loom__width_pass_avx2(const loom__wplan *p, const uint8_t *s, int64_t sp
         const uint8_t *s0 = s + r * spitch;
         uint8_t *o0 = o + r * opitch;
         if (r + 3 < rows) loom__prefetch_span(s0 + 2 * spitch, (size_t)(2 * spitch)); /* a fresh decode: not in L2 */
-        const int64_t d = r + 1 < rows; /* an odd last row: twice over itself */
+        const int64_t d = r + 1 < rows; /* an odd last row: the shuffle form's pair is it twice over */
         if (p->ng > 0) width_rows2_shuf(p, s0, s0 + d * spitch, bits, half, o0, o0 + d * opitch);
-        else width_row(p, s0, bits, half, o0), width_row(p, s0 + d * spitch, bits, half, o0 + d * opitch);
+        else {
+            width_row(p, s0, bits, half, o0);
+            if (d) width_row(p, s0 + spitch, bits, half, o0 + opitch);
+        }
     }
     return p->nb * 8;
 }
