@@ -57,6 +57,7 @@
 #undef LOOM_HAVE_LIBJPEG /* jpeg_skip_scanlines and jpeg_crop_scanline came with libjpeg-turbo 1.5 */
 #endif
 #endif
+#include "jpeg_huff.h"
 
 #define MAX_DEPTH 16
 /* deflate's largest expansion (a run of one byte): a PNG whose IDAT data,
@@ -184,15 +185,19 @@ static loom_status check_bmp(loom_ctx *ctx, const char *path, const uint8_t *b, 
 }
 
 #if defined(LOOM_HAVE_TURBOJPEG) && defined(LOOM_HAVE_LIBJPEG)
-/* Part of a JPEG through libjpeg-turbo's own API: rows [box[0], box[2]) and
- * columns [box[1], box[3]) of the (1/denom scaled) sw x sh image into out,
- * which holds the whole image; everything else zero. Rows above the part
- * are skipped (entropy-decoded only), rows below are never decoded, columns
- * outside are cropped to whole iMCUs. The cropped edge columns' fancy
- * upsampling lacks its neighbour, so two more columns each side are asked
- * for than are kept exact (tests/test-jpeg-region.c compares every pixel
- * of the part with the full decode). Returns 1 done, 0 not for this file
- * (progressive, unusual colours: decode it whole), -1 error (*st set). */
+/* A JPEG through libjpeg-turbo's own API: rows [box[0], box[2]) and columns
+ * [box[1], box[3]) of the (1/denom scaled) sw x sh image into out, which
+ * holds the whole image; everything else zero (box NULL: the whole image,
+ * read to its end marker as TurboJPEG does, with its warnings). Rows above
+ * the part are skipped (entropy-decoded only), rows below are never
+ * decoded, columns outside are cropped to whole iMCUs. The cropped edge
+ * columns' fancy upsampling lacks its neighbour, so two more columns each
+ * side are asked for than are kept exact (tests/test-jpeg-region.c compares
+ * every pixel of the part with the full decode). own: baseline scans
+ * through loom's Huffman decoder (loader/jpeg_huff.c). Returns 1 done, 0
+ * not for this file (progressive, unusual colours: decode it with
+ * TurboJPEG), -1 error (*st set), 2 loom's decoder gave the file back (the
+ * caller decodes it again without). */
 typedef struct jpeg_err {
     struct jpeg_error_mgr pub;
     jmp_buf jb;
@@ -214,8 +219,8 @@ static void jpeg_err_emit(j_common_ptr ci, int level) {
     e->warned = true;
 }
 
-static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int denom, int sw, int sh,
-                            const int64_t box[4], bool accept_warnings, uint8_t *out, loom_status *st) {
+static int decode_jpeg_lib(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int denom, int sw, int sh,
+                           const int64_t *box, bool accept_warnings, bool own, uint8_t *out, loom_status *st) {
     struct jpeg_decompress_struct ci;
     jpeg_err e;
     e.warned = false;
@@ -226,6 +231,15 @@ static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, s
         *st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt JPEG: %s", path, e.msg);
         return -1;
     }
+#ifdef LOOM_JPEG_HUFF
+    jmp_buf bail;
+    if (own && setjmp(bail)) {
+        jpeg_destroy_decompress(&ci);
+        return 2;
+    }
+#else
+    (void)own;
+#endif
     jpeg_create_decompress(&ci);
     jpeg_mem_src(&ci, b, (unsigned long)n);
     jpeg_read_header(&ci, TRUE);
@@ -239,9 +253,13 @@ static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, s
         jpeg_destroy_decompress(&ci);
         return 0;
     }
+#ifdef LOOM_JPEG_HUFF
+    if (own) loom__jpeg_huff_install(&ci, &bail);
+#endif
     const size_t pitch = (size_t)sw * 3;
-    JDIMENSION y0 = (JDIMENSION)box[0], y1 = (JDIMENSION)box[2];
-    JDIMENSION x0 = box[1] > 2 ? (JDIMENSION)box[1] - 2 : 0, x1 = box[3] + 2 < sw ? (JDIMENSION)box[3] + 2 : (JDIMENSION)sw;
+    JDIMENSION y0 = box ? (JDIMENSION)box[0] : 0, y1 = box ? (JDIMENSION)box[2] : (JDIMENSION)sh;
+    JDIMENSION x0 = box && box[1] > 2 ? (JDIMENSION)box[1] - 2 : 0;
+    JDIMENSION x1 = box && box[3] + 2 < sw ? (JDIMENSION)box[3] + 2 : (JDIMENSION)sw;
     JDIMENSION xo = x0, wd = x1 - x0;
     if (wd < (JDIMENSION)sw) jpeg_crop_scanline(&ci, &xo, &wd);
     if (y0 > 0) jpeg_skip_scanlines(&ci, y0);
@@ -251,7 +269,7 @@ static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, s
         JDIMENSION k = 0, y = ci.output_scanline;
         for (; k < 16 && y + k < y1; k++) rows[k] = out + (size_t)(y + k) * pitch + (size_t)xo * 3;
         JDIMENSION got = jpeg_read_scanlines(&ci, rows, k);
-        for (JDIMENSION r = 0; r < got; r++) {
+        for (JDIMENSION r = 0; r < got && wd < (JDIMENSION)sw; r++) {
             uint8_t *row = out + (size_t)(y + r) * pitch;
             memset(row, 0, (size_t)xo * 3);
             memset(row + (size_t)(xo + wd) * 3, 0, (size_t)(sw - (int)(xo + wd)) * 3);
@@ -259,7 +277,8 @@ static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, s
         if (got == 0) break;
     }
     memset(out + (size_t)ci.output_scanline * pitch, 0, (size_t)(sh - (int)ci.output_scanline) * pitch);
-    jpeg_abort_decompress(&ci);
+    if (box) jpeg_abort_decompress(&ci);
+    else jpeg_finish_decompress(&ci);
     jpeg_destroy_decompress(&ci);
     if (e.warned && !accept_warnings) {
         *st = loom__err(ctx, LOOM_ERR_FORMAT, "%s: corrupt JPEG: %s (libjpeg-turbo's warning; skip_bad accepts it)", path,
@@ -267,6 +286,20 @@ static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, s
         return -1;
     }
     return 1;
+}
+
+/* decode_jpeg_lib with loom's Huffman decoder; a file it gives back is
+ * decoded again as without it: a part through libjpeg, a whole image
+ * through TurboJPEG (returns 0), so a damaged file gets the same result
+ * and warnings as it would without loom's decoder (TurboJPEG reports a
+ * fatal error after a warning as a warning, with the rows read) */
+static int decode_jpeg_part(loom_ctx *ctx, const char *path, const uint8_t *b, size_t n, int denom, int sw, int sh,
+                            const int64_t *box, bool accept_warnings, uint8_t *out, loom_status *st) {
+    bool own = loom__jpeg_huff_enabled();
+    int r = decode_jpeg_lib(ctx, path, b, n, denom, sw, sh, box, accept_warnings, own, out, st);
+    if (r == 2 && !box) return 0;
+    if (r == 2) r = decode_jpeg_lib(ctx, path, b, n, denom, sw, sh, box, accept_warnings, false, out, st);
+    return r;
 }
 #endif
 
@@ -303,11 +336,14 @@ static loom_status decode_tj(loom_ctx *ctx, const char *path, const uint8_t *b, 
         goto done;
     }
 #ifdef LOOM_HAVE_LIBJPEG
+    /* a region (the pipeline's crop), or the whole image when loom's Huffman
+     * decoder is on (it plugs into libjpeg's API, not TurboJPEG's) */
     int64_t box[4];
-    if (hint && hint->region && jpeg_has_eoi(b, n) && hint->region(hint->user, sh, sw, box) && box[0] >= 0 &&
-        box[1] >= 0 && box[2] <= sh && box[3] <= sw && box[0] < box[2] && box[1] < box[3] &&
-        (box[2] - box[0]) * (box[3] - box[1]) < (int64_t)sw * sh) {
-        int r = decode_jpeg_part(ctx, path, b, n, f.denom, sw, sh, box, accept_warnings, out, &st);
+    bool part = hint && hint->region && hint->region(hint->user, sh, sw, box) && box[0] >= 0 && box[1] >= 0 &&
+                box[2] <= sh && box[3] <= sw && box[0] < box[2] && box[1] < box[3] &&
+                (box[2] - box[0]) * (box[3] - box[1]) < (int64_t)sw * sh;
+    if (jpeg_has_eoi(b, n) && (part || loom__jpeg_huff_enabled())) {
+        int r = decode_jpeg_part(ctx, path, b, n, f.denom, sw, sh, part ? box : NULL, accept_warnings, out, &st);
         if (r < 0) goto done;
         if (r > 0) {
             *px = out, *h = sh, *w = sw;
