@@ -1,8 +1,11 @@
 /* bench/decode_bound.c — the decode-bound limit of an image loader: the
- * images/s of decoding alone (read + libjpeg-turbo through the ImageFolder
- * source, at the reduced DCT scale a leading Resize allows, as the loader
- * asks it) on every core, nothing else. A loader that decodes can not beat
- * it; bench/loader_guide.sh reports the loader as a percentage of it.
+ * images/s of decoding alone (read + decode through the ImageFolder source,
+ * at the reduced DCT scale a leading Resize allows, as the loader asks it)
+ * on every core, nothing else. The source decodes baseline JPEGs' Huffman
+ * data with loom's own decoder (loader/jpeg_huff.c); with LOOM_JPEG_HUFF=0
+ * it is libjpeg-turbo's decode alone, the limit bench/loader_guide.sh
+ * reports the loader against (a loader that decodes with libjpeg-turbo can
+ * not beat it), beside loom's own decode alone.
  *
  * usage: bench-decode_bound DIR [--min HxW] [--threads N] [--epochs E]
  *   --min HxW   the decode keeps at least this size (the loader's hint for a

@@ -8,12 +8,15 @@
 #   loom order:  the same four random steps in RandomOrder([...])
 #   torch:       bench/torch_loader.py --pipeline guide-exact / guide-order
 #                (torchvision ImageFolder + DataLoader, batch 64), workers 1, 2, 3: its best
-#   decode:      bench-decode_bound (the ImageFolder source's libjpeg-turbo decode alone, at
-#                the scale the leading Resize((256, 256)) allows, every core): the limit
+#   decode:      bench-decode_bound with LOOM_JPEG_HUFF=0 (the ImageFolder source's decode
+#                with libjpeg-turbo's own decoder alone, at the scale the leading
+#                Resize((256, 256)) allows, every core): the limit the issue names
+#   own decode:  bench-decode_bound as loom decodes (its own Huffman decoder inside
+#                libjpeg-turbo, loader/jpeg_huff.c): loom's decode alone, every core
 # on two JPEG sets: the project's (bench/gen_jpegs.py: 500x375, quality 90) and
 # bench/gen_jpegs_mixed.py (other sizes, qualities 70-95, 4:4:4 and 4:2:0).
 # Prints a markdown report: medians (min-max) over the rounds, loom / torch's best
-# (same pipeline), loom / decode-bound; below the table, the medians of each round's own
+# (same pipeline), loom / decode-bound, loom / its own decode alone; below the table, the medians of each round's own
 # ratios (its two sides measured a few seconds apart: slow swings of the machine cancel).
 #
 # usage: bench/loader_guide.sh [--loom PATH] [--decode PATH] [--python PY] [--rounds R]
@@ -68,14 +71,15 @@ say "$(date -u '+%Y-%m-%d %H:%M UTC'), loom $(git -C "$here/.." rev-parse --shor
     "$("$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')"
 say "command: bench/loader_guide.sh --rounds $rounds --count $count --count-mixed $count_mixed"
 say ""
-say "| JPEG set | decode-bound images/s | loom plain | loom RandomOrder | torch plain (best of 1/2/3 workers) | torch RandomOrder (best) | loom / torch, plain | loom / torch, order | loom % of decode-bound, plain | order |"
-say "|---|---|---|---|---|---|---|---|---|---|"
+say "| JPEG set | decode-bound images/s (libjpeg-turbo) | loom's decode alone | loom plain | loom RandomOrder | torch plain (best of 1/2/3 workers) | torch RandomOrder (best) | loom / torch, plain | loom / torch, order | loom % of decode-bound, plain | order | loom % of its own decode, plain | order |"
+say "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 paired=""
 for set in jpegs mixed; do
     data=/tmp/loom-bench-$set
-    dec=() lp=() lo=() tp=() to=()
+    dec=() own=() lp=() lo=() tp=() to=()
     for ((r = 0; r < rounds; r++)); do
-        dec+=("$("$decode" "$data" --min 256x256 | field decode_images_per_s)")
+        dec+=("$(LOOM_JPEG_HUFF=0 "$decode" "$data" --min 256x256 | field decode_images_per_s)")
+        own+=("$("$decode" "$data" --min 256x256 | field decode_images_per_s)")
         lp+=("$("$loom" bench-loader --data-dir "$data" --transform "$plain" --workers auto --epochs 2 --breakdown 0 | loom_rate)")
         lo+=("$("$loom" bench-loader --data-dir "$data" --transform "$order" --workers auto --epochs 2 --breakdown 0 | loom_rate)")
         for p in guide-exact guide-order; do
@@ -86,9 +90,9 @@ for set in jpegs mixed; do
             done
             if [ "$p" = guide-exact ]; then tp+=("$best"); else to+=("$best"); fi
         done
-        echo "round $((r + 1)) $set: decode ${dec[-1]} loom ${lp[-1]} / ${lo[-1]} torch ${tp[-1]} / ${to[-1]}" >&2
+        echo "round $((r + 1)) $set: decode ${dec[-1]} (own ${own[-1]}) loom ${lp[-1]} / ${lo[-1]} torch ${tp[-1]} / ${to[-1]}" >&2
     done
-    d=$(median "${dec[@]}") a=$(median "${lp[@]}") b=$(median "${lo[@]}") c=$(median "${tp[@]}") e=$(median "${to[@]}")
+    d=$(median "${dec[@]}") o=$(median "${own[@]}") a=$(median "${lp[@]}") b=$(median "${lo[@]}") c=$(median "${tp[@]}") e=$(median "${to[@]}")
     rt=() ro=() rdp=() rdo=() # each round's own ratios
     for ((r = 0; r < rounds; r++)); do
         rt+=("$(awk -v a="${lp[r]}" -v b="${tp[r]}" 'BEGIN { print (b > 0 ? a / b : 0) }')")
@@ -98,8 +102,8 @@ for set in jpegs mixed; do
     done
     paired+="$set: loom / torch $(ratio "$(median "${rt[@]}")" 1) / $(ratio "$(median "${ro[@]}")" 1),"
     paired+=" loom % of decode-bound $(ratio "$(median "${rdp[@]}")" 1 pct) / $(ratio "$(median "${rdo[@]}")" 1 pct) (plain / order); "
-    say "| $set | $(cell "${dec[@]}") | $(cell "${lp[@]}") | $(cell "${lo[@]}") | $(cell "${tp[@]}") | $(cell "${to[@]}") |" \
-        "$(ratio "$a" "$c") | $(ratio "$b" "$e") | $(ratio "$a" "$d" pct) | $(ratio "$b" "$d" pct) |"
+    say "| $set | $(cell "${dec[@]}") | $(cell "${own[@]}") | $(cell "${lp[@]}") | $(cell "${lo[@]}") | $(cell "${tp[@]}") | $(cell "${to[@]}") |" \
+        "$(ratio "$a" "$c") | $(ratio "$b" "$e") | $(ratio "$a" "$d" pct) | $(ratio "$b" "$d" pct) | $(ratio "$a" "$o" pct) | $(ratio "$b" "$o" pct) |"
 done
 say ""
 say "medians of the rounds' own ratios: ${paired% }"
