@@ -174,7 +174,11 @@ static const jh_ent *slow_entry(jh *h, const jh_table *t, uint64_t acc) {
 static inline uint64_t load_be64(const uint8_t *p) {
     uint64_t v;
     memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return v;
+#else
     return __builtin_bswap64(v);
+#endif
 }
 
 /* the bits of the current restart interval's data not read yet (below 0:
