@@ -69,7 +69,6 @@ void loom__jpeg_huff_counts(long *t, long *g) {
 
 enum {
     LOOK = 9,             /* bits looked up at once */
-    HUFF_MAX_BLOCKS = 10, /* blocks in an MCU (libjpeg's D_MAX_BLOCKS_IN_MCU) */
     TAIL = 512,           /* zero bytes after the data: a block reads at most 64 x 27 bits */
 };
 
@@ -105,17 +104,11 @@ typedef struct jh {
     unsigned togo;           /* MCUs before the next restart */
     long mcus_left;
     jh_ent long_code;        /* slow_entry's result */
-    const jh_table *dc[HUFF_MAX_BLOCKS], *ac[HUFF_MAX_BLOCKS];
-    int comp[HUFF_MAX_BLOCKS];
+    const jh_table *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
+    int comp[D_MAX_BLOCKS_IN_MCU];
     jh_table tabs[2][NUM_HUFF_TBLS]; /* [dc, ac][table number] */
     JBLOCK scratch;                  /* decode_mcu(NULL) writes here */
 } jh;
-
-/* jpeg_natural_order: the zigzag position k's index in the block */
-static const uint8_t natural[64] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
-                                    12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
-                                    35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
-                                    58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
 
 /* the entry of a symbol whose code is l bits long */
 static jh_ent entry(int sym, int l, bool dc) {
@@ -187,10 +180,15 @@ static inline int64_t seg_left(const jh *h, const uint8_t *p, int nbits) {
     return ((int64_t)h->seg_end[h->seg] - (int64_t)(p - h->buf)) * 8 + nbits;
 }
 
-/* the next restart interval: what is left of this one is its last byte's padding */
+/* what is left of the current interval's data is its last byte's padding */
+static inline bool padding_left(const jh *h, const uint8_t *p, int nbits) {
+    int64_t left = seg_left(h, p, nbits);
+    return left >= 0 && left < 8;
+}
+
+/* the next restart interval */
 static void process_restart(jh *h) {
-    int64_t left = seg_left(h, h->p, h->nbits);
-    if (left < 0 || left >= 8 || h->seg + 1 >= h->nseg) giveup(h);
+    if (!padding_left(h, h->p, h->nbits) || h->seg + 1 >= h->nseg) giveup(h);
     h->p = h->buf + h->seg_end[h->seg++];
     h->acc = 0, h->nbits = 0;
     memset(h->last_dc, 0, sizeof h->last_dc);
@@ -220,7 +218,7 @@ static void process_restart(jh *h) {
         if (k >= 128) break; /* end of block */                                                                      \
         giveup(h);                                                                                                     \
     }                                                                                                                  \
-    blk[natural[k]] = (JCOEF)v;                                                                                        \
+    blk[jpeg_natural_order[k]] = (JCOEF)v; /* libjpeg's zigzag -> block index */                                                                                        \
     if (++k > 63) break
 
 static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *blocks) {
@@ -252,7 +250,7 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *blocks) {
     }
     h->acc = acc, h->nbits = nbits, h->p = p;
     if (--h->mcus_left == 0) { /* the scan's end: only the last byte's padding is left */
-        if (seg_left(h, p, nbits) >= 8 || h->seg + 1 != h->nseg) giveup(h);
+        if (!padding_left(h, p, nbits) || h->seg + 1 != h->nseg) giveup(h);
         ci->src->bytes_in_buffer -= (size_t)(h->marker - ci->src->next_input_byte);
         ci->src->next_input_byte = h->marker; /* the marker reader goes on from there */
     }
@@ -298,7 +296,7 @@ static bool unstuff(j_decompress_ptr ci, jh *h) {
 
 bool loom__jpeg_huff_install(j_decompress_ptr ci, jmp_buf *bail) {
     if (!loom__jpeg_huff_enabled() || ci->progressive_mode || ci->arith_code || ci->data_precision != 8 ||
-        ci->comps_in_scan != ci->num_components || ci->blocks_in_MCU > HUFF_MAX_BLOCKS || ci->Ss != 0 ||
+        ci->comps_in_scan != ci->num_components || ci->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU || ci->Ss != 0 ||
         ci->Se != 63 || ci->Ah != 0 || ci->Al != 0 || !ci->src || ci->src->bytes_in_buffer == 0 ||
         ci->unread_marker != 0)
         return false;
