@@ -203,8 +203,13 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
  * fma(w[o, k], x at the shift, acc) from 0.0f, then + bias: the sums of im2col and the register
  * GEMM (their padding zeros included), the same bits. The weights come packed by conv_wpack:
  * wp[ob][k][r] = the weight of output channel ob*CF_RB + r (float), one run of CF_RB per k. */
-#define CF_RB LOOM_CL_CF_RB     /* output channels per work-item (kernel_sizes.h) */
-#define CF_NV LOOM_CL_CF_NV     /* vectors of positions per work-item */
+#if GI_VW == 16
+#define CF_RB LOOM_CL_CF_RB16 /* output channels per work-item (kernel_sizes.h) */
+#define CF_NV LOOM_CL_CF_NV16 /* vectors of positions per work-item */
+#else
+#define CF_RB LOOM_CL_CF_RB8
+#define CF_NV LOOM_CL_CF_NV8
+#endif
 #define CF_TAPS LOOM_CL_CF_TAPS /* KH*KW at most (the host checks) */
 #if GI_VW == 16
 #define CF_IOTA (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
@@ -306,8 +311,13 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
  * one work-item per (s, CF_GO output channels, c, kh, up to CF_GK taps kw of that row): lanes over p,
  * CF_GO x CF_GK vector sums, added across their lanes at the end (ops/conv2d.c then sums the parts in
  * chunk order, conv_sum_parts). The lane masks come from conv_flat_masks. */
-#define CF_GO LOOM_CL_CF_GO /* output channels per work-item (kernel_sizes.h) */
-#define CF_GK LOOM_CL_CF_GK /* taps of a kernel row per work-item */
+#if GI_VW == 16
+#define CF_GO LOOM_CL_CF_GO16 /* output channels per work-item (kernel_sizes.h) */
+#define CF_GK LOOM_CL_CF_GK16 /* taps of a kernel row per work-item */
+#else
+#define CF_GO LOOM_CL_CF_GO8
+#define CF_GK LOOM_CL_CF_GK8
+#endif
 
 /* masks[t][p] = -1 where position p < P reads inside the plane at tap t, else 0 (p < GI_VW * PV) */
 __kernel void conv_flat_masks(__global int *masks, long H, long W, long KW, long ph, long pw, long n) {
