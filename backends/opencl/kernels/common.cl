@@ -80,9 +80,12 @@ typedef ushort T;
 #endif
 #define STV(n, x, p) STV_(n, x, p)
 
-/* four (sixteen) consecutive elements p[i ..] as a float4 (float16), and the store of a float4 */
+/* four (eight, sixteen) consecutive elements p[i ..] as a float4 (float8, float16), and the store
+ * of a float4 (float8) */
 #define LD4(p, i) LDV(4, (p) + (i))
 #define ST4(p, i, v) STV(4, (v), (p) + (i))
+#define LD8(p, i) LDV(8, (p) + (i))
+#define ST8(p, i, v) STV(8, (v), (p) + (i))
 #define LD16(p, i) LDV(16, (p) + (i))
 
 /* ldv_edge<n>(p, have): the first `have` (<= n) elements at p as a float n-vector, zeros after;

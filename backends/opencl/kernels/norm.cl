@@ -101,6 +101,8 @@ __kernel void batch_norm_grad_params(__global const T *x, ulong xo, __global con
 BN_GRAD_KERNEL(batch_norm_grad, 1, float, LD, ST)
 /* the same, four elements per item (S a multiple of 4): a 2-D range (S / 4, N C) */
 BN_GRAD_KERNEL(batch_norm_grad4, 4, float4, LD4, ST4)
+/* eight (S a multiple of 8; 8-wide devices, AVX2) */
+BN_GRAD_KERNEL(batch_norm_grad8, 8, float8, LD8, ST8)
 
 /* ---- batch norm in training, split for CPU-hosted devices (ops/norm.c) ----
  * One group per channel loops each item over a strided run of the channel's
@@ -147,9 +149,12 @@ BN_GRAD_KERNEL(batch_norm_grad4, 4, float4, LD4, ST4)
     }
 #define CS1(p, v) (*(p) = (v))
 #define CS4(p, v) vstore4((v), 0, (p))
+#define CS8(p, v) vstore8((v), 0, (p))
 #define CS16(p, v) vstore16((v), 0, (p))
 BN_COLSUM_KERNEL(bn_colsum, 1, float, LD, CS1)
 BN_COLSUM_KERNEL(bn_colsum4, 4, float4, LD4, CS4)
+/* eight positions per item (S a multiple of 8; 8-wide devices, AVX2), likewise */
+BN_COLSUM_KERNEL(bn_colsum8, 8, float8, LD8, CS8)
 /* sixteen positions per item (S a multiple of 16; devices whose native float vector is 16 wide):
  * the same sums lane by lane as the narrower forms, a quarter of their loop's instructions */
 BN_COLSUM_KERNEL(bn_colsum16, 16, float16, LD16, CS16)
@@ -191,6 +196,7 @@ __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs,
     }
 BN_APPLY_KERNEL(bn_apply, 1, float, LD, ST)
 BN_APPLY_KERNEL(bn_apply4, 4, float4, LD4, ST4)
+BN_APPLY_KERNEL(bn_apply8, 8, float8, LD8, ST8)
 
 /* Fused groups (core/fuse.h; ops/norm.c loom__cl_bn_fused): bn_apply, then
  * the add of a same-shape tensor (ADD: y + other) and/or relu (RELU, as
@@ -217,10 +223,13 @@ BN_APPLY_KERNEL(bn_apply4, 4, float4, LD4, ST4)
     }
 BN_APPLY_FUSE_KERNEL(bn_apply_relu, 1, float, LD, ST, 0, 1)
 BN_APPLY_FUSE_KERNEL(bn_apply_relu4, 4, float4, LD4, ST4, 0, 1)
+BN_APPLY_FUSE_KERNEL(bn_apply_relu8, 8, float8, LD8, ST8, 0, 1)
 BN_APPLY_FUSE_KERNEL(bn_apply_add, 1, float, LD, ST, 1, 0)
 BN_APPLY_FUSE_KERNEL(bn_apply_add4, 4, float4, LD4, ST4, 1, 0)
+BN_APPLY_FUSE_KERNEL(bn_apply_add8, 8, float8, LD8, ST8, 1, 0)
 BN_APPLY_FUSE_KERNEL(bn_apply_add_relu, 1, float, LD, ST, 1, 1)
 BN_APPLY_FUSE_KERNEL(bn_apply_add_relu4, 4, float4, LD4, ST4, 1, 1)
+BN_APPLY_FUSE_KERNEL(bn_apply_add_relu8, 8, float8, LD8, ST8, 1, 1)
 
 /* ---- layer norm: x (R, D), one group per row ---- */
 

@@ -38,7 +38,11 @@ static bool bn_split(const loom__cl_op *o) {
 }
 
 /* elements per item of the *4 kernels where a plane's S allows them, else 1 */
-static int64_t bn_width(int64_t S) { return S % 4 ? 1 : 4; }
+/* elements per item of the split and gradient kernels: 8 where S allows it on an 8-wide device
+ * (PoCL on AVX2: one ymm vector per load), else 4 or 1 */
+static int64_t bn_width(const loom__cl_op *o, int64_t S) {
+    return loom__cl_vw(o->cl) == 8 && S % 8 == 0 ? 8 : S % 4 ? 1 : 4;
+}
 
 /* `stem` (one element per item), or its form for `width` elements per item (stem4, stem16) */
 static loom_status bn_kernel(loom__cl_op *o, loom_dtype dt, const char *stem, int64_t width, cl_kernel *k) {
@@ -57,7 +61,7 @@ static loom_status bn_sums(loom__cl_op *o, const loom_tensor *x, const loom_tens
     bn_dims(x, &N, &C, &S);
     /* positions per item: 16 where the device's float vector is 16 wide (PoCL on AVX-512: the cnn's
      * first layer, the bn harness: the gradient statistics 0.95 -> 0.72-0.76 ms) */
-    int64_t cw = loom__cl_vw(o->cl) == 16 && S % 16 == 0 ? 16 : bn_width(S);
+    int64_t cw = loom__cl_vw(o->cl) == 16 && S % 16 == 0 ? 16 : bn_width(o, S);
     cl_mem cs;
     cl_kernel k;
     loom_status st;
@@ -105,7 +109,7 @@ static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
                        : relu ? "bn_apply_relu" : "bn_apply";
     if ((st = loom__cl_scratch(o, (size_t)(2 * C) * sizeof(float), &stat)) != LOOM_OK ||
         (st = bn_sums(o, x, NULL, 0, stat, NULL)) != LOOM_OK ||
-        (st = pool ? loom__cl_kernel(o, x->dtype, stem, &k) : bn_kernel(o, x->dtype, stem, bn_width(S), &k)) != LOOM_OK)
+        (st = pool ? loom__cl_kernel(o, x->dtype, stem, &k) : bn_kernel(o, x->dtype, stem, bn_width(o, S), &k)) != LOOM_OK)
         return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
@@ -128,7 +132,7 @@ static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
     loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_2d(o, k, S / bn_width(S), N * C);
+    return loom__cl_launch_2d(o, k, S / bn_width(o, S), N * C);
 }
 
 loom_status loom__cl_bn_fused(loom__cl_op *o, const loom__fuse_group *g, bool *done) {
@@ -202,7 +206,7 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
     int64_t N, C, S;
     bn_dims(x, &N, &C, &S);
     cl_kernel k;
-    loom_status st = bn_kernel(o, x->dtype, "batch_norm_grad", bn_width(S), &k);
+    loom_status st = bn_kernel(o, x->dtype, "batch_norm_grad", bn_width(o, S), &k);
     if (st != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, x), loom__cl_arg_t(&a, opt(y, y->p[LOOM_P_BN_GAMMA])),
@@ -211,7 +215,7 @@ loom_status loom__cl_batch_norm_grad(loom__cl_op *o) {
     loom__cl_arg_i64(&a, N), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, S);
     loom__cl_arg_i32(&a, y->p[LOOM_P_BN_TRAIN] != 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_2d(o, k, S / bn_width(S), N * C);
+    return loom__cl_launch_2d(o, k, S / bn_width(o, S), N * C);
 }
 
 /* x viewed as (R, D), D = the last norm_dims dims */
