@@ -20,7 +20,8 @@ static loom_tensor *state(loom_graph *g, const char *name, loom_dtype dt, double
 }
 
 /* variant bits: 0 momentum, 1 nesterov, 2 weight decay, 3 first step, 4 clip coef, 5 (4, 6) tensors
- * (24 elements: the Vulkan backend's four-per-invocation form on CPU devices), else (5, 7) */
+ * (24 elements: the Vulkan backend's four-per-invocation form and the OpenCL backend's eight on CPU
+ * devices), else (5, 7), 6 zero grad after */
 static loom_tensor *sgd(loom_graph *g, loom_dtype dt, int v) {
     dt = master(dt);
     bool by4 = v & 32;
@@ -29,16 +30,18 @@ static loom_tensor *sgd(loom_graph *g, loom_dtype dt, int v) {
     loom_tensor *buf = v & 1 ? state_of(g, "w.momentum_buffer", dt, -0.5, 0.5, by4) : NULL;
     loom_tensor *coef = NULL;
     if (v & 16) coef = loom_constant(g, "coef", LOOM_F32, 0, NULL, &(float){0.25f});
-    loom__sgd_params sp = {v & 1 ? 0.9 : 0, 0, v & 4 ? 0.01 : 0, (v & 2) != 0, false};
+    loom__sgd_params sp = {v & 1 ? 0.9 : 0, 0, v & 4 ? 0.01 : 0, (v & 2) != 0, (v & 64) != 0};
     return loom__sgd_step(g, p, gr, hyper(g, 0.1f, v & 8 ? 1.0f : 0.0f, 1), buf, coef, &sp);
 }
 
-/* variant bits: 0 AdamW, 1 weight decay, 2 zero grad after, 3 skip (apply 0), 4 skipped by loss scaling (apply -1) */
+/* variant bits: 0 AdamW, 1 weight decay, 2 zero grad after, 3 skip (apply 0), 4 skipped by loss scaling
+ * (apply -1), 5 (4, 6) tensors (the OpenCL backend's eight-per-item form on CPU devices), else (5, 7) */
 static loom_tensor *adam(loom_graph *g, loom_dtype dt, int v) {
     dt = master(dt);
-    loom_tensor *p = tc_param(g, "w", dt, TC_DIMS(5, 7), -1, 1);
-    loom_tensor *gr = state(g, "grad", dt, -1, 1);
-    loom_tensor *m = state(g, "w.exp_avg", dt, -0.1, 0.1), *s = state(g, "w.exp_avg_sq", dt, 0, 0.01);
+    bool by4 = v & 32;
+    loom_tensor *p = by4 ? tc_param(g, "w", dt, TC_DIMS(4, 6), -1, 1) : tc_param(g, "w", dt, TC_DIMS(5, 7), -1, 1);
+    loom_tensor *gr = state_of(g, "grad", dt, -1, 1, by4);
+    loom_tensor *m = state_of(g, "w.exp_avg", dt, -0.1, 0.1, by4), *s = state_of(g, "w.exp_avg_sq", dt, 0, 0.01, by4);
     loom__adam_params ap = {0.9, 0.999, 1e-8, v & 2 ? 0.05 : 0, (v & 1) != 0, (v & 4) != 0};
     return loom__adam_step(g, p, gr, hyper(g, 0.01f, 0, v & 16 ? -1.0f : v & 8 ? 0.0f : 1.0f), m, s, NULL, &ap);
 }
@@ -71,11 +74,16 @@ const loom_op_case loom_cases_optim[] = {
     {"sgd plain (4, 6)", sgd, 32, 0, TC_NO_GRADCHECK},
     {"sgd momentum first step (4, 6)", sgd, 1 | 8 | 32, 0, TC_NO_GRADCHECK},
     {"sgd nesterov weight decay (4, 6)", sgd, 1 | 2 | 4 | 32, 0, TC_NO_GRADCHECK},
+    {"sgd momentum zero grad (4, 6)", sgd, 1 | 32 | 64, 0, TC_NO_GRADCHECK},
     {"adam", adam, 0, 0, TC_NO_GRADCHECK},
     {"adam weight decay", adam, 2, 0, TC_NO_GRADCHECK},
     {"adamw weight decay zero grad", adam, 1 | 2 | 4, 0, TC_NO_GRADCHECK},
     {"adam skipped step (apply 0)", adam, 8, 0, TC_NO_GRADCHECK},
     {"adam step skipped by loss scaling, zero grad (apply -1)", adam, 16 | 4, 0, TC_NO_GRADCHECK},
+    {"adam weight decay (4, 6)", adam, 2 | 32, 0, TC_NO_GRADCHECK},
+    {"adamw weight decay zero grad (4, 6)", adam, 1 | 2 | 4 | 32, 0, TC_NO_GRADCHECK},
+    {"adam skipped step (apply 0) (4, 6)", adam, 8 | 32, 0, TC_NO_GRADCHECK},
+    {"adam step skipped by loss scaling, zero grad (apply -1) (4, 6)", adam, 16 | 4 | 32, 0, TC_NO_GRADCHECK},
     {"accumulate", accumulate, 0, 0, TC_NO_GRADCHECK},
     {"clip coef clipping", clip, 1, 0, TC_NO_GRADCHECK},
     {"clip coef not clipping", clip, 0, 0, TC_NO_GRADCHECK},

@@ -4,6 +4,12 @@
  * on f[] alone are formed here in double and rounded once, as the CPU does. */
 #include "../opencl.h"
 
+/* the eight-element form (sgd_step8, adam_step8) on CPU devices, n a multiple of 8, not in
+ * reproducible mode (the one-element kernels stay its canonical ones) */
+static bool by8(const loom__cl_op *o, int64_t n) {
+    return (o->cl->type & CL_DEVICE_TYPE_CPU) && !o->cl->reproducible && n % 8 == 0 && n > 0;
+}
+
 static loom_status need_f32(loom__cl_op *o, const loom_tensor *p) {
     if (p->dtype == LOOM_F32) return LOOM_OK;
     return loom__err(o->cl->ctx, LOOM_ERR_UNSUPPORTED, "opencl: %s on %s parameter '%s': only f32 master weights (node '%s')",
@@ -18,8 +24,9 @@ loom_status loom__cl_sgd_step(loom__cl_op *o) {
     int flags = (t->p[LOOM_P_SGD_BUF] ? LOOM_K_OPT_BUF : 0) | (t->p[LOOM_P_SGD_NESTEROV] ? LOOM_K_OPT_NESTEROV : 0) |
                 (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     cl_kernel k;
-    if ((st = loom__cl_kernel(o, LOOM_F32, "sgd_step", &k)) != LOOM_OK) return st;
     int64_t n = loom_tensor_numel(p);
+    const bool w8 = by8(o, n);
+    if ((st = loom__cl_kernel(o, LOOM_F32, w8 ? "sgd_step8" : "sgd_step", &k)) != LOOM_OK) return st;
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, p), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t->src[2]);
     loom__cl_arg_t(&a, t->p[LOOM_P_SGD_BUF] ? t->src[3] : p); /* momentum buffer (or unused) */
@@ -28,7 +35,7 @@ loom_status loom__cl_sgd_step(loom__cl_op *o) {
     loom__cl_arg_f32(&a, (float)t->f[LOOM_F_SGD_MOMENTUM]),
         loom__cl_arg_f32(&a, (float)(1 - t->f[LOOM_F_SGD_DAMPENING])), loom__cl_arg_f32(&a, (float)t->f[LOOM_F_SGD_WD]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, n);
+    return loom__cl_launch_1d(o, k, w8 ? n / 8 : n);
 }
 
 loom_status loom__cl_adam_step(loom__cl_op *o) {
@@ -39,8 +46,9 @@ loom_status loom__cl_adam_step(loom__cl_op *o) {
     int flags = (t->p[LOOM_P_ADAM_DECOUPLED] ? LOOM_K_OPT_BUF : 0) |
                 (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     cl_kernel k;
-    if ((st = loom__cl_kernel(o, LOOM_F32, "adam_step", &k)) != LOOM_OK) return st;
     int64_t n = loom_tensor_numel(p);
+    const bool w8 = by8(o, n);
+    if ((st = loom__cl_kernel(o, LOOM_F32, w8 ? "adam_step8" : "adam_step", &k)) != LOOM_OK) return st;
     float wd_hi = (float)t->f[LOOM_F_ADAM_WD], wd_lo = (float)(t->f[LOOM_F_ADAM_WD] - (double)wd_hi);
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, p), loom__cl_arg_t(&a, t->src[1]), loom__cl_arg_t(&a, t->src[2]);
@@ -53,7 +61,7 @@ loom_status loom__cl_adam_step(loom__cl_op *o) {
         loom__cl_arg_f32(&a, (float)(1 - t->f[LOOM_F_ADAM_BETA2]));
     loom__cl_arg_f32(&a, wd_hi), loom__cl_arg_f32(&a, wd_lo);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, n);
+    return loom__cl_launch_1d(o, k, w8 ? n / 8 : n);
 }
 
 loom_status loom__cl_accumulate(loom__cl_op *o) {
