@@ -223,12 +223,19 @@ static bool written(const loom__vk_call *c, int b) {
 }
 
 bool loom__vk_texel_variant(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, int n, int per) {
+    const int pers[LOOM__VK_MAX_TEXEL] = {per, per};
+    return loom__vk_texel_variant_per(c, kernel, dt, bind, pers, n);
+}
+
+bool loom__vk_texel_variant_per(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, const int *per,
+                                int n) {
     if (c->st != LOOM_OK || n > LOOM__VK_MAX_TEXEL) return false;
     char name[96];
     snprintf(name, sizeof name, "%s_%s", kernel, loom_dtype_name(dt));
     int sh = loom__vk_shader_find(name);
     for (int k = 0; k < n && sh >= 0; k++)
-        if (bind[k] < 0 || bind[k] >= c->nbind || written(c, bind[k]) || !loom__vk_texel(c, k, bind[k], dt, per)) sh = -1;
+        if (bind[k] < 0 || bind[k] >= c->nbind || written(c, bind[k]) || !loom__vk_texel(c, k, bind[k], dt, per[k]))
+            sh = -1;
     if (sh < 0) {
         for (int k = 0; k < LOOM__VK_MAX_TEXEL; k++) c->texel[k] = VK_FORMAT_UNDEFINED;
         return false;

@@ -390,6 +390,9 @@ bool loom__vk_texel(loom__vk_call *c, int slot, int binding, loom_dtype dt, int 
  * changed, when a view is not allowed or the call writes a viewed binding's
  * bytes (in place): the call keeps its storage form. */
 bool loom__vk_texel_variant(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, int n, int per);
+/* the same with per[k] elements per texel at slot k */
+bool loom__vk_texel_variant_per(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, const int *per,
+                                int n);
 /* views of bindings 0 and 1 at slots 0 and 1, `per` elements per texel; both or neither */
 bool loom__vk_texel_ab(loom__vk_call *c, loom_dtype dt, int per);
 /* The element offsets the bindings pushed as push words w[0..n) are

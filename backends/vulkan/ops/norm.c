@@ -56,22 +56,19 @@ static loom_status colsum(loom__vk_op *o, const loom_tensor *x, const loom_tenso
     return loom__vk_run_1d(&c, C * (S / 4));
 }
 
-/* an apply kernel's first bindings: x, gamma, beta (x where absent), st, y */
+/* an apply kernel's first bindings: x, st (bn_finish's per-channel vec4s), y */
 static void apply_begin(loom__vk_op *o, loom__vk_call *ap, const char *kernel, loom__buffer *st) {
     const loom_tensor *y = o->t, *x = y->src[0];
     loom__vk_begin(o, ap, kernel, LOOM_F32);
-    loom__vk_in(ap, x), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(ap, opt(y, y->p[LOOM_P_BN_BETA]));
-    loom__vk_buf(ap, st, LOOM__VK_R), loom__vk_out(ap, y);
+    loom__vk_in(ap, x), loom__vk_buf(ap, st, LOOM__VK_R), loom__vk_out(ap, y);
 }
 
 /* the elementwise apply (bn_apply): its invocation count, 0 when an offset rules it out */
 static int64_t apply_plain(loom__vk_op *o, loom__buffer *st, int64_t N, int64_t C, int64_t S, loom__vk_call *ap) {
-    const loom_tensor *y = o->t;
     apply_begin(o, ap, "bn_apply", st);
-    if (!loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 4)) return 0; /* xo, yo */
+    if (!loom__vk_pushed_aligned(ap, (const int[]){0, 1}, 2, 4)) return 0; /* xo, yo */
     loom__vk_u32(ap, (uint32_t)N), loom__vk_u32(ap, (uint32_t)C), loom__vk_u32(ap, (uint32_t)S);
-    loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
-    loom__vk_texel_variant(ap, "bn_apply_t", LOOM_F32, (const int[]){0}, 1, 4);
+    loom__vk_texel_variant(ap, "bn_apply_t", LOOM_F32, (const int[]){0, 1}, 2, 4);
     return N * C * (S / 4);
 }
 
@@ -88,26 +85,25 @@ static int64_t apply_fused(loom__vk_op *o, const loom__fuse_group *g, loom__buff
     if (pool && (!loom__pool_max2(pool, x->dims, &nw) || nw >= ((int64_t)1 << 22))) return 0;
     apply_begin(o, ap, pool ? "bn_apply_pool" : "bn_apply_fuse", st);
     if (pool) {
-        /* push {xo, gmo, bto, yo, po, ro, windows, C, OHW, W, OW, has_g, has_b, has_relu} */
+        /* push {xo, yo, po, ro, windows, C, OHW, W, OW, has_relu} */
         loom__vk_out(ap, pool);
         if (relu) loom__vk_out(ap, relu); else loom__vk_in(ap, x);
-        if (!loom__vk_pushed_aligned(ap, (const int[]){0, 3}, 2, 2)) return 0; /* xo, yo: vec2 rows */
+        if (!loom__vk_pushed_aligned(ap, (const int[]){0, 1}, 2, 2)) return 0; /* xo, yo: vec2 rows */
         loom__vk_u32(ap, (uint32_t)nw), loom__vk_u32(ap, (uint32_t)C);
         loom__vk_u32(ap, (uint32_t)(pool->dims[2] * pool->dims[3])), loom__vk_u32(ap, (uint32_t)x->dims[3]);
         loom__vk_u32(ap, (uint32_t)pool->dims[3]);
-        loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
         loom__vk_i32(ap, relu != NULL);
+        loom__vk_texel_variant_per(ap, "bn_apply_pool_t", LOOM_F32, (const int[]){0, 1}, (const int[]){1, 4}, 2);
         return nw;
     }
-    /* push {xo, gmo, bto, yo, oo, ao, ro, N, C, S, has_g, has_b, has_add, has_relu} */
+    /* push {xo, yo, oo, ao, ro, N, C, S, has_add, has_relu} */
     loom__vk_in(ap, add ? add->src[add->src[0] == y ? 1 : 0] : x);
     if (add) loom__vk_out(ap, add); else loom__vk_in(ap, x);
     if (relu) loom__vk_out(ap, relu); else loom__vk_in(ap, x);
-    if (!loom__vk_pushed_aligned(ap, (const int[]){0, 3, 4, 5, 6}, 5, 4)) return 0;
+    if (!loom__vk_pushed_aligned(ap, (const int[]){0, 1, 2, 3, 4}, 5, 4)) return 0;
     loom__vk_u32(ap, (uint32_t)N), loom__vk_u32(ap, (uint32_t)C), loom__vk_u32(ap, (uint32_t)S);
-    loom__vk_i32(ap, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(ap, y->p[LOOM_P_BN_BETA] >= 0);
     loom__vk_i32(ap, add != NULL), loom__vk_i32(ap, relu != NULL);
-    loom__vk_texel_variant(ap, "bn_apply_fuse_t", LOOM_F32, (const int[]){0}, 1, 4);
+    loom__vk_texel_variant(ap, "bn_apply_fuse_t", LOOM_F32, (const int[]){0, 1}, 2, 4);
     return N * C * (S / 4);
 }
 
@@ -121,14 +117,15 @@ static loom_status forward_split(loom__vk_op *o, const loom__fuse_group *g, int6
     loom_status s;
     *done = false;
     if ((s = loom__vk_scratch(o, (size_t)(2 * C * (S / 4)) * sizeof(float), &cs)) != LOOM_OK ||
-        (s = loom__vk_scratch(o, (size_t)(2 * C) * sizeof(float), &st)) != LOOM_OK)
+        (s = loom__vk_scratch(o, (size_t)(4 * C) * sizeof(float), &st)) != LOOM_OK)
         return s;
     /* the apply first (not yet run): its shapes and offsets decide */
     loom__vk_call ap;
     int64_t n = g ? apply_fused(o, g, st, N, C, S, &ap) : apply_plain(o, st, N, C, S, &ap);
     if (!n) return LOOM_OK;
     if ((s = colsum(o, x, NULL, N, C, S, cs, done)) != LOOM_OK || !*done) return s;
-    /* bindings x, cs, rm, rv (x again without running statistics), st: push {xo, rmo, rvo, N, C, S, has_run, eps, momentum} */
+    /* bindings x, cs, rm, rv (x again without running statistics), st, gamma, beta (x where absent):
+     * push {xo, rmo, rvo, gmo, bto, N, C, S, has_run, eps, momentum, has_g, has_b} */
     loom__vk_call f;
     loom__vk_begin(o, &f, "bn_finish", LOOM_F32);
     loom__vk_in(&f, x), loom__vk_buf(&f, cs, LOOM__VK_R);
@@ -137,8 +134,10 @@ static loom_status forward_split(loom__vk_op *o, const loom__fuse_group *g, int6
     else
         loom__vk_in(&f, x), loom__vk_in(&f, x);
     loom__vk_buf(&f, st, LOOM__VK_W);
+    loom__vk_in(&f, opt(y, y->p[LOOM_P_BN_GAMMA])), loom__vk_in(&f, opt(y, y->p[LOOM_P_BN_BETA]));
     loom__vk_u32(&f, (uint32_t)N), loom__vk_u32(&f, (uint32_t)C), loom__vk_u32(&f, (uint32_t)S);
     loom__vk_i32(&f, run), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_EPS]), loom__vk_f32(&f, (float)y->f[LOOM_F_BN_MOMENTUM]);
+    loom__vk_i32(&f, y->p[LOOM_P_BN_GAMMA] >= 0), loom__vk_i32(&f, y->p[LOOM_P_BN_BETA] >= 0);
     if ((s = loom__vk_run_1d(&f, C)) != LOOM_OK) return s;
     return loom__vk_run_1d(&ap, n);
 }
