@@ -45,6 +45,18 @@ PUSH { uint xo, yo; uint windows, W, OW; } pc;
 TENSOR_IN(0, T, x);
 TENSOR_OUT(1, T, y);
 PUSH { uint xo, yo; uint windows, W, OW; } pc;
+#elif defined(K_MAX2_GRAD) && defined(V2) && defined(TEXEL)
+/* the RELU form through texel views (CPU devices): x and dy one element per texel (bindings 10
+ * and 11: gathers where lavapipe loops over its lanes per storage load), and relu's input not
+ * read: the host runs it only where that input is this pool's output, the window's maximum */
+TENSOR_IN(0, float, x);
+TENSOR_IN(1, T, dy);
+TENSOR_OUT(2, vec2, dx);
+TENSOR_IN(3, T, rx);
+TENSOR_OUT(4, T, rg);
+PUSH { uint xo, dyo, dxo, rxo, rgo; uint windows, W, OW; } pc;
+layout(set = 0, binding = 10) uniform samplerBuffer x_t;
+layout(set = 0, binding = 11) uniform samplerBuffer dy_t;
 #elif defined(K_MAX2_GRAD) && defined(V2)
 TENSOR_IN(0, vec2, x);
 TENSOR_IN(1, T, dy);
@@ -72,7 +84,8 @@ PUSH { uint xo, dyo, dxo; uint windows, W, OW; } pc;
 #endif
 
 #if defined(K_MAX2) || defined(K_MAX2_GRAD)
-#if defined(K_MAX2_GRAD) && defined(RELU)
+#if defined(TEXEL)
+#elif defined(K_MAX2_GRAD) && defined(RELU)
 /* the pooled gradient: relu_grad of relu's input and dy (activation.comp's rule), written as relu_grad's output */
 float pooled_grad(uint k) {
     float v = LD(rx, pc.rxo + k), d = LD(dy, pc.dyo + k), g = v > 0.0 || isnan(v) ? d : 0.0;
@@ -90,7 +103,11 @@ void main() {
     if (k >= pc.windows) return;
     uint OW = pc.OW, j = k % OW, r = k / OW; /* r: the window row over all planes (p * OH + i) */
     uint top = r * 2u * pc.W + 2u * j;       /* planes are 2*OH rows of W: row 2i of plane p is row 2r */
-#if defined(V2)
+#if defined(TEXEL)
+    uint t0 = pc.xo + top, t1 = t0 + pc.W;
+    float a = texelFetch(x_t, int(t0)).x, b = texelFetch(x_t, int(t0 + 1u)).x;
+    float c = texelFetch(x_t, int(t1)).x, d = texelFetch(x_t, int(t1 + 1u)).x;
+#elif defined(V2)
     vec2 r0 = x[(pc.xo + top) / 2u], r1 = x[(pc.xo + top + pc.W) / 2u];
     float a = r0.x, b = r0.y, c = r1.x, d = r1.y;
 #else
@@ -100,6 +117,12 @@ void main() {
     int q = loom_arg4(a, b, c, d);
 #if defined(K_MAX2)
     ST(y, pc.yo + k, q == 0 ? a : q == 1 ? b : q == 2 ? c : d);
+#elif defined(TEXEL) /* relu_grad of the maximum (activation.comp's rule), written as relu_grad's output */
+    float v = q == 0 ? a : q == 1 ? b : q == 2 ? c : d, dv = texelFetch(dy_t, int(pc.dyo + k)).x;
+    float g = v > 0.0 || isnan(v) ? dv : 0.0;
+    ST(rg, pc.rgo + k, g);
+    dx[(pc.dxo + top) / 2u] = vec2(q == 0 ? g : 0.0, q == 1 ? g : 0.0);
+    dx[(pc.dxo + top + pc.W) / 2u] = vec2(q == 2 ? g : 0.0, q == 3 ? g : 0.0);
 #elif defined(V2)
     float g = pooled_grad(k);
     dx[(pc.dxo + top) / 2u] = vec2(q == 0 ? g : 0.0, q == 1 ? g : 0.0);

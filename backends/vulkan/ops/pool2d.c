@@ -90,6 +90,11 @@ loom_status loom__vk_relu_max2_grad(loom__vk_op *o, const loom__fuse_group *g, b
         if (!v2 || loom__vk_pushed_aligned(&c, (const int[]){0, 2}, 2, 2)) break; /* xo, dxo */
     }
     loom__vk_u32(&c, (uint32_t)nw), loom__vk_u32(&c, (uint32_t)pg->dims[3]), loom__vk_u32(&c, (uint32_t)(pg->dims[3] / 2));
+    /* relu's input the pool's own output (the cnn's pool -> relu): the texel form, which takes it
+     * as the window's maximum instead of loading it */
+    const loom_tensor *rx = rg->src[0];
+    if (v2 && rx->op == LOOM_OP_MAX_POOL2D && rx->src[0] == x && loom__pool_max2(rx, x->dims, &(int64_t){0}))
+        loom__vk_texel_variant(&c, "max2_grad_relu_v2t", LOOM_F32, (const int[]){0, 1}, 2, 1);
     loom_status st = loom__vk_run_1d(&c, nw);
     if (st != LOOM_OK) return st;
     loom__vk_fuse_member(o, g->m[LOOM__FU_POOL_GRAD]);
