@@ -118,7 +118,8 @@ static bool one_product(const loom__cl_op *o, const geom *q) {
  * The forward's sums are im2col + the register GEMM's, the same bits; the
  * input gradient's are the forward-of-dy's (O*KH*KW terms per dx element,
  * in one chain, rather than the column path's KH*KW sums of O terms).
- * PoCL, the cnn's second layer (64 x 32 x 14 x 14, 64 3x3 filters): forward
+ * PoCL on an Intel Xeon (AVX-512), the cnn's second layer (64 x 32 x 14 x 14,
+ * 64 3x3 filters; AVX2 hosts: kernel_sizes.h, flat_forward below): forward
  * (im2col 1.2 + GEMM 2.2-2.7) 3.4-3.6 -> 1.9-2.2 ms, input gradient (one pass
  * per plane) 4.5-4.6 -> 2.1-2.4 ms; the first layer's forward 0.42-0.46 ->
  * 0.34-0.36 ms. Not in reproducible mode;

@@ -37,14 +37,13 @@ static bool bn_split(const loom__cl_op *o) {
     return (o->cl->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
-/* elements per item of the *4 kernels where a plane's S allows them, else 1 */
 /* elements per item of the split and gradient kernels: 8 where S allows it on an 8-wide device
  * (PoCL on AVX2: one ymm vector per load), else 4 or 1 */
 static int64_t bn_width(const loom__cl_op *o, int64_t S) {
     return loom__cl_vw(o->cl) == 8 && S % 8 == 0 ? 8 : S % 4 ? 1 : 4;
 }
 
-/* `stem` (one element per item), or its form for `width` elements per item (stem4, stem16) */
+/* `stem` (one element per item), or its form for `width` elements per item (stem4, stem8, stem16) */
 static loom_status bn_kernel(loom__cl_op *o, loom_dtype dt, const char *stem, int64_t width, cl_kernel *k) {
     char name[40];
     if (width > 1) snprintf(name, sizeof name, "%s%lld", stem, (long long)width);
