@@ -234,12 +234,20 @@ loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
         loom__vk_in(&c, opt(y, y->p[LOOM_P_BN_STATS])), loom__vk_out(&c, y);
         if (!v4 || loom__vk_pushed_aligned(&c, words, 3, 4)) break;
     }
-    if (v4)
-        loom__vk_texel_variant(&c, split(o, x->dtype, N, C, S) ? "batch_norm_grad_v4tq" : "batch_norm_grad_v4t", x->dtype,
-                               (const int[]){0, 2}, 2, 4);
+    /* on CPU devices (split) runs of `run` vec4s of a plane per invocation: the largest divisor of S / 4
+     * up to 8 (the cnn's planes: 784 and 196 elements, runs of 7) */
+    int64_t run = 1;
+    for (int64_t r = 8; v4 && r > 1 && run == 1; r--)
+        if ((S / 4) % r == 0) run = r;
+    bool sp = v4 && split(o, x->dtype, N, C, S);
+    bool texel = v4 && loom__vk_texel_variant(&c, sp ? (run > 1 ? "batch_norm_grad_v4tr" : "batch_norm_grad_v4tq")
+                                                     : "batch_norm_grad_v4t",
+                                              x->dtype, (const int[]){0, 2}, 2, 4);
+    if (!(texel && sp)) run = 1;
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
-    return loom__vk_run_1d(&c, v4 ? N * C * (S / 4) : N * C * S);
+    loom__vk_u32(&c, (uint32_t)run);
+    return loom__vk_run_1d(&c, v4 ? N * C * (S / 4) / run : N * C * S);
 }
 
 /* x viewed as (R, D), D = the last norm_dims dims */
