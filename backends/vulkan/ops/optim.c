@@ -4,8 +4,8 @@
  * LOOM_ERR_UNSUPPORTED at plan compile. The factors that depend on f[] alone
  * are formed here in double and rounded once, as the CPU does. Params,
  * gradients and states are written in place (loom__vk_inout). On CPU
- * devices sgd_step runs four elements per invocation where the sizes and
- * offsets allow (sgd_step_v4). */
+ * devices sgd_step runs eight or four elements per invocation where the sizes
+ * and offsets allow (sgd_step_v8, sgd_step_v4). */
 #include "../vulkan.h"
 
 static loom_status need_f32(loom__vk_op *o, const loom_tensor *p) {
@@ -24,20 +24,22 @@ loom_status loom__vk_sgd_step(loom__vk_op *o) {
                      (t->p[LOOM_P_OPT_ZERO_GRAD] ? LOOM_K_OPT_ZERO_GRAD : 0) | (ci >= 0 ? LOOM_K_OPT_COEF : 0);
     int64_t n = loom_tensor_numel(p);
     loom__vk_call c;
-    /* on a CPU device with n and the offsets of p, grad and buf multiples of 4: sgd_step_v4 */
-    bool v4 = n % 4 == 0 && n > 0 && o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    for (;; v4 = false) {
+    /* on a CPU device with n and the offsets of p, grad and buf multiples of 8: sgd_step_v8 (where the
+     * device has 64-bit integers), of 4: sgd_step_v4; w elements per invocation */
+    bool cpu = n > 0 && o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    int w = cpu && n % 8 == 0 && o->vk->int64 ? 8 : cpu && n % 4 == 0 ? 4 : 1;
+    for (;; w = w == 8 && n % 4 == 0 ? 4 : 1) {
         /* bindings p, grad, hyper, buf, coef, y: push {po, go, ho, bo, co, yo, n, flags, mom, damp1, wd} */
-        loom__vk_begin(o, &c, v4 ? "sgd_step_v4" : "sgd_step", LOOM__VK_NODT);
+        loom__vk_begin(o, &c, w == 8 ? "sgd_step_v8" : w == 4 ? "sgd_step_v4" : "sgd_step", LOOM__VK_NODT);
         loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
         if (t->p[LOOM_P_SGD_BUF])
             loom__vk_inout(&c, t->src[3]);
         else loom__vk_in(&c, p); /* unused */
         loom__vk_in(&c, ci >= 0 ? t->src[ci] : t->src[2]); /* coef (or unused) */
         loom__vk_out(&c, t);
-        if (!v4 || loom__vk_pushed_aligned(&c, (const int[]){0, 1, 3}, 3, 4)) break; /* po, go, bo */
+        if (w == 1 || loom__vk_pushed_aligned(&c, (const int[]){0, 1, 3}, 3, (uint32_t)w)) break; /* po, go, bo */
     }
-    n = v4 ? n / 4 : n;
+    n /= w;
     loom__vk_u32(&c, (uint32_t)n), loom__vk_u32(&c, flags);
     loom__vk_f32(&c, (float)t->f[LOOM_F_SGD_MOMENTUM]), loom__vk_f32(&c, (float)(1 - t->f[LOOM_F_SGD_DAMPENING])),
         loom__vk_f32(&c, (float)t->f[LOOM_F_SGD_WD]);
