@@ -223,7 +223,7 @@ static bool written(const loom__vk_call *c, int b) {
 }
 
 bool loom__vk_texel_variant(loom__vk_call *c, const char *kernel, loom_dtype dt, const int *bind, int n, int per) {
-    const int pers[LOOM__VK_MAX_TEXEL] = {per, per};
+    const int pers[LOOM__VK_MAX_TEXEL] = {per, per}; /* a slot left 0 refuses its view: the storage form */
     return loom__vk_texel_variant_per(c, kernel, dt, bind, pers, n);
 }
 

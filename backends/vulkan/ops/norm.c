@@ -236,14 +236,14 @@ loom_status loom__vk_batch_norm_grad(loom__vk_op *o) {
     }
     /* on CPU devices (split) runs of `run` vec4s of a plane per invocation: the largest divisor of S / 4
      * up to 8 (the cnn's planes: 784 and 196 elements, runs of 7) */
-    int64_t run = 1;
-    for (int64_t r = 8; v4 && r > 1 && run == 1; r--)
-        if ((S / 4) % r == 0) run = r;
     bool sp = v4 && split(o, x->dtype, N, C, S);
-    bool texel = v4 && loom__vk_texel_variant(&c, sp ? (run > 1 ? "batch_norm_grad_v4tr" : "batch_norm_grad_v4tq")
-                                                     : "batch_norm_grad_v4t",
-                                              x->dtype, (const int[]){0, 2}, 2, 4);
-    if (!(texel && sp)) run = 1;
+    int64_t run = 1;
+    for (int64_t r = 8; sp && r > 1 && run == 1; r--)
+        if ((S / 4) % r == 0) run = r;
+    if (v4 && !loom__vk_texel_variant(&c, sp ? (run > 1 ? "batch_norm_grad_v4tr" : "batch_norm_grad_v4tq")
+                                             : "batch_norm_grad_v4t",
+                                      x->dtype, (const int[]){0, 2}, 2, 4))
+        run = 1; /* the storage form */
     loom__vk_u32(&c, (uint32_t)N), loom__vk_u32(&c, (uint32_t)C), loom__vk_u32(&c, (uint32_t)S);
     loom__vk_i32(&c, y->p[LOOM_P_BN_TRAIN] != 0), loom__vk_i32(&c, y->p[LOOM_P_BN_GAMMA] >= 0);
     loom__vk_u32(&c, (uint32_t)run);

@@ -28,7 +28,7 @@ loom_status loom__vk_sgd_step(loom__vk_op *o) {
      * device has 64-bit integers), of 4: sgd_step_v4; w elements per invocation */
     bool cpu = n > 0 && o->vk->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     int w = cpu && n % 8 == 0 && o->vk->int64 ? 8 : cpu && n % 4 == 0 ? 4 : 1;
-    for (;; w = w == 8 && n % 4 == 0 ? 4 : 1) {
+    for (;; w = w == 8 ? 4 : 1) { /* n % 8 == 0: n % 4 == 0 too */
         /* bindings p, grad, hyper, buf, coef, y: push {po, go, ho, bo, co, yo, n, flags, mom, damp1, wd} */
         loom__vk_begin(o, &c, w == 8 ? "sgd_step_v8" : w == 4 ? "sgd_step_v4" : "sgd_step", LOOM__VK_NODT);
         loom__vk_inout(&c, p), loom__vk_inout(&c, t->src[1]), loom__vk_in(&c, t->src[2]);
