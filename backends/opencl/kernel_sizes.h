@@ -18,6 +18,7 @@
 #define LOOM_CL_CF_RB8 4
 #define LOOM_CL_CF_NV8 3
 #define LOOM_CL_CF_TAPS 49 /* conv_flat: KH*KW at most */
+#define LOOM_CL_CF_C1_TAPS 9 /* conv_flat_c1: C*KH*KW at most (its input vectors in registers) */
 /* conv_flat_gw: output channels and taps of a kernel row per work-item, by LOOM_VW as conv_flat's:
  * 6 x 3 sums with 32 vector registers, 4 x 3 with 16 (AVX2: the cnn's second layer 6.4-7.2 -> 4.1-4.8 ms) */
 #define LOOM_CL_CF_GO16 6

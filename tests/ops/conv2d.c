@@ -69,6 +69,11 @@ static const conv_spec specs[] = {
     {{2, 3, 9, 11}, {7, 3, 5, 5}, {1, 1, 2, 2, 1, 1, 1}, 0},
     {{2, 2, 10, 9}, {3, 2, 7, 7}, {1, 1, 3, 3, 1, 1, 1}, 1},
     {{2, 4, 6, 10}, {5, 4, 3, 5}, {1, 1, 1, 2, 1, 1, 1}, 1},
+    /* 26, 27: "same" convolutions of at most 9 taps in all, which OpenCL on an 8-wide CPU device runs
+     * with its input vectors in registers (conv_flat_c1): one channel 3x3 on a plane of 63 positions
+     * (a partial last vector) into 6 channels (a partial channel block); three channels 1x3 */
+    {{3, 1, 7, 9}, {6, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, 1},
+    {{2, 3, 5, 7}, {5, 3, 1, 3}, {1, 1, 0, 1, 1, 1, 1}, 0},
 };
 
 static loom_tensor *conv(loom_graph *g, loom_dtype dt, int v) {
@@ -117,6 +122,8 @@ const loom_op_case loom_cases_conv2d[] = {
     {"conv2d 3->7 5x5 pad 2 on 9x11 (same padding)", conv, 23, 0, 0, 0},
     {"conv2d 2->3 7x7 pad 3 on 10x9 + bias (same padding)", conv, 24, 0, 0, 0},
     {"conv2d 4->5 3x5 pad (1, 2) on 6x10 + bias (same padding)", conv, 25, 0, 0, 0},
+    {"conv2d 1->6 3x3 pad 1 on 7x9 + bias (same padding, 9 taps)", conv, 26, 0, 0, 0},
+    {"conv2d 3->5 1x3 pad (0, 1) on 5x7 (same padding, 9 taps)", conv, 27, 0, 0, 0},
     {"conv2d -> conv2d", two_convs, 0, 0, 0, 0},
     {0},
 };

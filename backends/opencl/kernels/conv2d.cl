@@ -217,6 +217,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
 #define CF_IOTA (int8)(0, 1, 2, 3, 4, 5, 6, 7)
 #endif
 #define CF_IV LOOM_CAT(int, GI_VW)
+/* x where the lane mask m is -1, +0.0f where it is 0 (select's result, as one AND) */
+#define CF_MASK(x, m) LOOM_CAT(as_float, GI_VW)(LOOM_CAT(as_int, GI_VW)(x) & (m))
 
 /* wp[ob][k][r] (float) = w[o = ob*CF_RB + r][k] of a weight w (O, Ci*KHW), 0 for o >= O; with flip,
  * the input gradient's forward weights: w (Ci, O, KHW) read as w[ci, o, KHW - 1 - t] at k = ci*KHW + t */
@@ -253,7 +255,7 @@ inline GI_FV cf_ld_edge(__global const T *x, long q, long total) {
             for (long kw = 0, q = (n * C + c) * P + p0 + (kh - ph) * W - pw; kw < KW; kw++, t++, q++) { \
                 GI_FV b[CF_NV];                                                                        \
                 _Pragma("unroll") for (int v = 0; v < CF_NV; v++)                                      \
-                    b[v] = select((GI_FV)(0.0f), LOADB(xs, q + GI_VW * v, total), m[t][v]);           \
+                    b[v] = CF_MASK(LOADB(xs, q + GI_VW * v, total), m[t][v]);                         \
                 _Pragma("unroll") for (int r = 0; r < CF_RB; r++) {                                    \
                     GI_FV a = (GI_FV)(wk[t * CF_RB + r]);                                              \
                     _Pragma("unroll") for (int v = 0; v < CF_NV; v++) acc[r][v] = fma(a, b[v], acc[r][v]); \
@@ -300,6 +302,50 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
                 STV(GI_VW, s, yr + p);
             } else {
                 LOOM_CAT(stv_part, GI_VW)(yr + p, P - p, s);
+            }
+        }
+    }
+}
+
+/* conv_flat_c1: conv_flat for an input of few taps in all (C*KH*KW <= CF_C1_TAPS: a first layer,
+ * C = 1, 3x3), where conv_flat's per-item tap masks cost more than its sums: one work-item per
+ * (n, GI_VW positions), its masked input vectors loaded once for every output channel, CF_RB channels
+ * at a time (conv_wpack's blocks). The same sums, in the same order, as conv_flat's. (Two vectors of
+ * positions per item, or 8 channels at a time, ran slower on PoCL, AVX2.) */
+#define CF_C1_TAPS LOOM_CL_CF_C1_TAPS
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat_c1(
+    __global const T *x, ulong xo, __global const float *wp, __global const T *bias, ulong bo, int has_bias,
+    __global T *y, ulong yo, long N, long C, long H, long W, long O, long KH, long KW, long ph, long pw) {
+    long P = H * W, PB = (P + GI_VW - 1) / GI_VW, OB = (O + CF_RB - 1) / CF_RB, KHW = KH * KW, K = C * KHW;
+    long id = get_group_id(0);
+    if (id >= N * PB) return; /* (b[k] for k >= K: never read) */
+    long n = id / PB, p0 = id % PB * GI_VW, total = N * C * P;
+    CF_IV pv = (CF_IV)((int)p0) + CF_IOTA, iv = cf_div(pv, W), jv = pv - iv * (int)W;
+    __global const T *xs = x + xo;
+    GI_FV b[CF_C1_TAPS];
+    _Pragma("unroll") for (int k = 0; k < CF_C1_TAPS; k++) {
+        long c = k / KHW, t = k % KHW;
+        CF_IV ih = iv + (int)(t / KW - ph), jw = jv + (int)(t % KW - pw);
+        CF_IV m = (ih >= 0) & (ih < (int)H) & (jw >= 0) & (jw < (int)W);
+        long q = (n * C + c) * P + p0 + (t / KW - ph) * W + t % KW - pw;
+        b[k] = k < K ? CF_MASK(CF_LD_EDGE(xs, q, total), m) : (GI_FV)(0.0f);
+    }
+    for (long ob = 0; ob < OB; ob++) {
+        __global const float *wk = wp + ob * K * CF_RB;
+        GI_FV acc[CF_RB];
+        _Pragma("unroll") for (int r = 0; r < CF_RB; r++) acc[r] = (GI_FV)(0.0f);
+        _Pragma("unroll") for (int k = 0; k < CF_C1_TAPS; k++) {
+            if (k >= K) break;
+            _Pragma("unroll") for (int r = 0; r < CF_RB; r++) acc[r] = fma((GI_FV)(wk[k * CF_RB + r]), b[k], acc[r]);
+        }
+        for (long r = 0; r < min(O - ob * CF_RB, (long)CF_RB); r++) {
+            long o = ob * CF_RB + r;
+            GI_FV s = has_bias ? acc[r] + (GI_FV)(LD(bias + bo, o)) : acc[r];
+            __global T *yr = y + yo + (n * O + o) * P;
+            if (p0 + GI_VW <= P) {
+                STV(GI_VW, s, yr + p0);
+            } else {
+                LOOM_CAT(stv_part, GI_VW)(yr + p0, P - p0, s);
             }
         }
     }

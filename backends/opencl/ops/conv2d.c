@@ -134,13 +134,17 @@ static bool flat_conv(const loom__cl_op *o, const geom *q) {
 }
 
 /* conv_flat as a forward (also an input gradient's forward of dy): on 8-wide
- * devices (AVX2) not for sums of fewer than 32 terms (a first layer, C = 1),
- * where each work-item's tap masks cost more than its sums: PoCL on an AMD
- * EPYC (Zen 3), the cnn's first layer 1.16-1.22 ms flat, 0.79-0.85 ms as
- * im2col + GEMM. Its weight gradient stays flat (0.38 vs 0.94-1.21 ms). */
+ * devices (AVX2) not for sums of 10 to 31 terms, where each work-item's tap
+ * masks cost more than its sums; sums of at most 9 terms (a first layer,
+ * C = 1, 3x3) take conv_flat_c1 (its input vectors loaded once for every
+ * output channel). PoCL on an AMD EPYC (Zen 3), the cnn's first layer:
+ * conv_flat 1.16-1.22 ms, im2col + GEMM 1.18-1.52 (median 1.44), conv_flat_c1
+ * 0.92-1.15 (median 1.04), interleaved. Its weight gradient stays flat
+ * (0.38 vs 0.94-1.21 ms). */
 static bool flat_forward(const loom__cl_op *o, const geom *q) {
     if (!flat_conv(o, q)) return false;
-    return loom__cl_vw(o->cl) == 16 || q->K >= 32 || loom__env_switch("LOOM_OPENCL_CONV_FLAT") == 1;
+    return loom__cl_vw(o->cl) == 16 || q->K >= 32 || q->K <= LOOM_CL_CF_C1_TAPS ||
+           loom__env_switch("LOOM_OPENCL_CONV_FLAT") == 1;
 }
 
 /* y = conv_flat(x, w) (+ bias) of geometry q, x and y each a buffer and
@@ -150,7 +154,8 @@ static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const
                             const loom_tensor *bias, loom__cl_mat y, loom_dtype dt) {
     const bool w16 = loom__cl_vw(o->cl) == 16; /* conv2d.cl's CF_RB and CF_NV by GI_VW */
     const int64_t rb = w16 ? LOOM_CL_CF_RB16 : LOOM_CL_CF_RB8, khw = q->KH * q->KW, ob = (q->O + rb - 1) / rb;
-    int64_t vec = loom__cl_vw(o->cl) * (w16 ? LOOM_CL_CF_NV16 : LOOM_CL_CF_NV8); /* positions per item */
+    const bool c1 = !w16 && q->C * khw <= LOOM_CL_CF_C1_TAPS; /* conv_flat_c1: all channels per item */
+    const int64_t vec = loom__cl_vw(o->cl) * (c1 ? 1 : w16 ? LOOM_CL_CF_NV16 : LOOM_CL_CF_NV8); /* positions per item */
     cl_mem wp;
     cl_kernel k;
     loom_status st;
@@ -161,7 +166,7 @@ static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const
     loom__cl_arg_t(&a, w), loom__cl_arg_mem(&a, wp), loom__cl_arg_i64(&a, q->O), loom__cl_arg_i64(&a, q->C);
     loom__cl_arg_i64(&a, khw), loom__cl_arg_i32(&a, flip);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, ob * rb * q->C * khw)) != LOOM_OK ||
-        (st = loom__cl_kernel(o, dt, "conv_flat", &k)) != LOOM_OK)
+        (st = loom__cl_kernel(o, dt, c1 ? "conv_flat_c1" : "conv_flat", &k)) != LOOM_OK)
         return st;
     a = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&a, x.mem), loom__cl_arg_u64(&a, x.off), loom__cl_arg_mem(&a, wp);
@@ -173,7 +178,7 @@ static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const
     int64_t v[9] = {q->N, q->C, q->H, q->W, q->O, q->KH, q->KW, q->ph, q->pw};
     for (int i = 0; i < 9; i++) loom__cl_arg_i64(&a, v[i]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_groups(o, k, q->N * ob * ((q->P + vec - 1) / vec), 1);
+    return loom__cl_launch_groups(o, k, q->N * (c1 ? 1 : ob) * ((q->P + vec - 1) / vec), 1);
 }
 
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
