@@ -238,6 +238,10 @@ static void cases(int b) {
      * the row's last ones) */
     test_case(CASE_POOL, 2, 3, 6, 28, 2);
     test_case(CASE_POOL_KEEP, 2, 2, 4, 40, 2);
+    /* rows of 7 windows and of 3 (OpenCL on a CPU device: whole vectors running into the next rows of
+     * the work-group's 16, over more than one row with 3; lane by lane in its last rows) */
+    test_case(CASE_POOL, 2, 3, 14, 14, 2);
+    test_case(CASE_POOL, 2, 3, 12, 6, 2);
     test_case(CASE_RESIDUAL, 3, 4, 6, 5, b == B_CPU ? 4 : b == B_OPENCL ? 2 : 0);
     test_case(CASE_RESIDUAL, 3, 4, 6, 8, b == B_CPU ? 4 : 2);
     test_case(CASE_RESIDUAL_SWAP, 3, 4, 6, 8, b == B_CPU ? 4 : 2);

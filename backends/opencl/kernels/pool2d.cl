@@ -189,8 +189,8 @@ __kernel void max2_grad_relu(__global const T *x, ulong xo, __global const T *dy
 /* max2_grad_relu with explicit vectors, MAX2_V8_ROWS window rows per work-group (CPU devices: the
  * per-window form stores its four dx values lane by lane): 8 windows at a time, their two x rows
  * loaded as 16 values each, arg4 and the relu gradient on the 8 at once (the same selects), dx's two
- * rows stored as 16 values each; a row's last windows (fewer than 8) through the same vectors, loaded
- * and stored element by element */
+ * rows stored as 16 values each; a row's last windows (fewer than 8) through the same vectors, whole
+ * (MAX2_V8_WHOLE) or loaded and stored element by element */
 inline int8 arg4_8(float8 a, float8 b, float8 c, float8 d) {
     int8 tb = isgreater(b, a) | isnan(b);
     float8 m = select(a, b, tb);
@@ -221,6 +221,13 @@ inline float8 max4_8(float8 a, float8 b, float8 c, float8 d) {
         ST16(dx + top, 2 * n, shuffle2(select(z, g, q == 0), select(z, g, q == 1), il));                 \
         ST16(dx + top + W, 2 * n, shuffle2(select(z, g, q == 2), select(z, g, q == 3), il));             \
     }
+/* A row's last windows (OW % 8 of them) in whole vectors, for every row's windows after the first 8 at
+ * a time: with OW > 8 a step that ends at the row's end (its first windows again: the same values
+ * written again); with OW < 8 (W = 2 OW) one step whose extra lanes run past the row into the next rows
+ * of this work-group's, which it writes after (over them); the loads stay inside the tensors (r1 <= the
+ * rows). Otherwise (the group's last rows, OW < 8) the lanes one by one. */
+#define MAX2_V8_WHOLE(r, r1) \
+    (W == 2 * OW && (OW > 8 || ((2 * (r) + 1) * W + 16 <= 2 * (r1) * W && (r) * OW + 8 <= (r1) * OW)))
 #define MAX2_LD16(p, n) LDV(16, p)
 #define MAX2_LD8(p, n) LDV(8, p)
 #define MAX2_ST16(p, n, x) STV(16, x, p)
@@ -236,7 +243,13 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void max2_grad_relu_v8(
     for (long r = get_group_id(0) * MAX2_V8_ROWS; r < r1; r++) {
         long j0 = 0, n = 8;
         for (; j0 + 8 <= OW; j0 += 8) MAX2_V8_STEP(MAX2_LD16, MAX2_LD8, MAX2_ST16, MAX2_ST8)
-        if ((n = OW - j0) > 0) MAX2_V8_STEP(ldv_edge16, ldv_edge8, stv_part16, stv_part8) /* the last windows */
+        if (j0 == OW) continue;
+        if (MAX2_V8_WHOLE(r, r1)) { /* the last windows in whole vectors (MAX2_V8_WHOLE) */
+            j0 = OW > 8 ? OW - 8 : 0;
+            MAX2_V8_STEP(MAX2_LD16, MAX2_LD8, MAX2_ST16, MAX2_ST8)
+        } else if ((n = OW - j0) > 0) {
+            MAX2_V8_STEP(ldv_edge16, ldv_edge8, stv_part16, stv_part8) /* lane by lane */
+        }
     }
 }
 
@@ -268,7 +281,7 @@ BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)
 /* bn_apply_pool[_relu] with explicit vectors, MAX2_V8_ROWS window rows per work-group (CPU devices, as
  * max2_grad_relu_v8): 8 windows at a time, their two x rows (16 values each) normalised, stored to y
  * and pooled (max4 on the even and odd lanes: the same selects), the 8 maxima (and their relu) stored;
- * a row's last windows (fewer than 8) through the same vectors, element by element at the ends */
+ * a row's last windows (fewer than 8) as max2_grad_relu_v8's */
 #define BN_POOL_V8_STEP(LD16, ST16, ST8, RELU)                                                              \
     {                                                                                                    \
         long top = r * 2 * W + 2 * j0, k0 = r * OW + j0;                                                 \
@@ -290,7 +303,12 @@ BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)
             long c = (r / OH) % C, j0 = 0, n = 8;                                                                 \
             float g = has_g ? LD(gm + gmo, c) : 1.0f, b = has_b ? LD(bt + bto, c) : 0.0f, mu = st[c], is = st[C + c]; \
             for (; j0 + 8 <= OW; j0 += 8) BN_POOL_V8_STEP(MAX2_LD16, MAX2_ST16, MAX2_ST8, RELU)                   \
-            if ((n = OW - j0) > 0) BN_POOL_V8_STEP(ldv_edge16, stv_part16, stv_part8, RELU)                         \
+            if (j0 < OW && MAX2_V8_WHOLE(r, r1)) {                                                                \
+                j0 = OW > 8 ? OW - 8 : 0;                                                                         \
+                BN_POOL_V8_STEP(MAX2_LD16, MAX2_ST16, MAX2_ST8, RELU)                                             \
+            } else if ((n = OW - j0) > 0) {                                                                       \
+                BN_POOL_V8_STEP(ldv_edge16, stv_part16, stv_part8, RELU)                                          \
+            }                                                                                                     \
         }                                                                                                         \
     }
 BN_APPLY_POOL_V8_KERNEL(bn_apply_pool_v8, 0)
