@@ -16,13 +16,15 @@ static loom_tensor *running(loom_graph *g, const char *name, loom_dtype dt, int6
  * 600 > 256), with S = 195 < 256 and S = 300 > 256, so a kernel that walks a channel by the group size
  * carries its (n, i) position across planes both ways. Shape 5 (BN_BIG2 | 1): planes of 164 = 4 x 41
  * elements, where float(41) * (1 / 41.0f) rounds below 1 (a float quotient needs its correction).
- * Shape 6 (BN_BIG2 | 2): planes of 64 elements, which OpenCL on a 16-wide device sums 16 per item. */
+ * Shape 6 (BN_BIG2 | 2): planes of 64 elements, which OpenCL on a 16-wide device sums 16 per item.
+ * Shape 7 (BN_BIG2 | 3): planes of 12 elements, 48 per image: OpenCL on an 8-wide device sums 8
+ * positions per item, every other item's last 4 in the next channel. */
 enum { BN_4x3 = 0, BN_4D = 1, BN_3D = 2, BN_BIG1 = 3, BN_G = 4, BN_B = 8, BN_RUN = 16, BN_EVAL = 32, BN_BIG2 = 64 };
 
 static loom_tensor *batch_norm(loom_graph *g, loom_dtype dt, int v) {
     static const int64_t shapes[][4] = {{4, 3},         {2, 3, 5, 4},   {3, 4, 7}, {3, 2, 13, 15},
-                                        {2, 2, 20, 15}, {2, 3, 164}, {2, 3, 8, 8}};
-    static const int nd[] = {2, 4, 3, 4, 4, 3, 4};
+                                        {2, 2, 20, 15}, {2, 3, 164}, {2, 3, 8, 8},   {3, 4, 3, 4}};
+    static const int nd[] = {2, 4, 3, 4, 4, 3, 4, 4};
     int s = (v & 3) + (v & BN_BIG2 ? 4 : 0);
     int64_t c = shapes[s][1];
     loom_tensor *x = tc_param(g, "x", dt, nd[s], shapes[s], -2, 3);
@@ -67,6 +69,7 @@ const loom_op_case loom_cases_norm[] = {
     {"batch_norm train (2,2,20,15) affine", batch_norm, BN_BIG2 | BN_G | BN_B, 0, TC_NO_16BIT, 0},
     {"batch_norm train (2,3,164) affine", batch_norm, BN_BIG2 | 1 | BN_G | BN_B, 0, 0, 0},
     {"batch_norm train (2,3,8,8) affine + running stats", batch_norm, BN_BIG2 | 2 | BN_G | BN_B | BN_RUN, 0, 0, 0},
+    {"batch_norm train (3,4,3,4) affine + running stats", batch_norm, BN_BIG2 | 3 | BN_G | BN_B | BN_RUN, 0, 0, 0},
     {"batch_norm eval (4,3) no affine", batch_norm, BN_4x3 | BN_EVAL, 0, 0, 0},
     {"batch_norm eval (3,4,7) gamma only", batch_norm, BN_3D | BN_G | BN_EVAL, 0, 0, 0},
     {"layer_norm (4,7) last 1 affine", layer_norm, 0 | 4 | 8, 0, 0, 0},

@@ -125,13 +125,13 @@ BN_GRAD_KERNEL(batch_norm_grad8, 8, float8, LD8, ST8)
  * width W: W = 1 (float), and W = 4 (float4, the *4 kernels, S a multiple of
  * 4): PoCL does not vectorize a loop inside an item across its items, so
  * each item carries four positions. */
-#define BN_COLSUM_KERNEL(name, W, VT, LDW, CSW)                                                               \
+#define BN_COLSUM_KERNEL(name, W, VT, LDW, CSW, SHIFT)                                                        \
     __kernel void name(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N, \
                        long C, long S, int with_dy) {                                                            \
         long at = W * get_global_id(0), plane = C * S; /* at = c S + i: an image's (C, S) block */              \
         if (at >= plane) return;                                                                                 \
         x += xo, dy += dyo;                                                                                      \
-        float s = LD(x, at / S * S);                                                                             \
+        SHIFT(VT, s)                                                                                             \
         VT a = (VT)(0.0f), b = a, e = a, f = a;                                                                  \
         if (with_dy) {                                                                                           \
             for (long n = 0, k = at; n < N; n++, k += plane) {                                                   \
@@ -151,13 +151,21 @@ BN_GRAD_KERNEL(batch_norm_grad8, 8, float8, LD8, ST8)
 #define CS4(p, v) vstore4((v), 0, (p))
 #define CS8(p, v) vstore8((v), 0, (p))
 #define CS16(p, v) vstore16((v), 0, (p))
-BN_COLSUM_KERNEL(bn_colsum, 1, float, LD, CS1)
-BN_COLSUM_KERNEL(bn_colsum4, 4, float4, LD4, CS4)
-/* eight positions per item (S a multiple of 8; 8-wide devices, AVX2), likewise */
-BN_COLSUM_KERNEL(bn_colsum8, 8, float8, LD8, CS8)
+/* the shift s: the channel's x[0, c, 0], for an item inside one channel (S a multiple of W) */
+#define BN_SHIFT1(VT, s) float s = LD(x, at / S * S);
+/* per lane, for an item that may reach into the next channel (C S a multiple of 8, S of 4) */
+#define BN_SHIFT8(VT, s)                                                                                 \
+    long c0_ = at / S;                                                                                   \
+    VT s = select((VT)(LD(x, c0_ * S)), (VT)(LD(x, min(c0_ + 1, C - 1) * S)),                            \
+                  (int8)(0, 1, 2, 3, 4, 5, 6, 7) >= (int8)((int)((c0_ + 1) * S - at)));
+BN_COLSUM_KERNEL(bn_colsum, 1, float, LD, CS1, BN_SHIFT1)
+BN_COLSUM_KERNEL(bn_colsum4, 4, float4, LD4, CS4, BN_SHIFT1)
+/* eight positions per item (8-wide devices, AVX2; C S a multiple of 8 and S of 4: an item may reach
+ * into the next channel, its lanes there shifted by that channel's value), likewise */
+BN_COLSUM_KERNEL(bn_colsum8, 8, float8, LD8, CS8, BN_SHIFT8)
 /* sixteen positions per item (S a multiple of 16; devices whose native float vector is 16 wide):
  * the same sums lane by lane as the narrower forms, a quarter of their loop's instructions */
-BN_COLSUM_KERNEL(bn_colsum16, 16, float16, LD16, CS16)
+BN_COLSUM_KERNEL(bn_colsum16, 16, float16, LD16, CS16, BN_SHIFT1)
 
 __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs, __global float *rm, ulong rmo,
                         __global float *rv, ulong rvo, __global float *out, ulong outo, long N, long C, long S,
