@@ -489,3 +489,14 @@ __kernel void conv_sum_parts(__global const float *part, ulong po, __global T *d
 #endif
     ST(dw, dwo + i, acc);
 }
+
+#ifndef LOOM_REPRO
+/* conv_sum_parts eight elements per item (n a multiple of 8; CPU devices): the same sums */
+__kernel void conv_sum_parts8(__global const float *part, ulong po, __global T *dw, ulong dwo, long nparts, long n) {
+    long i = 8 * get_global_id(0);
+    if (i >= n) return;
+    float8 acc = (float8)(0.0f);
+    for (long s = 0; s < nparts; s++) acc += vload8(0, part + po + s * n + i);
+    STV(8, acc, dw + dwo + i);
+}
+#endif

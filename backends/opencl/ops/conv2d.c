@@ -349,12 +349,15 @@ static loom_status sum_parts(loom__cl_op *o, cl_mem part, int64_t nparts) {
     int64_t n = loom_tensor_numel(dw);
     cl_kernel k;
     loom_status st;
-    if ((st = loom__cl_kernel(o, dw->dtype, "conv_sum_parts", &k)) != LOOM_OK) return st;
+    /* CPU devices: 8 elements per item (PoCL on an AMD EPYC, Zen 3: the cnn's second layer, 16 parts of
+     * 18432, 0.21-0.28 -> 0.05-0.06 ms) */
+    const bool v8 = !o->cl->reproducible && (o->cl->type & CL_DEVICE_TYPE_CPU) && n % 8 == 0;
+    if ((st = loom__cl_kernel(o, dw->dtype, v8 ? "conv_sum_parts8" : "conv_sum_parts", &k)) != LOOM_OK) return st;
     loom__cl_args ar = loom__cl_args_begin(o, k);
     loom__cl_arg_mem(&ar, part), loom__cl_arg_u64(&ar, 0), loom__cl_arg_t(&ar, dw);
     loom__cl_arg_i64(&ar, nparts), loom__cl_arg_i64(&ar, n);
     if ((st = loom__cl_args_end(&ar)) != LOOM_OK) return st;
-    return loom__cl_launch_1d(o, k, n);
+    return loom__cl_launch_1d(o, k, v8 ? n / 8 : n);
 }
 
 /* dw = the sum over chunks of images of dy_chunk (Og, CH*P) @ cols_chunk^T
