@@ -35,6 +35,14 @@ size_t loom__cl_elem_off(const loom_plan *p, const loom_tensor *t) {
     return off / es;
 }
 
+bool loom__cl_overlap(const loom_plan *p, const loom_tensor *a, const loom_tensor *b) {
+    if (loom__cl_mem(p, a) != loom__cl_mem(p, b)) return false;
+    size_t a0 = p->addr[a->id].off, b0 = p->addr[b->id].off;
+    size_t a1 = a0 + (size_t)loom_tensor_numel(a) * loom_dtype_size(a->dtype);
+    size_t b1 = b0 + (size_t)loom_tensor_numel(b) * loom_dtype_size(b->dtype);
+    return a0 < b1 && b0 < a1;
+}
+
 loom_status loom__cl_kernel(loom__cl_op *o, loom_dtype dt, const char *name, cl_kernel *out) {
     loom__cl_node *n = o->node;
     LOOM__ASSERT(n->n_kernel < LOOM__CL_MAX_LAUNCH);

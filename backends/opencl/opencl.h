@@ -341,6 +341,8 @@ bool loom__cl_rows(const loom__cl *cl);
 /* Host helpers for the op files. */
 size_t loom__cl_elem_off(const loom_plan *p, const loom_tensor *t); /* element offset in its buffer */
 cl_mem loom__cl_mem(const loom_plan *p, const loom_tensor *t);
+/* whether tensors a and b of plan p share bytes (an output in place over an input) */
+bool loom__cl_overlap(const loom_plan *p, const loom_tensor *a, const loom_tensor *b);
 
 /* ---- the op table (kernels.c) and the op host functions (ops/<family>.c) ---- */
 #define LOOM__CL_FLOAT (LOOM__DT(F32) | LOOM__DT(F16) | LOOM__DT(BF16))

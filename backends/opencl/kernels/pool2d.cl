@@ -225,9 +225,11 @@ inline float8 max4_8(float8 a, float8 b, float8 c, float8 d) {
  * a time: with OW > 8 a step that ends at the row's end (its first windows again: the same values
  * written again); with OW < 8 (W = 2 OW) one step whose extra lanes run past the row into the next rows
  * of this work-group's, which it writes after (over them); the loads stay inside the tensors (r1 <= the
- * rows). Otherwise (the group's last rows, OW < 8) the lanes one by one. */
+ * rows). Otherwise (the group's last rows, OW < 8), and when the full-size output lies over the
+ * full-size input (`whole` 0: those steps would read values already overwritten; today's planner puts
+ * neither op's output in place, the host checks anyway), the lanes one by one. */
 #define MAX2_V8_WHOLE(r, r1) \
-    (W == 2 * OW && (OW > 8 || ((2 * (r) + 1) * W + 16 <= 2 * (r1) * W && (r) * OW + 8 <= (r1) * OW)))
+    (whole && W == 2 * OW && (OW > 8 || ((2 * (r) + 1) * W + 16 <= 2 * (r1) * W && (r) * OW + 8 <= (r1) * OW)))
 #define MAX2_LD16(p, n) LDV(16, p)
 #define MAX2_LD8(p, n) LDV(8, p)
 #define MAX2_ST16(p, n, x) STV(16, x, p)
@@ -235,7 +237,7 @@ inline float8 max4_8(float8 a, float8 b, float8 c, float8 d) {
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void max2_grad_relu_v8(
     __global const T *x, ulong xo, __global const T *dy, ulong dyo, __global T *dx, ulong dxo, __global const T *rx,
-    ulong rxo, __global T *rg, ulong rgo, long rows, long W, long OW) {
+    ulong rxo, __global T *rg, ulong rgo, long rows, long W, long OW, int whole) {
     x += xo, dx += dxo, dy += dyo, rx += rxo, rg += rgo;
     const uint16 il = (uint16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
     const float8 z = (float8)(0.0f);
@@ -296,7 +298,7 @@ BN_APPLY_POOL_KERNEL(bn_apply_pool_relu, 1)
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                                           \
         __global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *bt, ulong bto,          \
         __global const float *st, __global T *y, ulong yo, __global T *yp, ulong po, __global T *yr, ulong ro,    \
-        long rows, long C, long OH, long W, long OW, int has_g, int has_b) {                                      \
+        long rows, long C, long OH, long W, long OW, int has_g, int has_b, int whole) {                           \
         x += xo, y += yo, yp += po, yr += ro;                                                                     \
         long r1 = min(rows, (long)(get_group_id(0) + 1) * MAX2_V8_ROWS);                                          \
         for (long r = get_group_id(0) * MAX2_V8_ROWS; r < r1; r++) {                                              \

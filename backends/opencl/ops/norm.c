@@ -121,6 +121,7 @@ static loom_status bn_split_forward(loom__cl_op *o, const loom__fuse_group *g) {
         loom__cl_arg_i64(&a, rows), loom__cl_arg_i64(&a, C), loom__cl_arg_i64(&a, OH);
         loom__cl_arg_i64(&a, x->dims[3]), loom__cl_arg_i64(&a, OW);
         loom__cl_arg_i32(&a, y->p[LOOM_P_BN_GAMMA] >= 0), loom__cl_arg_i32(&a, y->p[LOOM_P_BN_BETA] >= 0);
+        if (v8) loom__cl_arg_i32(&a, !loom__cl_overlap(o->plan, y, x)); /* whole: y not over x (pool2d.cl) */
         if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
         return v8 ? loom__cl_launch_groups(o, k, (rows + LOOM_CL_MAX2_V8_ROWS - 1) / LOOM_CL_MAX2_V8_ROWS, 1)
                   : loom__cl_launch_window_rows(o, k, OW, rows);

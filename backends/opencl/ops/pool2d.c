@@ -104,6 +104,7 @@ loom_status loom__cl_relu_max2_grad(loom__cl_op *o, const loom__fuse_group *g, b
     loom__cl_arg_t(&a, pg->src[0]), loom__cl_arg_t(&a, rg->src[1]), loom__cl_arg_t(&a, pg);
     loom__cl_arg_t(&a, rg->src[0]), loom__cl_arg_t(&a, rg);
     loom__cl_arg_i64(&a, v8 ? rows : nw), loom__cl_arg_i64(&a, pg->dims[3]), loom__cl_arg_i64(&a, OW);
+    if (v8) loom__cl_arg_i32(&a, !loom__cl_overlap(o->plan, pg, pg->src[0])); /* whole: dx not over x */
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
     st = v8 ? loom__cl_launch_groups(o, k, (rows + LOOM_CL_MAX2_V8_ROWS - 1) / LOOM_CL_MAX2_V8_ROWS, 1)
             : loom__cl_launch_1d(o, k, nw);
