@@ -120,16 +120,21 @@ inline float ld_any(__global const uchar *p, int dt, long i) {
     }
 }
 
+/* Philox4x32-10's ten rounds on the counter words c0..c3 (type UT: uint, or uintN for N counters
+ * in lanes) and the key words kx, ky (uint), in place: identical to core/rng.c loom_philox4x32_10 */
+#define PHILOX_ROUNDS(UT, c0, c1, c2, c3, kx, ky)                                   \
+    for (int r_ = 0; r_ < 10; r_++) {                                               \
+        UT hi0_ = mul_hi((UT)(0xD2511F53u), c0), lo0_ = (UT)(0xD2511F53u) * c0;     \
+        UT hi1_ = mul_hi((UT)(0xCD9E8D57u), c2), lo1_ = (UT)(0xCD9E8D57u) * c2;     \
+        c0 = hi1_ ^ c1 ^ (UT)(kx), c1 = lo1_, c2 = hi0_ ^ c3 ^ (UT)(ky), c3 = lo0_; \
+        kx += 0x9E3779B9u, ky += 0xBB67AE85u;                                       \
+    }
+
 /* Philox4x32-10, identical to core/rng.c loom_philox4x32_10 / loom_philox. */
 inline uint4 philox4x32_10(uint4 c, uint2 k) {
-    for (int r = 0; r < 10; r++) {
-        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
-        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
-        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
-        k.x += 0x9E3779B9u;
-        k.y += 0xBB67AE85u;
-    }
-    return c;
+    uint c0 = c.x, c1 = c.y, c2 = c.z, c3 = c.w, kx = k.x, ky = k.y;
+    PHILOX_ROUNDS(uint, c0, c1, c2, c3, kx, ky)
+    return (uint4)(c0, c1, c2, c3);
 }
 
 inline uint4 philox(ulong seed, ulong stream, ulong counter) {

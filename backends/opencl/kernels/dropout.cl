@@ -25,12 +25,7 @@ __kernel void dropout8(__global const T *x, ulong xo, __global T *y, ulong yo, l
     uint8 c0 = (uint8)((uint)(ctr_hi | (ulong)b0)) + (uint8)(0, 1, 2, 3, 4, 5, 6, 7);
     uint8 c1 = (uint8)((uint)((ctr_hi | (ulong)b0) >> 32)), c2 = (uint8)((uint)stream), c3 = (uint8)((uint)(stream >> 32));
     uint kx = (uint)seed, ky = (uint)(seed >> 32);
-    for (int r = 0; r < 10; r++) {
-        uint8 hi0 = mul_hi((uint8)(0xD2511F53u), c0), lo0 = (uint8)(0xD2511F53u) * c0;
-        uint8 hi1 = mul_hi((uint8)(0xCD9E8D57u), c2), lo1 = (uint8)(0xCD9E8D57u) * c2;
-        c0 = hi1 ^ c1 ^ (uint8)(kx), c1 = lo1, c2 = hi0 ^ c3 ^ (uint8)(ky), c3 = lo0;
-        kx += 0x9E3779B9u, ky += 0xBB67AE85u;
-    }
+    PHILOX_ROUNDS(uint8, c0, c1, c2, c3, kx, ky)
     uint w[4][8];
     vstore8(c0, 0, w[0]), vstore8(c1, 0, w[1]), vstore8(c2, 0, w[2]), vstore8(c3, 0, w[3]);
     for (int j = 0; j < 8; j++) {

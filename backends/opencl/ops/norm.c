@@ -60,8 +60,10 @@ static loom_status bn_sums(loom__cl_op *o, const loom_tensor *x, const loom_tens
     bn_dims(x, &N, &C, &S);
     /* positions per item: 16 where the device's float vector is 16 wide (PoCL on AVX-512: the cnn's
      * first layer, the bn harness: the gradient statistics 0.95 -> 0.72-0.76 ms) */
-    int64_t cw = loom__cl_vw(o->cl) == 16 && S % 16 == 0 ? 16 : bn_width(o, S);
-    if (cw == 4 && loom__cl_vw(o->cl) == 8 && (C * S) % 8 == 0) cw = 8; /* items across channels (BN_SHIFT8) */
+    /* 8 on an 8-wide device where S is a multiple of 4 and C S of 8: items may reach into the next
+     * channel (norm.cl's BN_SHIFT8) */
+    const int vw = loom__cl_vw(o->cl);
+    int64_t cw = vw == 16 && S % 16 == 0 ? 16 : vw == 8 && S % 4 == 0 && (C * S) % 8 == 0 ? 8 : bn_width(o, S);
     cl_mem cs;
     cl_kernel k;
     loom_status st;
