@@ -237,7 +237,7 @@ static void test_env_switches(void) {
               {"opencl", "LOOM_OPENCL_REDUCE_FLAT"}, {"opencl", "LOOM_OPENCL_CONV_FLAT"},
               {"opencl", "LOOM_OPENCL_POOL_2D"},     {"opencl", "LOOM_OPENCL_FUSE"},
               {"opencl", "LOOM_OPENCL_ATTN_GEMM"}, {"opencl", "LOOM_OPENCL_ROWS"},
-              {"opencl", "LOOM_OPENCL_DROPOUT_V8"}};
+              {"opencl", "LOOM_OPENCL_DROPOUT_V8"}, {"opencl", "LOOM_OPENCL_BN_PLANES"}};
     loom_ctx *ctx = NULL;
     loom_ctx_create(NULL, &ctx);
     for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {

@@ -403,7 +403,8 @@ static loom_status cl_create(loom_backend *be, const loom_backend_desc *desc) {
                                      "LOOM_OPENCL_CONV_SHARE_COLS", "LOOM_OPENCL_POOL_2D",
                                      "LOOM_OPENCL_FUSE", "LOOM_OPENCL_ATTN_GEMM", "LOOM_OPENCL_ROWS",
                                      "LOOM_OPENCL_CONV_ONE", "LOOM_OPENCL_CONV_GI_FUSED",
-                                     "LOOM_OPENCL_REDUCE_FLAT", "LOOM_OPENCL_CONV_FLAT", "LOOM_OPENCL_DROPOUT_V8"};
+                                     "LOOM_OPENCL_REDUCE_FLAT", "LOOM_OPENCL_CONV_FLAT", "LOOM_OPENCL_DROPOUT_V8",
+                                     "LOOM_OPENCL_BN_PLANES"};
     loom_status st = loom__env_switches_check(be->ctx, sw, (int)(sizeof sw / sizeof sw[0]));
     if (st == LOOM_OK) st = loom__cl_open(cl, desc);
     if (st == LOOM_OK && cl->reproducible && !cl->correct_div_sqrt)

@@ -113,7 +113,9 @@ BN_GRAD_KERNEL(batch_norm_grad8, 8, float8, LD8, ST8)
  *              the N images of d = x - x[0, c, 0] and d^2 (with dy: also dy
  *              and dy d) at position i of channel c, into cs (4, C, S) f32;
  *              every item's loop has the same trip count and neighbouring
- *              items read neighbouring elements;
+ *              items read neighbouring elements; on CPU devices bn_planesum8
+ *              instead: one item per plane (n, c), the sums over its S
+ *              positions, into cs (4, C, N);
  *   bn_finish  one item per channel: the column sums -> mean and biased
  *              variance (shifted by s = x[0, c, 0]: mean = s + E[d], var =
  *              E[d^2] - E[d]^2, s one of the channel's own values), then
@@ -167,16 +169,50 @@ BN_COLSUM_KERNEL(bn_colsum8, 8, float8, LD8, CS8, BN_SHIFT8)
  * the same sums lane by lane as the narrower forms, a quarter of their loop's instructions */
 BN_COLSUM_KERNEL(bn_colsum16, 16, float16, LD16, CS16, BN_SHIFT1)
 
+/* bn_planesum8: bn_colsum's sums by planes (CPU devices, ops/norm.c: a plane is one contiguous run,
+ * read as a stream, where bn_colsum's items read N elements a plane apart): one item per plane (n, c),
+ * the sums over its S positions of d = x - s (s = x[0, c, 0]) and d^2 (with dy: dy and dy d) in 8 lanes,
+ * then across them, into cs (4, C, N) at [k][c][n]: bn_finish's columns are the N images */
+#define BN_PLANE_ADD(xv, gv, DY)                   \
+    {                                              \
+        float8 d_ = (xv), g_ = (gv);               \
+        a += d_, b += d_ * d_;                     \
+        if (DY) e += g_, f += g_ * d_;             \
+    }
+__kernel void bn_planesum8(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N,
+                           long C, long S, int with_dy) {
+    long pl = get_global_id(0);
+    if (pl >= N * C) return;
+    long c = pl % C, n = pl / C, full = S / 8 * 8;
+    x += xo, dy += dyo;
+    float8 s = (float8)(LD(x, c * S)), a = (float8)(0.0f), b = a, e = a, f = a;
+    __global const T *xp = x + pl * S, *gp = dy + pl * S;
+    if (with_dy) {
+        for (long i = 0; i < full; i += 8) BN_PLANE_ADD(LDV(8, xp + i) - s, LDV(8, gp + i), 1)
+    } else {
+        for (long i = 0; i < full; i += 8) BN_PLANE_ADD(LDV(8, xp + i) - s, a, 0)
+    }
+    if (full < S) { /* the last S % 8 positions; the lanes after them 0 */
+        int8 m = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)((int)(S - full));
+        BN_PLANE_ADD(select((float8)(0.0f), ldv_edge8(xp + full, S - full) - s, m),
+                     with_dy ? ldv_edge8(gp + full, S - full) : a, with_dy)
+    }
+    long at = c * N + n, plane = C * N;
+    cs[at] = hsum8(a), cs[plane + at] = hsum8(b);
+    if (with_dy) cs[2 * plane + at] = hsum8(e), cs[3 * plane + at] = hsum8(f);
+}
+
+/* cols: the columns of cs per channel (S after bn_colsum, N after bn_planesum8) */
 __kernel void bn_finish(__global const T *x, ulong xo, __global const float *cs, __global float *rm, ulong rmo,
                         __global float *rv, ulong rvo, __global float *out, ulong outo, long N, long C, long S,
-                        int mode, int has_run, float eps, float momentum) {
+                        long cols, int mode, int has_run, float eps, float momentum) {
     long c = get_global_id(0);
     if (c >= C) return;
-    long plane = C * S;
+    long plane = C * cols;
     float a = 0.0f, b = 0.0f, e = 0.0f, f = 0.0f;
-    for (long i = 0; i < S; i++) {
-        a += cs[c * S + i], b += cs[plane + c * S + i];
-        if (mode) e += cs[2 * plane + c * S + i], f += cs[3 * plane + c * S + i];
+    for (long i = 0; i < cols; i++) {
+        a += cs[c * cols + i], b += cs[plane + c * cols + i];
+        if (mode) e += cs[2 * plane + c * cols + i], f += cs[3 * plane + c * cols + i];
     }
     float M = (float)(N * S), s = LD(x + xo, c * S), md = a / M;
     float mean = s + md, var = fmax(b / M - md * md, 0.0f), invstd = 1.0f / sqrt(var + eps);
