@@ -198,8 +198,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
  * (OH = H, OW = W: "same" padding), for CPU devices (ops/conv2d.c), with no column buffer. Output
  * position p = i*W + j reads each input plane at the flat offset p + (kh - ph)*W + (kw - pw): one shift
  * for every position, so a run of positions reads one run of the plane, loaded as GI_VW-wide vectors
- * (its lanes in the padding set to 0 by a mask). One work-item per (n, CF_RB output channels,
- * CF_NV vectors of positions): y[n, o, p] = sum in k = (c*KH + kh)*KW + kw order of
+ * (its lanes in the padding set to 0 by a mask). One work-item per (CF_RB output channels, CF_NV
+ * vectors of positions, below): y[n, o, p] = sum in k = (c*KH + kh)*KW + kw order of
  * fma(w[o, k], x at the shift, acc) from 0.0f, then + bias: the sums of im2col and the register
  * GEMM (their padding zeros included), the same bits. The weights come packed by conv_wpack:
  * wp[ob][k][r] = the weight of output channel ob*CF_RB + r (float), one run of CF_RB per k. */
@@ -248,32 +248,41 @@ inline GI_FV cf_ld_edge(__global const T *x, long q, long total) {
 #define CF_LD_EDGE(p, q, total) \
     ((q) >= 0 && (q) + GI_VW <= (total) ? LDV(GI_VW, (p) + (q)) : cf_ld_edge((p), (q), (total)))
 
-/* the sums over c, kh, kw; LOADB: CF_LD or CF_LD_EDGE */
+/* the sums over c, kh, kw; LOADB: CF_LD or CF_LD_EDGE; vector v of positions at qv[v] + the tap's shift */
 #define CF_LOOP(LOADB)                                                                                 \
     for (long c = 0; c < C; c++, wk += KHW * CF_RB)                                                    \
         for (long kh = 0, t = 0; kh < KH; kh++)                                                        \
-            for (long kw = 0, q = (n * C + c) * P + p0 + (kh - ph) * W - pw; kw < KW; kw++, t++, q++) { \
+            for (long kw = 0, q = c * P + (kh - ph) * W - pw; kw < KW; kw++, t++, q++) {               \
                 GI_FV b[CF_NV];                                                                        \
                 _Pragma("unroll") for (int v = 0; v < CF_NV; v++)                                      \
-                    b[v] = CF_MASK(LOADB(xs, q + GI_VW * v, total), m[t][v]);                         \
+                    b[v] = CF_MASK(LOADB(xs, qv[v] + q, total), m[t][v]);                             \
                 _Pragma("unroll") for (int r = 0; r < CF_RB; r++) {                                    \
                     GI_FV a = (GI_FV)(wk[t * CF_RB + r]);                                              \
                     _Pragma("unroll") for (int v = 0; v < CF_NV; v++) acc[r][v] = fma(a, b[v], acc[r][v]); \
                 }                                                                                      \
             }
 
+/* An item's CF_NV vectors are consecutive in the flat order of every image's vectors (PV per plane, the
+ * last one's lanes past P unused), so a plane's last vectors share an item with the next image's first
+ * (no item computes more than one vector past a plane's end: P = 196 on 8 lanes, 25 vectors, not 27).
+ * Items: chunks of CB blocks of CF_NV vectors (CB about one image's), in a chunk every output-channel
+ * block for each of its blocks (an image's input stays in the cache for all its output channels). */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
     __global const T *x, ulong xo, __global const float *wp, __global const T *bias, ulong bo, int has_bias,
     __global T *y, ulong yo, long N, long C, long H, long W, long O, long KH, long KW, long ph, long pw) {
-    long P = H * W, PB = (P + GI_VW * CF_NV - 1) / (GI_VW * CF_NV), OB = (O + CF_RB - 1) / CF_RB;
-    long id = get_group_id(0);
-    if (id >= N * OB * PB) return;
-    long pb = id % PB, ob = id / PB % OB, n = id / (PB * OB), KHW = KH * KW, total = N * C * P;
-    long p0 = pb * GI_VW * CF_NV, o0 = ob * CF_RB, rb = min(O - o0, (long)CF_RB);
-    /* lane masks: the lane's input at tap t is inside the plane (lanes past P are never stored) */
+    long P = H * W, PV = (P + GI_VW - 1) / GI_VW, NB = (N * PV + CF_NV - 1) / CF_NV, CB = (PV + CF_NV - 1) / CF_NV;
+    long OB = (O + CF_RB - 1) / CF_RB, id = get_group_id(0);
+    long cb = id % CB, ob = id / CB % OB, blk = id / (CB * OB) * CB + cb;
+    if (blk >= NB) return;
+    long KHW = KH * KW, total = N * C * P, o0 = ob * CF_RB, rb = min(O - o0, (long)CF_RB);
+    /* vector v: image nv[v], positions pv[v].. (past the last vector: the last again, not stored); its
+     * lane masks: the lane's input at tap t is inside the plane (lanes past P are never stored) */
+    long nv[CF_NV], pv[CF_NV], qv[CF_NV];
     CF_IV m[CF_TAPS][CF_NV];
     for (int v = 0; v < CF_NV; v++) {
-        CF_IV pv = (CF_IV)((int)(p0 + GI_VW * v)) + CF_IOTA, iv = cf_div(pv, W), jv = pv - iv * (int)W;
+        long g = min(blk * CF_NV + v, N * PV - 1);
+        nv[v] = g / PV, pv[v] = g % PV * GI_VW, qv[v] = nv[v] * C * P + pv[v];
+        CF_IV lp = (CF_IV)((int)pv[v]) + CF_IOTA, iv = cf_div(lp, W), jv = lp - iv * (int)W;
         for (long t = 0; t < KHW; t++) {
             CF_IV ih = iv + (int)(t / KW - ph), jw = jv + (int)(t % KW - pw);
             m[t][v] = (ih >= 0) & (ih < (int)H) & (jw >= 0) & (jw < (int)W);
@@ -284,20 +293,18 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_flat(
     GI_FV acc[CF_RB][CF_NV];
     for (int r = 0; r < CF_RB; r++)
         for (int v = 0; v < CF_NV; v++) acc[r][v] = (GI_FV)(0.0f);
-    /* every load inside x: no bounds tests */
-    if (n * C * P + p0 - ph * W - pw >= 0 && ((n + 1) * C - 1) * P + p0 + (KH - 1 - ph) * W + KW - 1 - pw +
-                                                     GI_VW * CF_NV <= total) {
+    /* every load inside x (the vectors' images are ascending): no bounds tests */
+    if (qv[0] - ph * W - pw >= 0 && qv[CF_NV - 1] + (C - 1) * P + (KH - 1 - ph) * W + KW - 1 - pw + GI_VW <= total) {
         CF_LOOP(CF_LD)
     } else {
         CF_LOOP(CF_LD_EDGE)
     }
-    for (long r = 0; r < rb; r++) {
-        __global T *yr = y + yo + (n * O + o0 + r) * P;
-        GI_FV bv = (GI_FV)(has_bias ? LD(bias + bo, o0 + r) : 0.0f);
-        for (int v = 0; v < CF_NV; v++) {
-            long p = p0 + GI_VW * v;
-            if (p >= P) break;
-            GI_FV s = has_bias ? acc[r][v] + bv : acc[r][v];
+    for (int v = 0; v < CF_NV; v++) {
+        long p = pv[v];
+        if (blk * CF_NV + v >= N * PV) break;
+        for (long r = 0; r < rb; r++) {
+            __global T *yr = y + yo + (nv[v] * O + o0 + r) * P;
+            GI_FV s = has_bias ? acc[r][v] + (GI_FV)(LD(bias + bo, o0 + r)) : acc[r][v];
             if (p + GI_VW <= P) { /* (STV is a block for bf16) */
                 STV(GI_VW, s, yr + p);
             } else {

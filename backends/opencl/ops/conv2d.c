@@ -178,7 +178,11 @@ static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const
     int64_t v[9] = {q->N, q->C, q->H, q->W, q->O, q->KH, q->KW, q->ph, q->pw};
     for (int i = 0; i < 9; i++) loom__cl_arg_i64(&a, v[i]);
     if ((st = loom__cl_args_end(&a)) != LOOM_OK) return st;
-    return loom__cl_launch_groups(o, k, q->N * (c1 ? 1 : ob) * ((q->P + vec - 1) / vec), 1);
+    if (c1) return loom__cl_launch_groups(o, k, q->N * ((q->P + vec - 1) / vec), 1);
+    /* conv_flat: chunks of cb blocks of vectors (vec positions each), every block for ob channel blocks */
+    const int64_t vw = loom__cl_vw(o->cl), nvec = vec / vw, pv = (q->P + vw - 1) / vw;
+    const int64_t nb = (q->N * pv + nvec - 1) / nvec, cb = (pv + nvec - 1) / nvec;
+    return loom__cl_launch_groups(o, k, (nb + cb - 1) / cb * cb * ob, 1);
 }
 
 /* y (N,O,OH,OW) = conv2d(x (N,C,H,W), w (O,Cg,KH,KW)) + bias (O) */
