@@ -103,6 +103,29 @@ BN_GRAD_KERNEL(batch_norm_grad, 1, float, LD, ST)
 BN_GRAD_KERNEL(batch_norm_grad4, 4, float4, LD4, ST4)
 /* eight (S a multiple of 8; 8-wide devices, AVX2) */
 BN_GRAD_KERNEL(batch_norm_grad8, 8, float8, LD8, ST8)
+/* the same by planes (CPU devices, ops/norm.c bn_planes): one item per plane (n, c), its S elements 8 at
+ * a time, the last S % 8 through the same lanes */
+#define BN_GRAD_V8(LDP, STP)                                                      \
+    {                                                                             \
+        float8 d = LDP(dyp + i, S - i), xh = (LDP(xp + i, S - i) - mean) * invstd; \
+        STP(dxp + i, S - i, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d); \
+    }
+#define BN_LDV8(p, have) LDV(8, p)
+#define BN_STV8(p, have, v) STV(8, (v), (p))
+__kernel void batch_norm_grad_planes8(__global const T *x, ulong xo, __global const T *gm, ulong gmo,
+                                      __global const T *dy, ulong dyo, __global const float *st, ulong sto,
+                                      __global T *dx, ulong dxo, long N, long C, long S, int train, int has_g) {
+    long plane = get_global_id(0), c = plane % C, i = 0;
+    if (plane >= N * C) return;
+    st += sto;
+    float M = (float)(N * S);
+    float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];
+    float g = has_g ? LD(gm + gmo, c) : 1.0f;
+    __global const T *xp = x + xo + plane * S, *dyp = dy + dyo + plane * S;
+    __global T *dxp = dx + dxo + plane * S;
+    for (; i + 8 <= S; i += 8) BN_GRAD_V8(BN_LDV8, BN_STV8)
+    if (i < S) BN_GRAD_V8(ldv_edge8, stv_part8)
+}
 
 /* ---- batch norm in training, split for CPU-hosted devices (ops/norm.c) ----
  * One group per channel loops each item over a strided run of the channel's
