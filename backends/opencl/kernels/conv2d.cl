@@ -223,10 +223,11 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_gi_fused(
 /* wp[ob][k][r] (float) = w[o = ob*CF_RB + r][k] of a weight w (O, Ci*KHW), 0 for o >= O; with flip,
  * the input gradient's forward weights: w (Ci, O, KHW) read as w[ci, o, KHW - 1 - t] at k = ci*KHW + t */
 __kernel void conv_wpack(__global const T *w, ulong wo, __global float *wp, long O, long Ci, long KHW, int flip) {
-    long id = get_global_id(0), OB = (O + CF_RB - 1) / CF_RB, K = Ci * KHW;
-    if (id >= OB * K * CF_RB) return;
-    long r = id % CF_RB, k = id / CF_RB % K, o = id / (CF_RB * K) * CF_RB + r, ci = k / KHW, t = k % KHW;
-    wp[id] = o >= O ? 0.0f : flip ? LD(w, wo + (ci * O + o) * KHW + KHW - 1 - t) : LD(w, wo + o * K + k);
+    long id = get_global_id(0), OB = (O + CF_RB - 1) / CF_RB, K = Ci * KHW; /* one item per (ob, k) */
+    if (id >= OB * K) return;
+    long k = id % K, o0 = id / K * CF_RB, ci = k / KHW, t = k % KHW;
+    for (long r = 0, o = o0; r < CF_RB; r++, o++)
+        wp[id * CF_RB + r] = o >= O ? 0.0f : flip ? LD(w, wo + (ci * O + o) * KHW + KHW - 1 - t) : LD(w, wo + o * K + k);
 }
 
 /* pv / W for 0 <= pv < 2^22 (the host checks P), in float: (pv + 1/2) / W is at least 1/(2W) away from

@@ -165,7 +165,7 @@ static loom_status run_flat(loom__cl_op *o, const geom *q, loom__cl_mat x, const
     loom__cl_args a = loom__cl_args_begin(o, k);
     loom__cl_arg_t(&a, w), loom__cl_arg_mem(&a, wp), loom__cl_arg_i64(&a, q->O), loom__cl_arg_i64(&a, q->C);
     loom__cl_arg_i64(&a, khw), loom__cl_arg_i32(&a, flip);
-    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, ob * rb * q->C * khw)) != LOOM_OK ||
+    if ((st = loom__cl_args_end(&a)) != LOOM_OK || (st = loom__cl_launch_1d(o, k, ob * q->C * khw)) != LOOM_OK ||
         (st = loom__cl_kernel(o, dt, c1 ? "conv_flat_c1" : "conv_flat", &k)) != LOOM_OK)
         return st;
     a = loom__cl_args_begin(o, k);
