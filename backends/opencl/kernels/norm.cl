@@ -85,18 +85,22 @@ __kernel void batch_norm_grad_params(__global const T *x, ulong xo, __global con
  * (i, plane) is element plane S + i, its channel the same for a whole
  * work-group (a 64-bit division per element was 60% of this kernel's time
  * on PoCL) */
+/* channel c's coefficients from st (4, C) and gamma, and dx of dy d at xhat xh (every form) */
+#define BN_GRAD_COEF                                                                         \
+    st += sto;                                                                               \
+    float M = (float)(N * S);                                                                \
+    float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c]; \
+    float g = has_g ? LD(gm + gmo, c) : 1.0f;
+#define BN_GRAD_DX(d, xh) (train ? g * invstd * ((d) - sd - (xh) * sdx) : g * invstd * (d))
 #define BN_GRAD_KERNEL(name, W, VT, LDW, STW)                                                                 \
     __kernel void name(__global const T *x, ulong xo, __global const T *gm, ulong gmo, __global const T *dy,        \
                        ulong dyo, __global const float *st, ulong sto, __global T *dx, ulong dxo, long N, long C,   \
                        long S, int train, int has_g) {                                                           \
         long i = W * get_global_id(0), plane = get_global_id(1), c = plane % C, k = plane * S + i;              \
         if (i >= S || plane >= N * C) return;                                                                    \
-        st += sto;                                                                                               \
-        float M = (float)(N * S);                                                                                \
-        float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];                 \
-        float g = has_g ? LD(gm + gmo, c) : 1.0f;                                                                \
+        BN_GRAD_COEF                                                                                             \
         VT d = LDW(dy + dyo, k), xh = (LDW(x + xo, k) - mean) * invstd;                                          \
-        STW(dx + dxo, k, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d);                             \
+        STW(dx + dxo, k, BN_GRAD_DX(d, xh));                                                                     \
     }
 BN_GRAD_KERNEL(batch_norm_grad, 1, float, LD, ST)
 /* the same, four elements per item (S a multiple of 4): a 2-D range (S / 4, N C) */
@@ -108,7 +112,7 @@ BN_GRAD_KERNEL(batch_norm_grad8, 8, float8, LD8, ST8)
 #define BN_GRAD_V8(LDP, STP)                                                      \
     {                                                                             \
         float8 d = LDP(dyp + i, S - i), xh = (LDP(xp + i, S - i) - mean) * invstd; \
-        STP(dxp + i, S - i, train ? g * invstd * (d - sd - xh * sdx) : g * invstd * d); \
+        STP(dxp + i, S - i, BN_GRAD_DX(d, xh));                                   \
     }
 #define BN_LDV8(p, have) LDV(8, p)
 #define BN_STV8(p, have, v) STV(8, (v), (p))
@@ -117,10 +121,7 @@ __kernel void batch_norm_grad_planes8(__global const T *x, ulong xo, __global co
                                       __global T *dx, ulong dxo, long N, long C, long S, int train, int has_g) {
     long plane = get_global_id(0), c = plane % C, i = 0;
     if (plane >= N * C) return;
-    st += sto;
-    float M = (float)(N * S);
-    float sdx = st[c] / M, sd = st[C + c] / M, mean = st[2 * C + c], invstd = st[3 * C + c];
-    float g = has_g ? LD(gm + gmo, c) : 1.0f;
+    BN_GRAD_COEF
     __global const T *xp = x + xo + plane * S, *dyp = dy + dyo + plane * S;
     __global T *dxp = dx + dxo + plane * S;
     for (; i + 8 <= S; i += 8) BN_GRAD_V8(BN_LDV8, BN_STV8)
@@ -150,6 +151,12 @@ __kernel void batch_norm_grad_planes8(__global const T *x, ulong xo, __global co
  * width W: W = 1 (float), and W = 4 (float4, the *4 kernels, S a multiple of
  * 4): PoCL does not vectorize a loop inside an item across its items, so
  * each item carries four positions. */
+/* the sums' step for d = x - s and dy g (DY: with the dy sums), every form */
+#define BN_SUMS_ADD(d, g, DY)                     \
+    {                                             \
+        a += (d), b += (d) * (d);                 \
+        if (DY) e += (g), f += (g) * (d);         \
+    }
 #define BN_COLSUM_KERNEL(name, W, VT, LDW, CSW, SHIFT)                                                        \
     __kernel void name(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N, \
                        long C, long S, int with_dy) {                                                            \
@@ -161,12 +168,12 @@ __kernel void batch_norm_grad_planes8(__global const T *x, ulong xo, __global co
         if (with_dy) {                                                                                           \
             for (long n = 0, k = at; n < N; n++, k += plane) {                                                   \
                 VT d = LDW(x, k) - s, g = LDW(dy, k);                                                            \
-                a += d, b += d * d, e += g, f += g * d;                                                          \
+                BN_SUMS_ADD(d, g, 1)                                                                             \
             }                                                                                                    \
         } else {                                                                                                 \
             for (long n = 0, k = at; n < N; n++, k += plane) {                                                   \
                 VT d = LDW(x, k) - s;                                                                            \
-                a += d, b += d * d;                                                                              \
+                BN_SUMS_ADD(d, d, 0)                                                                             \
             }                                                                                                    \
         }                                                                                                        \
         CSW(cs + at, a), CSW(cs + plane + at, b);                                                                \
@@ -196,12 +203,6 @@ BN_COLSUM_KERNEL(bn_colsum16, 16, float16, LD16, CS16, BN_SHIFT1)
  * read as a stream, where bn_colsum's items read N elements a plane apart): one item per plane (n, c),
  * the sums over its S positions of d = x - s (s = x[0, c, 0]) and d^2 (with dy: dy and dy d) in 8 lanes,
  * then across them, into cs (4, C, N) at [k][c][n]: bn_finish's columns are the N images */
-#define BN_PLANE_ADD(xv, gv, DY)                   \
-    {                                              \
-        float8 d_ = (xv), g_ = (gv);               \
-        a += d_, b += d_ * d_;                     \
-        if (DY) e += g_, f += g_ * d_;             \
-    }
 __kernel void bn_planesum8(__global const T *x, ulong xo, __global const T *dy, ulong dyo, __global float *cs, long N,
                            long C, long S, int with_dy) {
     long pl = get_global_id(0);
@@ -211,14 +212,21 @@ __kernel void bn_planesum8(__global const T *x, ulong xo, __global const T *dy, 
     float8 s = (float8)(LD(x, c * S)), a = (float8)(0.0f), b = a, e = a, f = a;
     __global const T *xp = x + pl * S, *gp = dy + pl * S;
     if (with_dy) {
-        for (long i = 0; i < full; i += 8) BN_PLANE_ADD(LDV(8, xp + i) - s, LDV(8, gp + i), 1)
+        for (long i = 0; i < full; i += 8) {
+            float8 d = LDV(8, xp + i) - s, g = LDV(8, gp + i);
+            BN_SUMS_ADD(d, g, 1)
+        }
     } else {
-        for (long i = 0; i < full; i += 8) BN_PLANE_ADD(LDV(8, xp + i) - s, a, 0)
+        for (long i = 0; i < full; i += 8) {
+            float8 d = LDV(8, xp + i) - s;
+            BN_SUMS_ADD(d, d, 0)
+        }
     }
     if (full < S) { /* the last S % 8 positions; the lanes after them 0 */
         int8 m = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)((int)(S - full));
-        BN_PLANE_ADD(select((float8)(0.0f), ldv_edge8(xp + full, S - full) - s, m),
-                     with_dy ? ldv_edge8(gp + full, S - full) : a, with_dy)
+        float8 d = select((float8)(0.0f), ldv_edge8(xp + full, S - full) - s, m);
+        float8 g = with_dy ? ldv_edge8(gp + full, S - full) : d;
+        BN_SUMS_ADD(d, g, with_dy)
     }
     long at = c * N + n, plane = C * N;
     cs[at] = hsum8(a), cs[plane + at] = hsum8(b);
